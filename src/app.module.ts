@@ -1,0 +1,26 @@
+import { type DynamicModule, Module } from '@nestjs/common';
+import { ConfigModule } from '@nestjs/config';
+import type { AppConfig } from './config/app-config.js';
+import { HealthModule } from './health/health.module.js';
+import { ObservabilityModule } from './observability/observability.module.js';
+import { StoreModule } from './store/store.module.js';
+import { TokenModule } from './token/token.module.js';
+
+/** Wires the feature modules together; each owns its slice of the validated config. */
+@Module({})
+export class AppModule {
+  static register(config: AppConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        // The config was validated before Nest started (load-config): only that object is
+        // served, never raw process.env, so every instance in a process can differ.
+        ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, ignoreEnvVars: true, skipProcessEnv: true, load: [() => ({ ...config })] }),
+        ObservabilityModule,
+        StoreModule,
+        TokenModule,
+        HealthModule,
+      ],
+    };
+  }
+}

@@ -1,0 +1,40 @@
+import type { Secret } from './secret.js';
+
+/** Scopes a caller may hold (internal-api.md §1). */
+export const SCOPES = ['kyc:shahkar', 'kyc:iban', 'inquiries:read', 'kyc:advanced'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export interface ApiKeyEntry {
+  clientId: string;
+  /** SHA-256 of the key, lower-case hex; the key itself is never configured. */
+  keySha256: string;
+  scopes: Scope[];
+}
+
+export type StoreConfig =
+  | { mode: 'memory'; keyPrefix: string }
+  | { mode: 'standalone'; keyPrefix: string; url: string }
+  | { mode: 'sentinel'; keyPrefix: string; sentinels: HostPort[]; name: string }
+  | { mode: 'cluster'; keyPrefix: string; nodes: HostPort[] };
+
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+/**
+ * The validated configuration, one slice per feature module. Services read their own
+ * slice with `ConfigService<AppConfig, true>.get('<slice>', { infer: true })`.
+ */
+export interface AppConfig {
+  http: { port: number; bodyLimitBytes: number };
+  logging: { level: string };
+  upstream: { baseUrl: string; username: Secret; password: Secret; timeoutMs: number };
+  token: { refreshSkewSeconds: number };
+  store: StoreConfig;
+  callers: {
+    apiKeys: ApiKeyEntry[];
+    jwt?: { jwksUrl?: string; publicKey?: string; issuer: string; audience: string };
+  };
+  idempotency: { ttlSeconds: number };
+}

@@ -1,0 +1,112 @@
+import { Type } from 'class-transformer';
+import {
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  Max,
+  Min,
+  MinLength,
+} from 'class-validator';
+
+/** `host:port,host:port` lists for Sentinel and Cluster seeds. */
+export const HOST_PORT_LIST = /^[A-Za-z0-9.\-[\]:]+:\d{1,5}(,[A-Za-z0-9.\-[\]:]+:\d{1,5})*$/;
+
+/** Variables whose values are secrets: they are never echoed, not even in a validation error. */
+export const SECRET_VARIABLES = new Set(['UPSTREAM_USERNAME', 'UPSTREAM_PASSWORD', 'API_KEYS', 'JWT_PUBLIC_KEY']);
+
+/**
+ * The whole environment of internal-api.md §5 in one class, validated at startup.
+ * `*_FILE` variants are resolved into their plain names before validation (see load-config).
+ */
+export class EnvironmentVariables {
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  PORT = 3000;
+
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  UPSTREAM_BASE_URL!: string;
+
+  @IsString()
+  @MinLength(1)
+  UPSTREAM_USERNAME!: string;
+
+  @IsString()
+  @MinLength(1)
+  UPSTREAM_PASSWORD!: string;
+
+  @Type(() => Number)
+  @IsInt()
+  @Min(100)
+  @Max(300_000)
+  UPSTREAM_TIMEOUT_MS = 10_000;
+
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(86_400)
+  TOKEN_REFRESH_SKEW_SECONDS = 300;
+
+  @IsOptional()
+  @Matches(/^rediss?:\/\/.+/, { message: 'REDIS_URL must be a redis:// or rediss:// URL' })
+  REDIS_URL?: string;
+
+  @IsOptional()
+  @Matches(HOST_PORT_LIST, { message: 'REDIS_SENTINELS must be host:port,host:port' })
+  REDIS_SENTINELS?: string;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  REDIS_SENTINEL_NAME?: string;
+
+  @IsOptional()
+  @Matches(HOST_PORT_LIST, { message: 'REDIS_CLUSTER_NODES must be host:port,host:port' })
+  REDIS_CLUSTER_NODES?: string;
+
+  @Matches(/^[A-Za-z0-9_.-]{1,32}$/, { message: 'REDIS_KEY_PREFIX must be 1-32 of A-Z a-z 0-9 _ . -' })
+  REDIS_KEY_PREFIX = 'vgw';
+
+  @IsOptional()
+  @IsString()
+  API_KEYS?: string;
+
+  @IsOptional()
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  JWT_JWKS_URL?: string;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  JWT_PUBLIC_KEY?: string;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  JWT_ISSUER?: string;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  JWT_AUDIENCE?: string;
+
+  @Type(() => Number)
+  @IsInt()
+  @Min(60)
+  @Max(30 * 86_400)
+  IDEMPOTENCY_TTL_SECONDS = 86_400;
+
+  @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  LOG_LEVEL = 'info';
+
+  /** Not in the contract's table, which only fixes the 16 KiB default (§3, 413). */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1024)
+  @Max(1024 * 1024)
+  BODY_LIMIT_BYTES = 16 * 1024;
+}

@@ -1,0 +1,39 @@
+import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
+import {
+  IsIranianIban,
+  IsRequestHandlingType,
+  NormaliseWith,
+  REQUEST_HANDLING_TYPES,
+  type RequestHandlingType,
+} from '../validation/decorators.js';
+import { normaliseIban } from '../validation/iban.js';
+
+/**
+ * Body of `POST /v1/kyc/iban`. After `InquiryValidationPipe` the instance holds the
+ * normalised IBAN (`IR` + 24 digits, upper case, no spaces) and `requestHandlingType`
+ * defaulted to `standard`.
+ */
+@ApiSchema({
+  name: 'IbanRequest',
+  description: 'Who owns this IBAN (شبا)? Unknown fields (including `trackId`) are rejected.',
+})
+export class IbanRequestDto {
+  @ApiProperty({
+    type: String,
+    example: 'IR820540102680020817909002',
+    description:
+      'Iranian IBAN: `IR` followed by 24 digits with a valid ISO 13616 mod-97 checksum. Spaces, lower case and Persian/Arabic-Indic digits are accepted; normalised to upper case without spaces.',
+  })
+  @NormaliseWith(normaliseIban)
+  @IsIranianIban()
+  iban!: string;
+
+  @ApiPropertyOptional({
+    enum: REQUEST_HANDLING_TYPES,
+    default: 'standard',
+    example: 'standard',
+    description: 'How the upstream service handles the inquiry; `advanced` needs the `kyc:advanced` scope.',
+  })
+  @IsRequestHandlingType()
+  requestHandlingType: RequestHandlingType = 'standard';
+}

@@ -1,0 +1,51 @@
+import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
+import {
+  IsIranianMobile,
+  IsIranianNationalCode,
+  IsRequestHandlingType,
+  NormaliseWith,
+  REQUEST_HANDLING_TYPES,
+  type RequestHandlingType,
+} from '../validation/decorators.js';
+import { normaliseIranianMobile } from '../validation/mobile.js';
+import { normaliseNationalCode } from '../validation/national-code.js';
+
+/**
+ * Body of `POST /v1/kyc/shahkar`. After `InquiryValidationPipe` the instance holds the
+ * normalised values: `nationalCode` as 10 ASCII digits, `mobileNumber` as `09xxxxxxxxx`,
+ * `requestHandlingType` defaulted to `standard`.
+ */
+@ApiSchema({
+  name: 'ShahkarRequest',
+  description: 'Does this mobile number belong to this national code? Unknown fields (including `trackId`) are rejected.',
+})
+export class ShahkarRequestDto {
+  @ApiProperty({
+    type: String,
+    example: '0499370899',
+    description:
+      'National code (کد ملی): exactly 10 digits with a valid check digit. Persian (۰–۹) and Arabic-Indic (٠–٩) digits are accepted.',
+  })
+  @NormaliseWith(normaliseNationalCode)
+  @IsIranianNationalCode()
+  nationalCode!: string;
+
+  @ApiProperty({
+    type: String,
+    example: '09121234567',
+    description:
+      'Iranian mobile number: `09xxxxxxxxx`, also accepted as `+989xxxxxxxxx`, `00989xxxxxxxxx`, `989xxxxxxxxx` or `9xxxxxxxxx`; normalised to `09xxxxxxxxx`. Persian and Arabic-Indic digits are accepted.',
+  })
+  @NormaliseWith(normaliseIranianMobile)
+  @IsIranianMobile()
+  mobileNumber!: string;
+
+  @ApiPropertyOptional({
+    enum: REQUEST_HANDLING_TYPES,
+    default: 'standard',
+    example: 'standard',
+    description: 'How the upstream service handles the inquiry; `advanced` needs the `kyc:advanced` scope.',
+  })
+  @IsRequestHandlingType()
+  requestHandlingType: RequestHandlingType = 'standard';
+}

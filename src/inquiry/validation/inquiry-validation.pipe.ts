@@ -1,0 +1,112 @@
+import { Injectable, type ArgumentMetadata, type PipeTransform } from '@nestjs/common';
+import { plainToInstance, type ClassConstructor } from 'class-transformer';
+import { getMetadataStorage, validateSync, type ValidationError } from 'class-validator';
+import { ProblemException, type FieldError } from '../../problem/problem.js';
+import { MESSAGES } from './decorators.js';
+
+const BODY_FIELD = 'body';
+const TRACK_ID_FIELD = 'trackId';
+
+/** The properties a DTO declares: exactly those that carry a class-validator constraint. */
+function declaredFields(dto: ClassConstructor<object>): Set<string> {
+  const metadatas = getMetadataStorage().getTargetValidationMetadatas(dto, '', true, false);
+  return new Set(metadatas.map((m) => m.propertyName));
+}
+
+function isJsonObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/** One message per property: each field carries a single constraint, and validation stops at the first failure. */
+function toFieldError(error: ValidationError): FieldError {
+  const messages = Object.values(error.constraints ?? {});
+  return { field: error.property, message: messages[0] ?? 'is invalid' };
+}
+
+/**
+ * Validates a parsed JSON body against an inquiry DTO and returns a DTO instance holding the
+ * normalised values, or throws `ProblemException.validation` with exactly one entry per bad
+ * field (field = property name, or `body` when the body is not a JSON object).
+ *
+ * - Unknown fields are rejected one by one (`trackId` with its own message).
+ * - Types are strict: no implicit conversion (a number is not a string).
+ * - Messages never contain the submitted value.
+ */
+export function validateInquiryBody<T extends object>(dto: ClassConstructor<T>, body: unknown): T {
+  if (!isJsonObject(body)) {
+    throw ProblemException.validation(
+      [{ field: BODY_FIELD, message: 'must be a JSON object' }],
+      'The request body must be a JSON object.',
+    );
+  }
+
+  const allowed = declaredFields(dto);
+  const errors = new Map<string, FieldError>();
+  const known: Record<string, unknown> = {};
+
+  for (const key of Object.keys(body)) {
+    if (allowed.has(key)) {
+      known[key] = body[key];
+    } else {
+      errors.set(key, { field: key, message: key === TRACK_ID_FIELD ? MESSAGES.trackId : MESSAGES.unknownField });
+    }
+  }
+
+  // Only declared fields reach class-transformer; no implicit conversion, so types stay as sent.
+  const instance = plainToInstance(dto, known, { enableImplicitConversion: false });
+  const failures = validateSync(instance, {
+    stopAtFirstError: true,
+    forbidUnknownValues: true,
+    validationError: { target: false, value: false },
+  });
+  for (const failure of failures) {
+    if (!errors.has(failure.property)) errors.set(failure.property, toFieldError(failure));
+  }
+
+  if (errors.size > 0) throw ProblemException.validation([...errors.values()]);
+  return instance;
+}
+
+/**
+ * Per-route body pipe: `@Body(new InquiryValidationPipe(ShahkarRequestDto)) body: ShahkarRequestDto`.
+ * Without an explicit DTO it falls back to the parameter's declared type. Parameters other
+ * than the body pass through untouched.
+ */
+@Injectable()
+export class InquiryValidationPipe<T extends object = object> implements PipeTransform<unknown, T | unknown> {
+  constructor(private readonly dto?: ClassConstructor<T>) {}
+
+  transform(value: unknown, metadata: ArgumentMetadata): T | unknown {
+    if (metadata.type !== 'body') return value;
+    const dto = this.dto ?? (metadata.metatype as ClassConstructor<T> | undefined);
+    if (!dto || (dto as unknown) === Object) {
+      // A programming error, not the caller's: surfaces as a 500 `internal`.
+      throw new Error('InquiryValidationPipe needs a DTO class');
+    }
+    return validateInquiryBody(dto, value);
+  }
+}
+
+const IDEMPOTENCY_KEY_FIELD = 'Idempotency-Key';
+/** 1–255 visible ASCII characters (0x21–0x7E): no spaces, no control or non-ASCII characters. */
+const IDEMPOTENCY_KEY = /^[\x21-\x7E]{1,255}$/;
+
+/**
+ * Checks the `Idempotency-Key` header. Absent → `undefined`; valid → the key; otherwise
+ * throws `validation_failed` with one `Idempotency-Key` entry (never echoing the key).
+ * A repeated header (array, or Node's comma-joined form, which contains a space) is refused.
+ */
+export function validateIdempotencyKey(value: string | string[] | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (Array.isArray(value)) {
+    throw ProblemException.validation([{ field: IDEMPOTENCY_KEY_FIELD, message: 'must be sent at most once' }]);
+  }
+  if (typeof value !== 'string' || !IDEMPOTENCY_KEY.test(value)) {
+    throw ProblemException.validation([
+      { field: IDEMPOTENCY_KEY_FIELD, message: 'must be 1 to 255 visible ASCII characters (0x21-0x7E)' },
+    ]);
+  }
+  return value;
+}

@@ -1,0 +1,57 @@
+import type { LoggerService, LogLevel } from '@nestjs/common';
+import { pino, type Logger as Pino } from 'pino';
+import { redactText } from './redact.js';
+
+/**
+ * Structured JSON logs (pino) for every Nest log call. Messages pass through `redactText`,
+ * and pino's own `redact` removes well-known secret fields from any object logged.
+ */
+export class JsonLogger implements LoggerService {
+  private readonly pino: Pino;
+
+  constructor(level: string, destination?: NodeJS.WritableStream) {
+    this.pino = pino(
+      {
+        level,
+        base: { service: 'verification-gateway' },
+        redact: {
+          paths: ['password', '*.password', 'accessToken', '*.accessToken', 'refreshToken', '*.refreshToken', 'authorization', '*.authorization', 'headers["x-api-key"]'],
+          censor: '[redacted]',
+        },
+        timestamp: pino.stdTimeFunctions.isoTime,
+      },
+      destination ?? pino.destination({ sync: false }),
+    );
+  }
+
+  log(message: unknown, ...params: unknown[]): void {
+    this.write('info', message, params);
+  }
+  error(message: unknown, ...params: unknown[]): void {
+    this.write('error', message, params);
+  }
+  warn(message: unknown, ...params: unknown[]): void {
+    this.write('warn', message, params);
+  }
+  debug(message: unknown, ...params: unknown[]): void {
+    this.write('debug', message, params);
+  }
+  verbose(message: unknown, ...params: unknown[]): void {
+    this.write('trace', message, params);
+  }
+  fatal(message: unknown, ...params: unknown[]): void {
+    this.write('fatal', message, params);
+  }
+  setLogLevels(_levels: LogLevel[]): void {
+    // The level comes from LOG_LEVEL alone.
+  }
+
+  private write(level: 'info' | 'error' | 'warn' | 'debug' | 'trace' | 'fatal', message: unknown, params: unknown[]): void {
+    if (!this.pino.isLevelEnabled(level)) return;
+    // Nest passes the context (logger name) as the last string parameter; error() may add a
+    // stack before it, which is dropped: stacks can carry input and never reach the logs.
+    const context = typeof params[params.length - 1] === 'string' ? (params[params.length - 1] as string) : undefined;
+    const text = message instanceof Error ? `${message.name}: ${message.message}` : typeof message === 'string' ? message : JSON.stringify(message);
+    this.pino[level]({ context }, redactText(text));
+  }
+}

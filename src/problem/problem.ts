@@ -1,0 +1,104 @@
+/**
+ * RFC 9457 problem details, with the stable `code`s of internal-api.md §3.
+ * Every error the gateway returns is built from a `ProblemException`, so callers can rely
+ * on `code` and never see a stack trace, a secret or a raw personal identifier.
+ */
+
+export const PROBLEM_STATUS = {
+  validation_failed: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  idempotency_key_in_use: 409,
+  payload_too_large: 413,
+  idempotency_key_reused: 422,
+  upstream_rejected: 422,
+  rate_limited: 429,
+  upstream_error: 502,
+  upstream_unavailable: 503,
+  store_unavailable: 503,
+  upstream_timeout: 504,
+  internal: 500,
+} as const;
+
+export type ProblemCode = keyof typeof PROBLEM_STATUS;
+
+const TITLES: Record<ProblemCode, string> = {
+  validation_failed: 'The request is not valid',
+  unauthenticated: 'Authentication required',
+  forbidden: 'Not allowed',
+  not_found: 'Not found',
+  idempotency_key_in_use: 'Idempotency key in use',
+  payload_too_large: 'Payload too large',
+  idempotency_key_reused: 'Idempotency key reused',
+  upstream_rejected: 'Rejected by the verification service',
+  rate_limited: 'Too many requests',
+  upstream_error: 'Verification service error',
+  upstream_unavailable: 'Verification service unavailable',
+  store_unavailable: 'Record store unavailable',
+  upstream_timeout: 'Verification service timed out',
+  internal: 'Internal error',
+};
+
+export const PROBLEM_TYPE_BASE = 'https://verification-gateway.internal/problems/';
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  code: ProblemCode;
+  detail: string;
+  trackId?: string;
+  errors?: FieldError[];
+}
+
+export interface ProblemOptions {
+  errors?: FieldError[];
+  trackId?: string;
+  /** Extra response headers, e.g. `Retry-After`. */
+  headers?: Record<string, string>;
+}
+
+export class ProblemException extends Error {
+  readonly status: number;
+  readonly errors?: FieldError[];
+  trackId?: string;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    readonly code: ProblemCode,
+    readonly detail: string,
+    options: ProblemOptions = {},
+  ) {
+    super(`${code}: ${detail}`);
+    this.name = 'ProblemException';
+    this.status = PROBLEM_STATUS[code];
+    this.errors = options.errors;
+    this.trackId = options.trackId;
+    this.headers = options.headers ?? {};
+  }
+
+  static validation(errors: FieldError[], detail = 'The request has invalid fields.'): ProblemException {
+    return new ProblemException('validation_failed', detail, { errors });
+  }
+
+  toBody(): ProblemBody {
+    const body: ProblemBody = {
+      type: PROBLEM_TYPE_BASE + this.code,
+      title: TITLES[this.code],
+      status: this.status,
+      code: this.code,
+      detail: this.detail,
+    };
+    if (this.trackId) body.trackId = this.trackId;
+    if (this.code === 'validation_failed') body.errors = this.errors ?? [];
+    else if (this.errors?.length) body.errors = this.errors;
+    return body;
+  }
+}

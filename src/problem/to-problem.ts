@@ -1,0 +1,83 @@
+import { HttpException } from '@nestjs/common';
+import { ProblemException, type ProblemCode } from './problem.js';
+
+/** Fastify's own request errors (body parsing, limits) carry a `FST_…` code and a status. */
+interface FastifyLikeError {
+  code?: string;
+  statusCode?: number;
+}
+
+const CODE_BY_STATUS: Record<number, ProblemCode> = {
+  400: 'validation_failed',
+  401: 'unauthenticated',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'not_found',
+  413: 'payload_too_large',
+  415: 'validation_failed',
+  429: 'rate_limited',
+};
+
+/**
+ * Turns anything thrown while serving a request into a problem. Only errors the gateway
+ * itself raised keep their message; everything else gets a fixed, generic detail so that
+ * nothing internal (stack, upstream secrets, raw input) can reach the caller.
+ */
+export function toProblem(error: unknown): ProblemException {
+  if (error instanceof ProblemException) return error;
+
+  if (error instanceof HttpException) {
+    const status = error.getStatus();
+    const code = CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal' : 'validation_failed');
+    if (code === 'not_found') return new ProblemException(code, 'No such resource.');
+    if (code === 'validation_failed') {
+      return ProblemException.validation([{ field: 'body', message: 'The request could not be read.' }]);
+    }
+    return new ProblemException(code, defaultDetail(code));
+  }
+
+  const fastifyError = error as FastifyLikeError;
+  if (typeof fastifyError?.statusCode === 'number' && fastifyError.statusCode < 500) {
+    return fromFastifyError(fastifyError);
+  }
+  return new ProblemException('internal', 'An unexpected error occurred.');
+}
+
+function fromFastifyError(error: FastifyLikeError): ProblemException {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ProblemException('payload_too_large', 'The request body is larger than allowed.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return ProblemException.validation(
+        [{ field: 'body', message: 'Content-Type must be application/json.' }],
+        'The request body is not JSON.',
+      );
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return ProblemException.validation([{ field: 'body', message: 'The JSON body is empty.' }], 'The request body is empty.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return ProblemException.validation([{ field: 'body', message: 'Content-Length does not match the body.' }]);
+    default:
+      break;
+  }
+  const code = CODE_BY_STATUS[error.statusCode ?? 400] ?? 'validation_failed';
+  if (code === 'validation_failed') {
+    // Fastify reports malformed JSON as a plain 400 (a SyntaxError from the JSON parser).
+    return ProblemException.validation([{ field: 'body', message: 'The body is not valid JSON.' }], 'The request body is not valid JSON.');
+  }
+  return new ProblemException(code, defaultDetail(code));
+}
+
+function defaultDetail(code: ProblemCode): string {
+  switch (code) {
+    case 'unauthenticated':
+      return 'A valid credential is required.';
+    case 'forbidden':
+      return 'The credential does not allow this operation.';
+    case 'payload_too_large':
+      return 'The request body is larger than allowed.';
+    case 'rate_limited':
+      return 'Too many requests; retry later.';
+    default:
+      return 'An unexpected error occurred.';
+  }
+}

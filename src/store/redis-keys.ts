@@ -1,0 +1,35 @@
+/**
+ * Every Redis key the gateway uses, built in one place. Keys that a Lua script touches
+ * together share a hash tag (`{…}`) so they live in one Cluster slot; keys of unrelated
+ * records get their own tag so load spreads across slots. No raw personal data (national
+ * code, mobile, IBAN) or caller-chosen text is ever part of a key name: idempotency keys
+ * are hashed first.
+ */
+export class RedisKeys {
+  constructor(private readonly prefix: string) {}
+
+  /** The shared upstream token record (hash). Same slot as its lock. */
+  tokenRecord(): string {
+    return `{${this.prefix}:token}:record`;
+  }
+
+  /** Renewal lock: `SET NX PX` with an owner value. */
+  tokenLock(): string {
+    return `{${this.prefix}:token}:lock`;
+  }
+
+  /** Pub/sub channel announcing a newly written token record. */
+  tokenChannel(): string {
+    return `${this.prefix}:token:renewed`;
+  }
+
+  /** One inquiry record by its trackId. The owning client is a field, checked on read. */
+  inquiry(trackId: string): string {
+    return `{${this.prefix}:inq:${trackId}}`;
+  }
+
+  /** One idempotency claim: client id plus the SHA-256 of the caller's key. */
+  idempotency(clientId: string, keySha256: string): string {
+    return `{${this.prefix}:idem:${clientId}:${keySha256}}`;
+  }
+}

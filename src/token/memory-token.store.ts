@@ -1,0 +1,46 @@
+import { EventEmitter } from 'node:events';
+import type { TokenRecord } from './token-record.js';
+import { TokenStore } from './token.store.js';
+
+/** One replica only: the same contract as the Redis store, held in this process. */
+export class MemoryTokenStore extends TokenStore {
+  private record: TokenRecord | null = null;
+  private lock: { owner: string; expiresAt: number } | null = null;
+  private readonly events = new EventEmitter();
+
+  async read(): Promise<TokenRecord | null> {
+    return this.record ? { ...this.record } : null;
+  }
+
+  async tryLock(owner: string, ttlMs: number): Promise<boolean> {
+    const now = Date.now();
+    if (this.lock && this.lock.expiresAt > now) return false;
+    this.lock = { owner, expiresAt: now + ttlMs };
+    return true;
+  }
+
+  async unlock(owner: string): Promise<void> {
+    if (this.lock?.owner === owner) this.lock = null;
+  }
+
+  async writeIfOwner(owner: string, expectedGeneration: number, record: Omit<TokenRecord, 'generation'>): Promise<number | null> {
+    if (this.lock?.owner !== owner || this.lock.expiresAt <= Date.now()) return null;
+    if ((this.record?.generation ?? 0) !== expectedGeneration) return null;
+    this.record = { ...record, generation: expectedGeneration + 1 };
+    return this.record.generation;
+  }
+
+  async invalidateIfCurrent(accessToken: string): Promise<boolean> {
+    if (this.record?.accessToken !== accessToken) return false;
+    this.record = { ...this.record, accessExpiresAt: 0, renewAt: 0 };
+    return true;
+  }
+
+  async publishRenewed(generation: number): Promise<void> {
+    this.events.emit('renewed', generation);
+  }
+
+  async onRenewed(listener: (generation: number) => void): Promise<void> {
+    this.events.on('renewed', listener);
+  }
+}

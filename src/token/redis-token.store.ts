@@ -1,0 +1,119 @@
+import type { RedisClient } from '../store/redis-connection.js';
+import type { RedisKeys } from '../store/redis-keys.js';
+import { storeCall } from '../store/store-unavailable.error.js';
+import type { TokenRecord } from './token-record.js';
+import { TokenStore } from './token.store.js';
+
+/** Compare-and-delete, so a renewal that outlived its lock cannot free a successor's lock. */
+const UNLOCK = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+/**
+ * Write the renewed record only while the caller holds the lock and nobody wrote a newer
+ * generation meanwhile. KEYS: record, lock (same hash tag, so one Cluster slot).
+ */
+const WRITE_IF_OWNER = `
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return -1 end
+local generation = tonumber(redis.call('HGET', KEYS[1], 'generation') or '0')
+if generation ~= tonumber(ARGV[2]) then return -2 end
+generation = generation + 1
+redis.call('HSET', KEYS[1], 'accessToken', ARGV[3], 'refreshToken', ARGV[4], 'accessExpiresAt', ARGV[5],
+  'renewAt', ARGV[6], 'refreshExpiresAt', ARGV[7], 'generation', generation)
+redis.call('PEXPIRE', KEYS[1], ARGV[8])
+return generation`;
+
+/** Expire the access token only if it is still the current one: compare, don't blindly delete. */
+const INVALIDATE_IF_CURRENT = `
+if redis.call('HGET', KEYS[1], 'accessToken') == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'accessExpiresAt', 0, 'renewAt', 0)
+  return 1
+end
+return 0`;
+
+interface TokenScripts {
+  vgwTokenUnlock(lock: string, owner: string): Promise<number>;
+  vgwTokenWrite(record: string, lock: string, ...args: (string | number)[]): Promise<number>;
+  vgwTokenInvalidate(record: string, accessToken: string): Promise<number>;
+}
+
+export class RedisTokenStore extends TokenStore {
+  private readonly scripts: TokenScripts;
+
+  constructor(
+    private readonly client: RedisClient,
+    private readonly subscriber: RedisClient,
+    private readonly keys: RedisKeys,
+  ) {
+    super();
+    client.defineCommand('vgwTokenUnlock', { numberOfKeys: 1, lua: UNLOCK });
+    client.defineCommand('vgwTokenWrite', { numberOfKeys: 2, lua: WRITE_IF_OWNER });
+    client.defineCommand('vgwTokenInvalidate', { numberOfKeys: 1, lua: INVALIDATE_IF_CURRENT });
+    this.scripts = client as unknown as TokenScripts;
+  }
+
+  read(): Promise<TokenRecord | null> {
+    return storeCall('token read', async () => {
+      const hash = await this.client.hgetall(this.keys.tokenRecord());
+      if (!hash.accessToken || !hash.refreshToken) return null;
+      return {
+        accessToken: hash.accessToken,
+        refreshToken: hash.refreshToken,
+        accessExpiresAt: Number(hash.accessExpiresAt),
+        renewAt: Number(hash.renewAt),
+        refreshExpiresAt: Number(hash.refreshExpiresAt),
+        generation: Number(hash.generation),
+      };
+    });
+  }
+
+  tryLock(owner: string, ttlMs: number): Promise<boolean> {
+    return storeCall('token lock', async () => (await this.client.set(this.keys.tokenLock(), owner, 'PX', ttlMs, 'NX')) === 'OK');
+  }
+
+  unlock(owner: string): Promise<void> {
+    return storeCall('token unlock', async () => {
+      await this.scripts.vgwTokenUnlock(this.keys.tokenLock(), owner);
+    });
+  }
+
+  writeIfOwner(owner: string, expectedGeneration: number, record: Omit<TokenRecord, 'generation'>, ttlMs: number): Promise<number | null> {
+    return storeCall('token write', async () => {
+      const generation = await this.scripts.vgwTokenWrite(
+        this.keys.tokenRecord(),
+        this.keys.tokenLock(),
+        owner,
+        expectedGeneration,
+        record.accessToken,
+        record.refreshToken,
+        record.accessExpiresAt,
+        record.renewAt,
+        record.refreshExpiresAt,
+        Math.max(1, Math.round(ttlMs)),
+      );
+      return generation > 0 ? generation : null;
+    });
+  }
+
+  invalidateIfCurrent(accessToken: string): Promise<boolean> {
+    return storeCall('token invalidate', async () => (await this.scripts.vgwTokenInvalidate(this.keys.tokenRecord(), accessToken)) === 1);
+  }
+
+  publishRenewed(generation: number): Promise<void> {
+    return storeCall('token publish', async () => {
+      await this.client.publish(this.keys.tokenChannel(), String(generation));
+    });
+  }
+
+  async onRenewed(listener: (generation: number) => void): Promise<void> {
+    const channel = this.keys.tokenChannel();
+    this.subscriber.on('message', (from: string, message: string) => {
+      if (from === channel) listener(Number(message));
+    });
+    // Subscribe on every (re)connection: the first attempt may come before Redis is
+    // reachable. Until a subscription holds, waiting replicas fall back to polling.
+    const subscribe = () => this.subscriber.subscribe(channel).then(() => undefined, () => undefined);
+    this.subscriber.on('ready', () => void subscribe());
+    if (this.subscriber.status === 'ready') await subscribe();
+  }
+}

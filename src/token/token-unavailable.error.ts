@@ -1,0 +1,16 @@
+/**
+ * No usable upstream token could be had. The reason tells operators what to fix; callers
+ * only ever see 503 `upstream_unavailable` (internal-api.md §3).
+ */
+export type TokenFailureReason = 'password_not_set' | 'credentials_rejected' | 'account_disabled' | 'upstream_failure';
+
+export class TokenUnavailableError extends Error {
+  constructor(
+    readonly reason: TokenFailureReason,
+    /** The upstream's own message (§7.1), never a secret. */
+    readonly upstreamMessage?: string,
+  ) {
+    super(`upstream token unavailable: ${reason}${upstreamMessage ? ` (${upstreamMessage})` : ''}`);
+    this.name = 'TokenUnavailableError';
+  }
+}

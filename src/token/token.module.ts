@@ -1,0 +1,23 @@
+import { Module } from '@nestjs/common';
+import { RedisConnection } from '../store/redis-connection.js';
+import { StoreModule } from '../store/store.module.js';
+import { UpstreamModule } from '../upstream/upstream.module.js';
+import { MemoryTokenStore } from './memory-token.store.js';
+import { RedisTokenStore } from './redis-token.store.js';
+import { TokenProvider } from './token.provider.js';
+import { TokenStore } from './token.store.js';
+
+@Module({
+  imports: [StoreModule, UpstreamModule],
+  providers: [
+    {
+      provide: TokenStore,
+      inject: [RedisConnection],
+      useFactory: (redis: RedisConnection): TokenStore =>
+        redis.client && redis.subscriber ? new RedisTokenStore(redis.client, redis.subscriber, redis.keys) : new MemoryTokenStore(),
+    },
+    TokenProvider,
+  ],
+  exports: [TokenProvider],
+})
+export class TokenModule {}

@@ -1,0 +1,141 @@
+import http from 'node:http';
+import https from 'node:https';
+import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import axios, { AxiosError, type AxiosInstance } from 'axios';
+import type { AppConfig } from '../config/app-config.js';
+import { GatewayMetrics } from '../observability/metrics.js';
+import { fieldErrors, isTokenData, parseEnvelope, type UpstreamMeta, type UpstreamTokenData } from './upstream-envelope.js';
+import { UpstreamError } from './upstream-error.js';
+
+export const TOKEN_PATH = '/api/v5/Authentication/GetToken';
+
+/** Inquiry operations of upstream-api-v5.md §4.2, by the gateway's own operation names. */
+export const INQUIRY_PATHS = {
+  shahkar: '/api/v5/KYC/CheckShahkar',
+  iban: '/api/v5/KYC/IbanInquiry',
+} as const;
+export type InquiryOperation = keyof typeof INQUIRY_PATHS;
+
+/** GetToken request bodies, §4.1 variants A (credentials) and B (renewal). */
+export type TokenGrant = { kind: 'credentials' } | { kind: 'refresh'; refreshToken: string };
+
+export interface UpstreamSuccess {
+  trackId?: string;
+  meta: UpstreamMeta;
+  data: unknown;
+}
+
+/** Connection errors that prove nothing was sent. */
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ERR_INVALID_URL']);
+
+/**
+ * The only place that talks HTTP to the upstream. It owns the keep-alive connection pool
+ * and the per-call timeout, turns every answer into a typed success or `UpstreamError`,
+ * and is the only reader of the API password. It logs paths and outcomes, never bodies.
+ */
+@Injectable()
+export class UpstreamClient implements OnModuleDestroy {
+  private readonly logger = new Logger(UpstreamClient.name);
+  private readonly http: AxiosInstance;
+  private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: 128 });
+  private readonly httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 128 });
+  private readonly settings: AppConfig['upstream'];
+
+  constructor(
+    config: ConfigService<AppConfig, true>,
+    private readonly metrics: GatewayMetrics,
+  ) {
+    this.settings = config.get('upstream', { infer: true });
+    this.http = axios.create({
+      baseURL: this.settings.baseUrl,
+      timeout: this.settings.timeoutMs,
+      httpAgent: this.httpAgent,
+      httpsAgent: this.httpsAgent,
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+      // The envelope is parsed here, not by axios: a malformed body must be told apart.
+      responseType: 'text',
+      transformResponse: [(data: unknown) => data],
+      validateStatus: () => true,
+      maxRedirects: 0,
+      proxy: false,
+    });
+  }
+
+  onModuleDestroy(): void {
+    this.httpAgent.destroy();
+    this.httpsAgent.destroy();
+  }
+
+  /** §4.1: obtain (variant A) or renew (variant B) a token pair. */
+  async getToken(grant: TokenGrant): Promise<UpstreamTokenData> {
+    const body =
+      grant.kind === 'credentials'
+        ? { username: this.settings.username.reveal(), password: this.settings.password.reveal() }
+        : { refreshToken: grant.refreshToken };
+    const result = await this.post(TOKEN_PATH, body, undefined, `token:${grant.kind}`);
+    if (!isTokenData(result.data)) {
+      throw new UpstreamError('malformed', { httpStatus: 200, upstreamMessage: 'token data missing' });
+    }
+    return result.data;
+  }
+
+  /** §4.2: an inquiry, with the gateway-stamped trackId already in `body`. */
+  inquire(operation: InquiryOperation, body: Record<string, unknown>, accessToken: string): Promise<UpstreamSuccess> {
+    return this.post(INQUIRY_PATHS[operation], body, accessToken, operation);
+  }
+
+  private async post(path: string, body: unknown, accessToken: string | undefined, label: string): Promise<UpstreamSuccess> {
+    const started = performance.now();
+    let outcome = 'error';
+    try {
+      const response = await this.http.post<string>(path, body, {
+        headers: accessToken ? { Authorization: `Bearer ${accessToken}` } : undefined,
+        signal: AbortSignal.timeout(this.settings.timeoutMs + 50),
+      });
+      const headerTrackId = response.headers['x-track-id'] as string | undefined;
+      const envelope = parseEnvelope(typeof response.data === 'string' ? response.data : '');
+      if (!envelope) {
+        outcome = 'malformed';
+        throw new UpstreamError('malformed', { httpStatus: response.status, trackId: headerTrackId });
+      }
+      const { meta } = envelope;
+      const trackId = meta.trackId ?? headerTrackId;
+      if (response.status >= 200 && response.status < 300 && meta.isSuccess && meta.code === 0) {
+        outcome = 'success';
+        return { trackId, meta, data: envelope.data };
+      }
+      outcome = `http_${response.status}`;
+      throw new UpstreamError('rejected', {
+        httpStatus: response.status,
+        code: meta.code,
+        errorType: meta.errorType ?? undefined,
+        upstreamMessage: meta.errorMessage ?? meta.message,
+        fieldErrors: fieldErrors(meta.errors),
+        trackId,
+      });
+    } catch (error) {
+      if (error instanceof UpstreamError) throw error;
+      const failure = classifyTransportError(error);
+      outcome = failure.kind === 'not_sent' ? 'not_sent' : failure.details.timedOut ? 'timeout' : 'dropped';
+      throw failure;
+    } finally {
+      this.metrics.observeCall(label, outcome, (performance.now() - started) / 1000);
+      this.logger.debug(`POST ${path} -> ${outcome} in ${Math.round(performance.now() - started)} ms`);
+    }
+  }
+}
+
+/**
+ * Whether the upstream may have seen the request decides whether it may have charged it
+ * (§4.4 rule 5, 9). Only errors that prove the request never left count as `not_sent`.
+ */
+export function classifyTransportError(error: unknown): UpstreamError {
+  const axiosError = error as AxiosError;
+  const code = axiosError?.code ?? (error as { cause?: { code?: string } })?.cause?.code;
+  if (code && NOT_SENT_CODES.has(code)) return new UpstreamError('not_sent');
+  const request = axiosError?.request as { writableFinished?: boolean } | undefined;
+  const timedOut = code === 'ECONNABORTED' || code === 'ETIMEDOUT' || code === 'ERR_CANCELED' || axiosError?.name === 'CanceledError';
+  if (request && request.writableFinished === false) return new UpstreamError('not_sent', { timedOut });
+  return new UpstreamError('outcome_unknown', { timedOut });
+}

@@ -1,0 +1,31 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startGateway, type RunningGateway } from './support/gateway.js';
+
+describe('gateway skeleton', () => {
+  let gateway: RunningGateway;
+
+  beforeAll(async () => {
+    // An upstream address nothing listens on: liveness must not depend on it.
+    gateway = await startGateway({ UPSTREAM_BASE_URL: 'http://127.0.0.1:9', UPSTREAM_TIMEOUT_MS: '500' });
+  });
+  afterAll(() => gateway.close());
+
+  it('answers /health/live without Redis or upstream', async () => {
+    const response = await fetch(`${gateway.url}/health/live`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ status: 'ok' });
+  });
+
+  it('answers an unknown route with problem+json not_found', async () => {
+    const response = await fetch(`${gateway.url}/nope`);
+    expect(response.status).toBe(404);
+    expect(response.headers.get('content-type')).toContain('application/problem+json');
+    expect(await response.json()).toMatchObject({ status: 404, code: 'not_found' });
+  });
+
+  it('serves Prometheus metrics', async () => {
+    const response = await fetch(`${gateway.url}/metrics`);
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('vgw_upstream_call_duration_seconds');
+  });
+});

@@ -1,0 +1,81 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+
+/** A free loopback TCP port, as the OS hands it out. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+/**
+ * A real `redis-server` on a free loopback port, owned by one test file: it can be killed
+ * and restarted on the same port to test outages. Nothing is persisted.
+ */
+export class RedisServer {
+  private process: ChildProcess | null = null;
+
+  private constructor(readonly port: number) {}
+
+  static async start(): Promise<RedisServer> {
+    const server = new RedisServer(await freePort());
+    await server.launch();
+    return server;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  get isRunning(): boolean {
+    return this.process !== null;
+  }
+
+  private async launch(): Promise<void> {
+    const child = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--loglevel', 'notice'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    this.process = child;
+    let output = '';
+    await new Promise<void>((resolve, reject) => {
+      const onData = (chunk: Buffer) => {
+        output += chunk.toString();
+        if (output.includes('Ready to accept connections')) {
+          child.stdout?.off('data', onData);
+          child.stdout?.resume();
+          resolve();
+        }
+      };
+      child.stdout?.on('data', onData);
+      child.once('error', reject);
+      child.once('exit', (code) => reject(new Error(`redis-server exited with ${code}: ${output.slice(-500)}`)));
+    });
+  }
+
+  /** Hard kill, as a crash would: clients see the connection drop. */
+  async kill(): Promise<void> {
+    const child = this.process;
+    if (!child) return;
+    this.process = null;
+    const exited = once(child, 'exit');
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  /** Starts again on the same port (empty, as a restarted Redis without persistence). */
+  async restart(): Promise<void> {
+    await this.kill();
+    await this.launch();
+  }
+
+  async stop(): Promise<void> {
+    await this.kill();
+  }
+}
