@@ -2,6 +2,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
 import type { AppConfig } from './config/app-config.js';
 import { HealthModule } from './health/health.module.js';
+import { InquiryModule } from './inquiry/inquiry.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
 import { StoreModule } from './store/store.module.js';
 import { TokenModule } from './token/token.module.js';
@@ -20,6 +21,7 @@ export class AppModule {
         StoreModule,
         TokenModule,
         HealthModule,
+        InquiryModule,
       ],
     };
   }

@@ -2,14 +2,12 @@ import 'reflect-metadata';
 import type { LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppModule } from './app.module.js';
 import type { AppConfig } from './config/app-config.js';
 import { loadConfig } from './config/load-config.js';
 import { JsonLogger } from './observability/json-logger.js';
 import { setupOpenApi } from './openapi.js';
-import { sendProblem, ProblemFilter } from './problem/problem.filter.js';
-import { toProblem } from './problem/to-problem.js';
+import { ProblemFilter } from './problem/problem.filter.js';
 
 export interface GatewayOptions {
   /** Defaults to structured JSON logs at LOG_LEVEL; tests pass `false` or their own. */
@@ -40,13 +38,9 @@ export async function createGateway(env: Record<string, string | undefined>, opt
     logger: options.logger ?? new JsonLogger(config.logging.level),
     abortOnError: false,
   });
+  // Fastify's own request errors (malformed JSON, body too large) reach this filter too:
+  // Nest's adapter wraps them in HttpException with the fastify error as cause.
   app.useGlobalFilters(new ProblemFilter());
-  // Errors fastify raises before a route runs (malformed JSON, body too large, bad
-  // content type) never reach Nest's filters: give them the same problem+json shape.
-  app
-    .getHttpAdapter()
-    .getInstance()
-    .setErrorHandler((error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => sendProblem(reply, toProblem(error)));
   setupOpenApi(app);
   await app.init();
   return { app, config };

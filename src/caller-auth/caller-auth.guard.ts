@@ -1,0 +1,52 @@
+import { Inject, Injectable, SetMetadata, createParamDecorator, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { FastifyRequest } from 'fastify';
+import type { Scope } from '../config/app-config.js';
+import { ProblemException } from '../problem/problem.js';
+import { CALLER_AUTHENTICATORS, type Caller, type CallerAuthenticator } from './caller.js';
+
+const REQUIRED_SCOPES = 'vgw:requiredScopes';
+
+/** The scopes a route needs; the guard answers 403 `forbidden` when one is missing. */
+export const RequireScopes = (...scopes: Scope[]) => SetMetadata(REQUIRED_SCOPES, scopes);
+
+type AuthenticatedRequest = FastifyRequest & { caller?: Caller };
+
+/** The authenticated caller of the current request (set by CallerAuthGuard). */
+export const CurrentCaller = createParamDecorator((_data: unknown, context: ExecutionContext): Caller => {
+  const caller = context.switchToHttp().getRequest<AuthenticatedRequest>().caller;
+  if (!caller) throw new ProblemException('unauthenticated', 'A valid credential is required.');
+  return caller;
+});
+
+/**
+ * Resolves the caller with the first authenticator whose credential the request carries
+ * (API key, JWT, …), then checks the route's scopes. No credential or a bad one: 401;
+ * a good one without the scope: 403 (internal-api.md §1).
+ */
+@Injectable()
+export class CallerAuthGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    @Inject(CALLER_AUTHENTICATORS) private readonly authenticators: CallerAuthenticator[],
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
+    const authenticator = this.authenticators.find((a) => a.appliesTo(request.headers));
+    if (!authenticator) throw new ProblemException('unauthenticated', 'A credential is required: X-Api-Key or Authorization: Bearer.');
+    const caller = await authenticator.authenticate(request.headers);
+    if (!caller) throw new ProblemException('unauthenticated', 'The credential is not valid.');
+    request.caller = caller;
+
+    const required = this.reflector.getAllAndOverride<Scope[] | undefined>(REQUIRED_SCOPES, [context.getHandler(), context.getClass()]) ?? [];
+    const missing = required.filter((scope) => !caller.scopes.has(scope));
+    if (missing.length > 0) throw new ProblemException('forbidden', `The credential lacks the scope ${missing.join(', ')}.`);
+    return true;
+  }
+}
+
+/** For checks that depend on the body, e.g. `kyc:advanced` for `requestHandlingType: advanced`. */
+export function requireScope(caller: Caller, scope: Scope): void {
+  if (!caller.scopes.has(scope)) throw new ProblemException('forbidden', `The credential lacks the scope ${scope}.`);
+}

@@ -1,0 +1,52 @@
+import type { RequestHandlingType } from './validation/decorators.js';
+import type { InquiryOperation } from '../upstream/upstream.client.js';
+
+export type InquiryStatus = 'pending' | 'succeeded' | 'failed' | 'unknown';
+
+/**
+ * One inquiry, written before the upstream call and settled after it (upstream-api-v5.md
+ * §4.4: the trackId is the billing and support reference). The request's personal data is
+ * not kept: only a fingerprint of it, for idempotency.
+ */
+export interface InquiryRecord {
+  trackId: string;
+  clientId: string;
+  subject?: string;
+  operation: InquiryOperation;
+  requestHandlingType: RequestHandlingType;
+  fingerprint: string;
+  status: InquiryStatus;
+  createdAt: string;
+  completedAt?: string;
+  upstream?: { code?: number; message?: string };
+  data?: unknown;
+}
+
+/** What `GET /v1/inquiries/{trackId}` shows (internal-api.md §2). */
+export function publicView(record: InquiryRecord) {
+  return {
+    trackId: record.trackId,
+    operation: record.operation,
+    status: record.status,
+    requestHandlingType: record.requestHandlingType,
+    createdAt: record.createdAt,
+    ...(record.completedAt ? { completedAt: record.completedAt } : {}),
+    ...(record.upstream ? { upstream: record.upstream } : {}),
+    ...(record.data !== undefined ? { data: record.data } : {}),
+  };
+}
+
+/** A response as sent, kept so an idempotent retry gets exactly the same one back. */
+export interface StoredResponse {
+  status: number;
+  contentType: string;
+  body: unknown;
+  trackId: string;
+}
+
+export interface IdempotencyClaim {
+  trackId: string;
+  fingerprint: string;
+  state: 'in_flight' | 'done';
+  response?: StoredResponse;
+}

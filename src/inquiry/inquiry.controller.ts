@@ -1,0 +1,95 @@
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Res, UseGuards } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiSecurity,
+  ApiTags,
+} from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import type { Caller } from '../caller-auth/caller.js';
+import { CallerAuthGuard, CurrentCaller, RequireScopes, requireScope } from '../caller-auth/caller-auth.guard.js';
+import { TRACK_ID_HEADER } from '../problem/problem.filter.js';
+import { IbanRequestDto } from './dto/iban-request.dto.js';
+import { ShahkarRequestDto } from './dto/shahkar-request.dto.js';
+import { InquiryService, type InquiryRequest, type InquiryResponse } from './inquiry.service.js';
+import { InquiryValidationPipe, validateIdempotencyKey } from './validation/inquiry-validation.pipe.js';
+
+const IDEMPOTENCY_KEY_DOC = {
+  name: 'Idempotency-Key',
+  required: false,
+  description: '1–255 visible ASCII characters. A retry with the same key and body replays the first answer without a new charge.',
+};
+
+/** `/v1/kyc/*` and `/v1/inquiries/{trackId}` (internal-api.md §2). */
+@ApiTags('inquiries')
+@ApiSecurity('apiKey')
+@ApiSecurity('jwt')
+@Controller('v1')
+@UseGuards(CallerAuthGuard)
+export class InquiryController {
+  constructor(private readonly inquiries: InquiryService) {}
+
+  @Post('kyc/shahkar')
+  @HttpCode(200)
+  @RequireScopes('kyc:shahkar')
+  @ApiOperation({ summary: 'Does this mobile number belong to this national code (Shahkar)?' })
+  @ApiHeader(IDEMPOTENCY_KEY_DOC)
+  @ApiOkResponse({ description: '`{ trackId, status: "succeeded", data }` with `X-Track-Id`; data as the upstream sent it (e.g. `{ isMatch }`).' })
+  @ApiBadRequestResponse({ description: 'problem+json `validation_failed` with one entry per bad field' })
+  async shahkar(
+    @CurrentCaller() caller: Caller,
+    @Body(new InquiryValidationPipe(ShahkarRequestDto)) body: ShahkarRequestDto,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    await this.run(caller, reply, idempotencyKey, {
+      operation: 'shahkar',
+      route: '/v1/kyc/shahkar',
+      requestHandlingType: body.requestHandlingType,
+      fields: { nationalCode: body.nationalCode, mobileNumber: body.mobileNumber },
+    });
+  }
+
+  @Post('kyc/iban')
+  @HttpCode(200)
+  @RequireScopes('kyc:iban')
+  @ApiOperation({ summary: 'IBAN inquiry' })
+  @ApiHeader(IDEMPOTENCY_KEY_DOC)
+  @ApiOkResponse({ description: '`{ trackId, status: "succeeded", data }` with `X-Track-Id`; data as the upstream sent it.' })
+  @ApiBadRequestResponse({ description: 'problem+json `validation_failed` with one entry per bad field' })
+  async iban(
+    @CurrentCaller() caller: Caller,
+    @Body(new InquiryValidationPipe(IbanRequestDto)) body: IbanRequestDto,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    await this.run(caller, reply, idempotencyKey, {
+      operation: 'iban',
+      route: '/v1/kyc/iban',
+      requestHandlingType: body.requestHandlingType,
+      fields: { iban: body.iban },
+    });
+  }
+
+  @Get('inquiries/:trackId')
+  @RequireScopes('inquiries:read')
+  @ApiOperation({ summary: 'The recorded state of one of your inquiries' })
+  @ApiOkResponse({ description: '`{ trackId, operation, status, requestHandlingType, createdAt, completedAt, upstream, data }`' })
+  inquiry(@CurrentCaller() caller: Caller, @Param('trackId') trackId: string) {
+    return this.inquiries.find(caller, trackId);
+  }
+
+  private async run(caller: Caller, reply: FastifyReply, rawKey: string | undefined, request: InquiryRequest): Promise<void> {
+    if (request.requestHandlingType === 'advanced') requireScope(caller, 'kyc:advanced');
+    const idempotencyKey = validateIdempotencyKey(rawKey);
+    send(reply, await this.inquiries.execute(caller, request, idempotencyKey));
+  }
+}
+
+function send(reply: FastifyReply, response: InquiryResponse): void {
+  reply.status(response.status).header('content-type', response.contentType).header(TRACK_ID_HEADER, response.trackId);
+  if (response.replayed) reply.header('Idempotent-Replayed', 'true');
+  void reply.send(response.body);
+}

@@ -1,0 +1,31 @@
+import { Module } from '@nestjs/common';
+import { CallerAuthModule } from '../caller-auth/caller-auth.module.js';
+import { RedisConnection } from '../store/redis-connection.js';
+import { StoreModule } from '../store/store.module.js';
+import { TokenModule } from '../token/token.module.js';
+import { UpstreamModule } from '../upstream/upstream.module.js';
+import { InquiryController } from './inquiry.controller.js';
+import { InquiryService } from './inquiry.service.js';
+import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
+import { MemoryIdempotencyStore, MemoryInquiryStore } from './memory-inquiry.store.js';
+import { RedisIdempotencyStore, RedisInquiryStore } from './redis-inquiry.store.js';
+
+@Module({
+  imports: [CallerAuthModule, StoreModule, TokenModule, UpstreamModule],
+  controllers: [InquiryController],
+  providers: [
+    {
+      provide: InquiryStore,
+      inject: [RedisConnection],
+      useFactory: (redis: RedisConnection): InquiryStore => (redis.client ? new RedisInquiryStore(redis.client, redis.keys) : new MemoryInquiryStore()),
+    },
+    {
+      provide: IdempotencyStore,
+      inject: [RedisConnection],
+      useFactory: (redis: RedisConnection): IdempotencyStore =>
+        redis.client ? new RedisIdempotencyStore(redis.client, redis.keys) : new MemoryIdempotencyStore(),
+    },
+    InquiryService,
+  ],
+})
+export class InquiryModule {}

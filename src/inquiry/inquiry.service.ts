@@ -1,0 +1,229 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Injectable, Logger } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import type { Caller } from '../caller-auth/caller.js';
+import type { AppConfig } from '../config/app-config.js';
+import { GatewayMetrics } from '../observability/metrics.js';
+import { redactText } from '../observability/redact.js';
+import { PROBLEM_CONTENT_TYPE, ProblemException } from '../problem/problem.js';
+import { StoreUnavailableError } from '../store/store-unavailable.error.js';
+import { TokenUnavailableError } from '../token/token-unavailable.error.js';
+import { TokenProvider } from '../token/token.provider.js';
+import { UpstreamClient, type InquiryOperation, type UpstreamSuccess } from '../upstream/upstream.client.js';
+import { UpstreamError } from '../upstream/upstream-error.js';
+import { publicView, type InquiryRecord, type InquiryStatus, type StoredResponse } from './inquiry-record.js';
+import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
+import type { RequestHandlingType } from './validation/decorators.js';
+
+/** A validated, normalised inquiry as it will be sent upstream (without the trackId). */
+export interface InquiryRequest {
+  operation: InquiryOperation;
+  /** The route, part of the idempotency fingerprint (same key on another path = reuse). */
+  route: string;
+  requestHandlingType: RequestHandlingType;
+  fields: Record<string, string>;
+}
+
+/** What the controller sends back; `replayed` adds `Idempotent-Replayed: true`. */
+export interface InquiryResponse extends StoredResponse {
+  replayed: boolean;
+}
+
+interface Outcome {
+  status: InquiryStatus;
+  record: Partial<InquiryRecord>;
+  response: { status: number; contentType: string; body: unknown };
+  /** True when the upstream provably never saw the request (nothing can have been charged). */
+  neverSent: boolean;
+}
+
+/**
+ * The gateway's main job (internal-api.md §2): stamp a trackId, record the inquiry before the
+ * upstream sees it, call the upstream with the shared token, settle the record, and make a
+ * retry with the same Idempotency-Key replay the answer instead of charging again
+ * (upstream-api-v5.md §4.4 rules 1, 5 and 9).
+ */
+@Injectable()
+export class InquiryService {
+  private readonly logger = new Logger(InquiryService.name);
+  private readonly ttlSeconds: number;
+
+  constructor(
+    config: ConfigService<AppConfig, true>,
+    private readonly records: InquiryStore,
+    private readonly idempotency: IdempotencyStore,
+    private readonly tokens: TokenProvider,
+    private readonly upstream: UpstreamClient,
+    private readonly metrics: GatewayMetrics,
+  ) {
+    this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
+  }
+
+  async execute(caller: Caller, request: InquiryRequest, idempotencyKey?: string): Promise<InquiryResponse> {
+    const trackId = randomUUID();
+    const fingerprint = fingerprintOf(request);
+    const keySha256 = idempotencyKey === undefined ? undefined : createHash('sha256').update(idempotencyKey).digest('hex');
+
+    if (keySha256) {
+      const earlier = await this.guardStore(() =>
+        this.idempotency.claim(caller.clientId, keySha256, { trackId, fingerprint, state: 'in_flight' }, this.ttlSeconds),
+      );
+      if (earlier) return this.answerRepeat(earlier, fingerprint);
+    }
+
+    const record: InquiryRecord = {
+      trackId,
+      clientId: caller.clientId,
+      ...(caller.subject ? { subject: caller.subject } : {}),
+      operation: request.operation,
+      requestHandlingType: request.requestHandlingType,
+      fingerprint,
+      status: 'pending',
+      createdAt: new Date().toISOString(),
+    };
+    try {
+      // Recorded before the upstream call: no charge may go untraced.
+      await this.guardStore(() => this.records.create(record, this.ttlSeconds), trackId);
+    } catch (error) {
+      if (keySha256) await this.idempotency.release(caller.clientId, keySha256, trackId).catch(() => undefined);
+      throw error;
+    }
+
+    const outcome = await this.callUpstream(request, trackId);
+    this.metrics.inquiries.inc({ operation: request.operation, status: outcome.status });
+    await this.records
+      .settle(trackId, { status: outcome.status, completedAt: new Date().toISOString(), ...outcome.record })
+      .catch((error: Error) => this.logger.error(`inquiry ${trackId} could not be settled (${outcome.status}): ${error.message}`));
+
+    const response: StoredResponse = { ...outcome.response, trackId };
+    if (keySha256) {
+      const remember = outcome.neverSent
+        ? this.idempotency.release(caller.clientId, keySha256, trackId)
+        : this.idempotency.complete(caller.clientId, keySha256, response);
+      await remember.catch((error: Error) => this.logger.error(`idempotency result for ${trackId} not stored: ${error.message}`));
+    }
+    return { ...response, replayed: false };
+  }
+
+  /** `GET /v1/inquiries/{trackId}`: only the client that made the inquiry sees it. */
+  async find(caller: Caller, trackId: string): Promise<ReturnType<typeof publicView>> {
+    const record = /^[0-9a-f-]{36}$/i.test(trackId) ? await this.guardStore(() => this.records.get(trackId.toLowerCase())) : null;
+    if (!record || record.clientId !== caller.clientId) throw new ProblemException('not_found', 'No inquiry with this trackId.');
+    return publicView(record);
+  }
+
+  private answerRepeat(earlier: { trackId: string; fingerprint: string; state: string; response?: StoredResponse }, fingerprint: string): InquiryResponse {
+    if (earlier.fingerprint !== fingerprint) {
+      throw new ProblemException('idempotency_key_reused', 'This Idempotency-Key was used with a different request.');
+    }
+    if (earlier.state !== 'done' || !earlier.response) {
+      throw new ProblemException('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', { trackId: earlier.trackId });
+    }
+    this.metrics.idempotentReplays.inc();
+    return { ...earlier.response, replayed: true };
+  }
+
+  /**
+   * One upstream inquiry with the stamped trackId. After a 401 the token is renewed once and
+   * the call repeated with the same trackId: the upstream rejected the first attempt before
+   * registering it (§5.1 is checked before the trackId is used). No other failure is retried.
+   */
+  private async callUpstream(request: InquiryRequest, trackId: string): Promise<Outcome> {
+    const body = { ...request.fields, requestHandlingType: request.requestHandlingType, trackId };
+    try {
+      let token = await this.tokens.getAccessToken();
+      let result: UpstreamSuccess;
+      try {
+        result = await this.upstream.inquire(request.operation, body, token);
+      } catch (error) {
+        if (!(error instanceof UpstreamError && error.isUnauthorized)) throw error;
+        token = await this.tokens.renewAfterRejection(token);
+        result = await this.upstream.inquire(request.operation, body, token);
+      }
+      return {
+        status: 'succeeded',
+        neverSent: false,
+        record: { upstream: { code: result.meta.code, message: result.meta.message }, data: result.data },
+        response: { status: 200, contentType: 'application/json; charset=utf-8', body: { trackId, status: 'succeeded', data: result.data } },
+      };
+    } catch (error) {
+      return this.failureOutcome(error, trackId);
+    }
+  }
+
+  private failureOutcome(error: unknown, trackId: string): Outcome {
+    const fail = (status: InquiryStatus, problem: ProblemException, neverSent: boolean, upstream?: InquiryRecord['upstream']): Outcome => {
+      problem.trackId = trackId;
+      return {
+        status,
+        neverSent,
+        record: upstream ? { upstream } : {},
+        response: { status: problem.status, contentType: PROBLEM_CONTENT_TYPE, body: problem.toBody() },
+      };
+    };
+
+    if (error instanceof TokenUnavailableError) {
+      this.logger.warn(`inquiry ${trackId} not sent: ${error.message}`);
+      return fail('failed', new ProblemException('upstream_unavailable', 'The verification service cannot be used right now.'), true);
+    }
+    if (!(error instanceof UpstreamError)) {
+      this.logger.error(`inquiry ${trackId} failed unexpectedly: ${error instanceof Error ? error.name : typeof error}`);
+      // The request may have gone out: keep it replayable and unknown, never retried blindly.
+      return fail('unknown', new ProblemException('internal', 'An unexpected error occurred.'), false);
+    }
+
+    const { httpStatus, code, upstreamMessage } = error.details;
+    const message = upstreamMessage ? redactText(upstreamMessage) : undefined;
+    const upstream = code !== undefined ? { code, ...(message ? { message } : {}) } : undefined;
+    this.logger.warn(`inquiry ${trackId}: ${error.message}`);
+    switch (error.kind) {
+      case 'not_sent':
+        return fail('failed', new ProblemException('upstream_unavailable', 'The verification service could not be reached.'), true);
+      case 'outcome_unknown':
+        return error.details.timedOut
+          ? fail('unknown', new ProblemException('upstream_timeout', 'The verification service did not answer in time; the outcome is unknown.'), false)
+          : fail('unknown', new ProblemException('upstream_error', 'The connection to the verification service broke; the outcome is unknown.'), false);
+      case 'malformed':
+        return fail('unknown', new ProblemException('upstream_error', 'The verification service sent an unreadable answer.'), false);
+      case 'rejected':
+        break;
+    }
+    if (httpStatus === 400 || httpStatus === 422) {
+      const problem = new ProblemException('upstream_rejected', message ?? 'The verification service rejected the request.', {
+        errors: error.details.fieldErrors?.map((e) => ({ field: e.field, message: redactText(e.message) })),
+      });
+      return fail('failed', problem, false, upstream);
+    }
+    if (httpStatus === 401 || httpStatus === 403 || httpStatus === 402) {
+      // Credentials rejected, account disabled, or credit exhausted: nothing a caller can fix.
+      return fail('failed', new ProblemException('upstream_unavailable', 'The verification service cannot be used right now.'), false, upstream);
+    }
+    return fail('failed', new ProblemException('upstream_error', 'The verification service reported an error.'), false, upstream);
+  }
+
+  /** Store failures become 503 store_unavailable before anything is sent upstream. */
+  private async guardStore<T>(operation: () => Promise<T>, trackId?: string): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) {
+        this.logger.error(`record store unavailable: ${error.message}`);
+        throw new ProblemException('store_unavailable', 'The record store is unavailable; nothing was sent to the verification service.', {
+          trackId,
+          headers: { 'Retry-After': '1' },
+        });
+      }
+      throw error;
+    }
+  }
+}
+
+/** SHA-256 over the route and the normalised fields, in a fixed key order. */
+function fingerprintOf(request: InquiryRequest): string {
+  const fields = Object.keys(request.fields)
+    .sort()
+    .map((key) => [key, request.fields[key]]);
+  return createHash('sha256')
+    .update(JSON.stringify([request.route, request.requestHandlingType, fields]))
+    .digest('hex');
+}

@@ -1,0 +1,22 @@
+import type { IdempotencyClaim, InquiryRecord, StoredResponse } from './inquiry-record.js';
+
+/** Inquiry records by trackId. Implementations: Redis and in-process memory. */
+export abstract class InquiryStore {
+  /** Writes a new record; fails (StoreUnavailableError) rather than let an inquiry go unrecorded. */
+  abstract create(record: InquiryRecord, ttlSeconds: number): Promise<void>;
+  abstract settle(trackId: string, changes: Partial<InquiryRecord>): Promise<void>;
+  abstract get(trackId: string): Promise<InquiryRecord | null>;
+}
+
+/** Idempotency-Key claims, per client. Implementations: Redis and in-process memory. */
+export abstract class IdempotencyStore {
+  /**
+   * Atomically claims `key` for this client: returns null when the claim is now ours, or the
+   * claim somebody made earlier. One round trip, so concurrent requests cannot both win.
+   */
+  abstract claim(clientId: string, keySha256: string, claim: IdempotencyClaim, ttlSeconds: number): Promise<IdempotencyClaim | null>;
+  /** Stores the final response for replay. */
+  abstract complete(clientId: string, keySha256: string, response: StoredResponse): Promise<void>;
+  /** Frees a claim whose request provably reached nobody, so a retry may run it afresh. */
+  abstract release(clientId: string, keySha256: string, trackId: string): Promise<void>;
+}

@@ -1,0 +1,94 @@
+import type { RedisClient } from '../store/redis-connection.js';
+import type { RedisKeys } from '../store/redis-keys.js';
+import { storeCall } from '../store/store-unavailable.error.js';
+import type { IdempotencyClaim, InquiryRecord, StoredResponse } from './inquiry-record.js';
+import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
+
+export class RedisInquiryStore extends InquiryStore {
+  constructor(
+    private readonly client: RedisClient,
+    private readonly keys: RedisKeys,
+  ) {
+    super();
+  }
+
+  create(record: InquiryRecord, ttlSeconds: number): Promise<void> {
+    return storeCall('inquiry create', async () => {
+      const done = await this.client.set(this.keys.inquiry(record.trackId), JSON.stringify(record), 'EX', ttlSeconds, 'NX');
+      if (done !== 'OK') throw new Error('trackId collision');
+    });
+  }
+
+  settle(trackId: string, changes: Partial<InquiryRecord>): Promise<void> {
+    // Only the process that created a record settles it, so read-modify-write is safe.
+    return storeCall('inquiry settle', async () => {
+      const key = this.keys.inquiry(trackId);
+      const current = await this.client.get(key);
+      if (!current) return;
+      await this.client.set(key, JSON.stringify({ ...(JSON.parse(current) as InquiryRecord), ...changes }), 'KEEPTTL', 'XX');
+    });
+  }
+
+  get(trackId: string): Promise<InquiryRecord | null> {
+    return storeCall('inquiry read', async () => {
+      const value = await this.client.get(this.keys.inquiry(trackId));
+      return value ? (JSON.parse(value) as InquiryRecord) : null;
+    });
+  }
+}
+
+/** Returns the existing claim, or sets ours and returns nil: the claim is one atomic step. */
+const CLAIM = `
+local existing = redis.call('GET', KEYS[1])
+if existing then return existing end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return false`;
+
+/** Deletes the claim only if it is still the one made for this trackId. */
+const RELEASE = `
+local existing = redis.call('GET', KEYS[1])
+if existing and cjson.decode(existing).trackId == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+interface IdempotencyScripts {
+  vgwIdemClaim(key: string, claim: string, ttlSeconds: number): Promise<string | null>;
+  vgwIdemRelease(key: string, trackId: string): Promise<number>;
+}
+
+export class RedisIdempotencyStore extends IdempotencyStore {
+  private readonly scripts: IdempotencyScripts;
+
+  constructor(
+    private readonly client: RedisClient,
+    private readonly keys: RedisKeys,
+  ) {
+    super();
+    client.defineCommand('vgwIdemClaim', { numberOfKeys: 1, lua: CLAIM });
+    client.defineCommand('vgwIdemRelease', { numberOfKeys: 1, lua: RELEASE });
+    this.scripts = client as unknown as IdempotencyScripts;
+  }
+
+  claim(clientId: string, keySha256: string, claim: IdempotencyClaim, ttlSeconds: number): Promise<IdempotencyClaim | null> {
+    return storeCall('idempotency claim', async () => {
+      const existing = await this.scripts.vgwIdemClaim(this.keys.idempotency(clientId, keySha256), JSON.stringify(claim), ttlSeconds);
+      return existing ? (JSON.parse(existing) as IdempotencyClaim) : null;
+    });
+  }
+
+  complete(clientId: string, keySha256: string, response: StoredResponse): Promise<void> {
+    return storeCall('idempotency complete', async () => {
+      const key = this.keys.idempotency(clientId, keySha256);
+      const current = await this.client.get(key);
+      if (!current) return;
+      const claim = JSON.parse(current) as IdempotencyClaim;
+      if (claim.trackId !== response.trackId) return;
+      await this.client.set(key, JSON.stringify({ ...claim, state: 'done', response }), 'KEEPTTL', 'XX');
+    });
+  }
+
+  release(clientId: string, keySha256: string, trackId: string): Promise<void> {
+    return storeCall('idempotency release', async () => {
+      await this.scripts.vgwIdemRelease(this.keys.idempotency(clientId, keySha256), trackId);
+    });
+  }
+}
