@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { AppConfig, StoreConfig } from '../config/app-config.js';
@@ -37,7 +37,7 @@ function createClient(store: Exclude<StoreConfig, { mode: 'memory' }>, connectio
  * or none when no Redis is configured and the in-process stores serve a single replica.
  */
 @Injectable()
-export class RedisConnection implements OnApplicationShutdown {
+export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Redis');
   readonly keys: RedisKeys;
   readonly client: RedisClient | null;
@@ -59,8 +59,28 @@ export class RedisConnection implements OnApplicationShutdown {
       client.on('error', (error: Error) => this.logger.debug(`${name} connection error: ${error.message}`));
       client.on('ready', () => this.logger.log(`${name} connection ready`));
       client.on('end', () => this.logger.debug(`${name} connection ended`));
-      client.connect().catch((error: Error) => this.logger.warn(`${name} connection failed: ${error.message}; retrying`));
     }
+  }
+
+  /**
+   * Connects before the application starts serving, so the first token acquisition is
+   * shared through Redis instead of each replica falling back to its own. If Redis is not
+   * there yet, startup goes on (readiness reports it) and ioredis keeps reconnecting.
+   */
+  async onModuleInit(): Promise<void> {
+    await Promise.all(
+      [
+        ['commands', this.client],
+        ['subscriber', this.subscriber],
+      ].map(async ([name, client]) => {
+        if (!client || typeof client === 'string') return;
+        try {
+          await client.connect();
+        } catch (error) {
+          this.logger.warn(`${name} connection failed: ${(error as Error).message}; retrying in the background`);
+        }
+      }),
+    );
   }
 
   get isConfigured(): boolean {

@@ -43,6 +43,8 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
   private readonly lockTtlMs: number;
   /** Fires 'renewed' when the store announces a new generation (pub/sub). */
   private readonly signals = new EventEmitter();
+  /** 'adopted' whenever this process starts using another token (logs, metrics, tests). */
+  readonly events = new EventEmitter<{ adopted: [generation: number] }>();
 
   private held: HeldToken | null = null;
   private renewal: Promise<HeldToken> | null = null;
@@ -231,9 +233,11 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
 
   private adopt(record: Omit<TokenRecord, 'generation'>, generation: number, fromStore = false): HeldToken {
     const held: HeldToken = { ...record, generation, usableUntil: usableUntil(record) };
+    const changed = this.held?.accessToken !== held.accessToken;
     this.held = held;
-    if (fromStore) this.metrics.tokenAdoptions.inc();
+    if (fromStore && changed) this.metrics.tokenAdoptions.inc();
     this.schedule(held.renewAt);
+    if (changed) this.events.emit('adopted', generation);
     return held;
   }
 
