@@ -1,0 +1,288 @@
+{{/*
+Chart name, truncated to the 63 characters DNS labels allow.
+*/}}
+{{- define "verification-gateway.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Fully qualified app name: <release>-<chart>, or the release name when it already
+contains the chart name; truncated to 63 characters.
+*/}}
+{{- define "verification-gateway.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Chart name and version, for the helm.sh/chart label.
+*/}}
+{{- define "verification-gateway.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The image tag: image.tag, or the chart's appVersion.
+*/}}
+{{- define "verification-gateway.imageTag" -}}
+{{- .Values.image.tag | default .Chart.AppVersion | toString }}
+{{- end }}
+
+{{/*
+Full image reference: repository:tag, or repository:tag@digest when a digest is pinned.
+*/}}
+{{- define "verification-gateway.image" -}}
+{{- $repository := required "image.repository is required" .Values.image.repository }}
+{{- $tag := include "verification-gateway.imageTag" . }}
+{{- if .Values.image.digest }}
+{{- printf "%s:%s@%s" $repository $tag .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" $repository $tag }}
+{{- end }}
+{{- end }}
+
+{{/*
+Selector labels: stable for the lifetime of a release (a Deployment's selector is immutable).
+*/}}
+{{- define "verification-gateway.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "verification-gateway.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/*
+Common labels for every resource.
+*/}}
+{{- define "verification-gateway.labels" -}}
+helm.sh/chart: {{ include "verification-gateway.chart" . }}
+{{ include "verification-gateway.selectorLabels" . }}
+app.kubernetes.io/version: {{ include "verification-gateway.imageTag" . | replace "+" "_" | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/component: gateway
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+ServiceAccount name.
+*/}}
+{{- define "verification-gateway.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "verification-gateway.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+A host:port list given as a string or as a list, rendered as "host:port,host:port".
+Usage: include "verification-gateway.hostPortList" .Values.redis.sentinels
+*/}}
+{{- define "verification-gateway.hostPortList" -}}
+{{- if kindIs "slice" . }}
+{{- join "," . }}
+{{- else if . }}
+{{- . | toString | nospace }}
+{{- end }}
+{{- end }}
+
+{{/*
+The Redis sources configured in values, comma-separated (empty when none).
+*/}}
+{{- define "verification-gateway.redisSources" -}}
+{{- $sources := list }}
+{{- if .Values.redis.url }}
+{{- $sources = append $sources "redis.url" }}
+{{- end }}
+{{- if .Values.redis.existingSecret }}
+{{- $sources = append $sources "redis.existingSecret" }}
+{{- end }}
+{{- if include "verification-gateway.hostPortList" .Values.redis.sentinels }}
+{{- $sources = append $sources "redis.sentinels" }}
+{{- end }}
+{{- if include "verification-gateway.hostPortList" .Values.redis.clusterNodes }}
+{{- $sources = append $sources "redis.clusterNodes" }}
+{{- end }}
+{{- join "," $sources }}
+{{- end }}
+
+{{/*
+The largest number of pods that may run at once (replicaCount, or the HPA's maxReplicas).
+*/}}
+{{- define "verification-gateway.maxReplicas" -}}
+{{- if .Values.autoscaling.enabled }}
+{{- .Values.autoscaling.maxReplicas | int }}
+{{- else }}
+{{- .Values.replicaCount | int }}
+{{- end }}
+{{- end }}
+
+{{/*
+The smallest number of pods normally running (replicaCount, or the HPA's minReplicas).
+*/}}
+{{- define "verification-gateway.minReplicas" -}}
+{{- if .Values.autoscaling.enabled }}
+{{- .Values.autoscaling.minReplicas | int }}
+{{- else }}
+{{- .Values.replicaCount | int }}
+{{- end }}
+{{- end }}
+
+{{/*
+Name of the Secret the chart creates (when it creates one).
+*/}}
+{{- define "verification-gateway.secretName" -}}
+{{- include "verification-gateway.fullname" . }}
+{{- end }}
+
+{{/*
+Secret holding the upstream credentials: the existing one, or the chart's.
+*/}}
+{{- define "verification-gateway.upstreamSecretName" -}}
+{{- if .Values.upstream.credentials.existingSecret }}
+{{- tpl .Values.upstream.credentials.existingSecret . }}
+{{- else }}
+{{- include "verification-gateway.secretName" . }}
+{{- end }}
+{{- end }}
+
+{{/*
+"true" when API keys are configured (an existing Secret, or entries in values).
+*/}}
+{{- define "verification-gateway.apiKeysEnabled" -}}
+{{- if or .Values.apiKeys.existingSecret .Values.apiKeys.entries }}true{{ end }}
+{{- end }}
+
+{{/*
+Secret holding the API keys JSON: the existing one, or the chart's.
+*/}}
+{{- define "verification-gateway.apiKeysSecretName" -}}
+{{- if .Values.apiKeys.existingSecret }}
+{{- tpl .Values.apiKeys.existingSecret . }}
+{{- else }}
+{{- include "verification-gateway.secretName" . }}
+{{- end }}
+{{- end }}
+
+{{/*
+"true" when JWT callers are configured.
+*/}}
+{{- define "verification-gateway.jwtEnabled" -}}
+{{- if or .Values.jwt.jwksUrl .Values.jwt.publicKey }}true{{ end }}
+{{- end }}
+
+{{/*
+"true" when the chart must create its own Secret: for the upstream credentials when no
+existing Secret is named, and/or for API keys given as entries.
+*/}}
+{{- define "verification-gateway.createSecret" -}}
+{{- if or (not .Values.upstream.credentials.existingSecret) (and (not .Values.apiKeys.existingSecret) .Values.apiKeys.entries) }}true{{ end }}
+{{- end }}
+
+{{/*
+Checks of the whole configuration; fails the render with a message naming the value.
+Included once, from the Deployment. Mirrors the gateway's own startup checks (which
+would otherwise surface only as exit code 78 and a CrashLoopBackOff).
+*/}}
+{{- define "verification-gateway.validate" -}}
+{{- /* Upstream */ -}}
+{{- $baseUrl := required "upstream.baseUrl (UPSTREAM_BASE_URL) is required, e.g. --set upstream.baseUrl=https://verify.example.com" .Values.upstream.baseUrl }}
+{{- if not (regexMatch "^https?://[^/]+" $baseUrl) }}
+{{- fail (printf "upstream.baseUrl must be an http:// or https:// URL, got %q" $baseUrl) }}
+{{- end }}
+{{- if not .Values.upstream.credentials.existingSecret }}
+{{- $_ := required "upstream.credentials.username is required when upstream.credentials.existingSecret is not set (pass it with --set-file or a values file kept out of git)" .Values.upstream.credentials.username }}
+{{- $_ := required "upstream.credentials.password is required when upstream.credentials.existingSecret is not set (pass it with --set-file or a values file kept out of git)" .Values.upstream.credentials.password }}
+{{- end }}
+{{- /* Redis */ -}}
+{{- $sources := compact (splitList "," (include "verification-gateway.redisSources" .)) }}
+{{- if gt (len $sources) 1 }}
+{{- fail (printf "configure only one Redis source (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES); these are set: %s" (join ", " $sources)) }}
+{{- end }}
+{{- if .Values.redis.url }}
+{{- if not (regexMatch "^rediss?://.+" .Values.redis.url) }}
+{{- fail "redis.url (REDIS_URL) must start with redis:// or rediss://" }}
+{{- end }}
+{{- if regexMatch "^rediss?://[^/@]*:[^/@]*@" .Values.redis.url }}
+{{- fail "redis.url contains a password and would be stored in a ConfigMap: put the URL in a Secret and set redis.existingSecret (and redis.existingSecretKey) instead" }}
+{{- end }}
+{{- end }}
+{{- if and (include "verification-gateway.hostPortList" .Values.redis.sentinels) (not .Values.redis.sentinelName) }}
+{{- fail "redis.sentinelName (REDIS_SENTINEL_NAME) is required with redis.sentinels" }}
+{{- end }}
+{{- if and (eq (len $sources) 0) (gt (include "verification-gateway.maxReplicas" . | int) 1) }}
+{{- fail (printf "no Redis is configured but up to %s replicas may run (replicaCount, or autoscaling.maxReplicas). Without Redis the gateway uses an in-process store that keeps idempotency keys, inquiry records and quotas per pod, which is only correct for ONE replica. Set one of redis.url, redis.existingSecret, redis.sentinels + redis.sentinelName, or redis.clusterNodes; or set replicaCount=1 (and autoscaling.enabled=false)." (include "verification-gateway.maxReplicas" .)) }}
+{{- end }}
+{{- if not (regexMatch "^[A-Za-z0-9_.-]{1,32}$" (toString .Values.redis.keyPrefix)) }}
+{{- fail "redis.keyPrefix (REDIS_KEY_PREFIX) must be 1-32 of A-Z a-z 0-9 _ . -" }}
+{{- end }}
+{{- /* API keys */ -}}
+{{- if and (not .Values.apiKeys.existingSecret) .Values.apiKeys.entries }}
+{{- if not (kindIs "slice" .Values.apiKeys.entries) }}
+{{- fail "apiKeys.entries must be a list of {clientId, keySha256, scopes}" }}
+{{- end }}
+{{- $allowedScopes := list "kyc:shahkar" "kyc:iban" "inquiries:read" "kyc:advanced" }}
+{{- $seen := dict }}
+{{- range $i, $entry := .Values.apiKeys.entries }}
+{{- if not (kindIs "map" $entry) }}
+{{- fail (printf "apiKeys.entries[%d] must be a map with clientId, keySha256 and scopes" $i) }}
+{{- end }}
+{{- if not (regexMatch "^[A-Za-z0-9_.-]{1,64}$" (toString ($entry.clientId | default ""))) }}
+{{- fail (printf "apiKeys.entries[%d].clientId must be 1-64 of A-Z a-z 0-9 _ . -" $i) }}
+{{- end }}
+{{- $hash := toString ($entry.keySha256 | default "") | lower }}
+{{- if not (regexMatch "^[0-9a-f]{64}$" $hash) }}
+{{- fail (printf "apiKeys.entries[%d].keySha256 must be the SHA-256 of the key as 64 hex digits (printf %%s \"$KEY\" | sha256sum), never the key itself" $i) }}
+{{- end }}
+{{- if hasKey $seen $hash }}
+{{- fail (printf "apiKeys.entries[%d].keySha256: the same key is configured twice" $i) }}
+{{- end }}
+{{- $_ := set $seen $hash true }}
+{{- if or (not (kindIs "slice" $entry.scopes)) (not $entry.scopes) }}
+{{- fail (printf "apiKeys.entries[%d].scopes must be a non-empty list of: %s" $i (join ", " $allowedScopes)) }}
+{{- end }}
+{{- range $entry.scopes }}
+{{- if not (has . $allowedScopes) }}
+{{- fail (printf "apiKeys.entries[%d].scopes: unknown scope %q (allowed: %s)" $i . (join ", " $allowedScopes)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- /* JWT */ -}}
+{{- if and .Values.jwt.jwksUrl .Values.jwt.publicKey }}
+{{- fail "set either jwt.jwksUrl (JWT_JWKS_URL) or jwt.publicKey (JWT_PUBLIC_KEY), not both" }}
+{{- end }}
+{{- if .Values.jwt.jwksUrl }}
+{{- if not (regexMatch "^https?://[^/]+" .Values.jwt.jwksUrl) }}
+{{- fail "jwt.jwksUrl (JWT_JWKS_URL) must be an http:// or https:// URL" }}
+{{- end }}
+{{- end }}
+{{- if include "verification-gateway.jwtEnabled" . }}
+{{- $_ := required "jwt.issuer (JWT_ISSUER) is required when JWT is configured" .Values.jwt.issuer }}
+{{- $_ := required "jwt.audience (JWT_AUDIENCE) is required when JWT is configured" .Values.jwt.audience }}
+{{- end }}
+{{- if not (or (include "verification-gateway.apiKeysEnabled" .) (include "verification-gateway.jwtEnabled" .)) }}
+{{- fail "no callers are configured: set apiKeys.entries or apiKeys.existingSecret (API_KEYS_FILE), and/or jwt.jwksUrl or jwt.publicKey (with jwt.issuer and jwt.audience)" }}
+{{- end }}
+{{- /* Shutdown */ -}}
+{{- $mode := .Values.lifecycle.preStop.mode | default "none" }}
+{{- if not (has $mode (list "exec" "sleep" "none")) }}
+{{- fail (printf "lifecycle.preStop.mode must be exec, sleep or none, got %q" $mode) }}
+{{- end }}
+{{- $sleep := 0 }}
+{{- if ne $mode "none" }}
+{{- $sleep = .Values.lifecycle.preStop.sleepSeconds | int }}
+{{- end }}
+{{- $upstreamSeconds := div (add (.Values.upstream.timeoutMs | int) 999) 1000 }}
+{{- if le (.Values.terminationGracePeriodSeconds | int) (add $sleep $upstreamSeconds | int) }}
+{{- fail (printf "terminationGracePeriodSeconds (%d) must be larger than lifecycle.preStop.sleepSeconds (%d) + upstream.timeoutMs (%ds), or in-flight inquiries are killed mid-call" (.Values.terminationGracePeriodSeconds | int) $sleep $upstreamSeconds) }}
+{{- end }}
+{{- end }}
