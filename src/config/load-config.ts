@@ -32,7 +32,8 @@ export function loadConfig(env: Env): AppConfig {
   const store = storeConfig(vars, problems);
   const apiKeys = bad.has('API_KEYS') ? [] : parseApiKeys(vars.API_KEYS, problems);
   const jwt = jwtConfig(vars, problems);
-  if (apiKeys.length === 0 && !jwt && !bad.has('API_KEYS')) {
+  // A malformed API_KEYS is already reported: no second, misleading "none configured".
+  if (apiKeys.length === 0 && !jwt && !problems.some((p) => p.startsWith('API_KEYS'))) {
     problems.push('API_KEYS: at least one of API_KEYS / API_KEYS_FILE and JWT (JWT_JWKS_URL or JWT_PUBLIC_KEY) must be configured');
   }
   if (problems.length > 0) throw new ConfigError(problems);

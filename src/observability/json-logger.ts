@@ -50,8 +50,20 @@ export class JsonLogger implements LoggerService {
     if (!this.pino.isLevelEnabled(level)) return;
     // Nest passes the context (logger name) as the last string parameter; error() may add a
     // stack before it, which is dropped: stacks can carry input and never reach the logs.
-    const context = typeof params[params.length - 1] === 'string' ? (params[params.length - 1] as string) : undefined;
-    const text = message instanceof Error ? `${message.name}: ${message.message}` : typeof message === 'string' ? message : JSON.stringify(message);
+    // A stack passed without a context (static `Logger.error(message, stack)`) is last: it is
+    // no context name, so it is dropped too rather than logged as one.
+    const last = params[params.length - 1];
+    const context = typeof last === 'string' && /^[\w.:@/-]{1,128}$/.test(last) ? last : undefined;
+    const text = message instanceof Error ? `${message.name}: ${message.message}` : typeof message === 'string' ? message : describe(message);
     this.pino[level]({ context }, redactText(text));
+  }
+}
+
+/** JSON for objects; a logging call never throws (undefined, BigInt, cycles). */
+function describe(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return `[unserialisable ${typeof value}]`;
   }
 }

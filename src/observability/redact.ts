@@ -3,15 +3,21 @@
  * credential, whatever code produced the message. Code should not log such values at all;
  * this catches the ones that slip through (an upstream message echoing input, say).
  */
+const DIGIT = '[0-9\\u06F0-\\u06F9\\u0660-\\u0669]';
+
 const PATTERNS: Array<[RegExp, (match: string) => string]> = [
   // Bearer tokens and anything labelled as a token, password or key.
   [/\b(Bearer)\s+[A-Za-z0-9._~+/=-]+/gi, (m) => `${m.split(/\s+/)[0]} [redacted]`],
-  [/\b(access_?token|refresh_?token|password|api_?key|secret)(["']?\s*[:=]\s*["']?)[^\s"',}]+/gi, (m) => m.replace(/([:=]\s*["']?)[^\s"',}]+$/, '$1[redacted]')],
-  // IBANs (IR + 24 digits, possibly spaced) before plain digit runs.
-  [/\bIR(?:\s?\d){24}\b/gi, (m) => maskMiddle(m.replace(/\s/g, ''))],
-  // National codes, mobiles (09…, +989…, 989…) and other long digit runs, ASCII or Persian/Arabic digits.
-  [/\+?[0-9\u06F0-\u06F9\u0660-\u0669]{8,}/g, maskMiddle],
+  [/\b(access[-_]?token|refresh[-_]?token|password|api[-_]?key|secret)(["']?\s*[:=]\s*["']?)[^\s"',}]+/gi, (m) => m.replace(/([:=]\s*["']?)[^\s"',}]+$/, '$1[redacted]')],
+  // IBANs (IR + 24 digits, possibly spaced, ASCII or Persian/Arabic digits) before plain digit runs.
+  [new RegExp(`\\bIR(?:\\s?${DIGIT}){24}(?!${DIGIT})`, 'gi'), (m) => maskMiddle(m.replace(/\s/g, ''))],
 ];
+
+/** National codes, mobiles (09…, +989…, 989…) and other long digit runs, ASCII or Persian/Arabic digits. */
+const DIGIT_RUN = new RegExp(`\\+?${DIGIT}{8,}`, 'g');
+
+/** UUIDs (trackIds) stay readable: an all-digit group of one is not a personal identifier. */
+const UUID = /\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/i;
 
 export function maskMiddle(value: string): string {
   if (value.length <= 4) return '*'.repeat(value.length);
@@ -21,5 +27,9 @@ export function maskMiddle(value: string): string {
 export function redactText(text: string): string {
   let result = text;
   for (const [pattern, mask] of PATTERNS) result = result.replace(pattern, mask);
-  return result;
+  // Digit runs are masked outside UUIDs only (odd parts of the split are the UUIDs).
+  return result
+    .split(UUID)
+    .map((part, index) => (index % 2 === 1 ? part : part.replace(DIGIT_RUN, maskMiddle)))
+    .join('');
 }

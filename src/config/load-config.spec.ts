@@ -1,0 +1,476 @@
+/**
+ * Configuration loading (internal-api.md §5): defaults, every bad variable named at once,
+ * `*_FILE` variants, Redis modes, API keys and JWT, and secrets that are never echoed.
+ */
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inspect } from 'node:util';
+import { createHash } from 'node:crypto';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { createGateway } from '../bootstrap.js';
+import { ConfigError, loadConfig } from './load-config.js';
+import { Secret } from './secret.js';
+
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+const USERNAME = 'cfg-user-7f3a9c';
+const PASSWORD = 'cfg-pass-Qw9!x2#zz';
+const HASH_A = sha256('key-a');
+const HASH_B = sha256('key-b');
+const API_KEYS = JSON.stringify([{ clientId: 'app-a', keySha256: HASH_A, scopes: ['kyc:shahkar', 'inquiries:read'] }]);
+
+const MINIMAL: Record<string, string> = {
+  UPSTREAM_BASE_URL: 'https://verify.example.com',
+  UPSTREAM_USERNAME: USERNAME,
+  UPSTREAM_PASSWORD: PASSWORD,
+  API_KEYS,
+};
+
+/** The ConfigError thrown by `loadConfig(env)`; fails the test when nothing is thrown. */
+function configError(env: Record<string, string | undefined>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+  throw new Error('loadConfig did not throw');
+}
+
+/** The variable names a ConfigError lists (the part of each problem before the colon). */
+const namesIn = (error: ConfigError): string[] => error.problems.map((p) => p.split(':')[0]);
+
+const tmp = mkdtempSync(join(tmpdir(), 'vgw-config-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+let fileCount = 0;
+function tempFile(content: string): string {
+  const path = join(tmp, `f${++fileCount}`);
+  writeFileSync(path, content);
+  return path;
+}
+
+describe('loadConfig: a valid minimal environment', () => {
+  it('yields a typed configuration with the documented defaults', () => {
+    const config = loadConfig(MINIMAL);
+    expect(config.http.port).toBe(3000);
+    expect(config.http.bodyLimitBytes).toBe(16 * 1024);
+    expect(config.upstream.baseUrl).toBe('https://verify.example.com');
+    expect(config.upstream.timeoutMs).toBe(10_000);
+    expect(config.token.refreshSkewSeconds).toBe(300);
+    expect(config.store).toEqual({ mode: 'memory', keyPrefix: 'vgw' });
+    expect(config.idempotency.ttlSeconds).toBe(86_400);
+    expect(config.logging.level).toBe('info');
+    expect(config.callers.apiKeys).toEqual([{ clientId: 'app-a', keySha256: HASH_A, scopes: ['kyc:shahkar', 'inquiries:read'] }]);
+    expect(config.callers.jwt).toBeUndefined();
+  });
+
+  it('holds the upstream credentials as Secrets that reveal the configured values', () => {
+    const { upstream } = loadConfig(MINIMAL);
+    expect(upstream.username).toBeInstanceOf(Secret);
+    expect(upstream.password).toBeInstanceOf(Secret);
+    expect(upstream.username.reveal()).toBe(USERNAME);
+    expect(upstream.password.reveal()).toBe(PASSWORD);
+  });
+
+  it('never exposes a credential when the whole configuration is serialised', () => {
+    const config = loadConfig(MINIMAL);
+    for (const text of [JSON.stringify(config), inspect(config, { depth: 10 }), `${String(config.upstream.password)}`]) {
+      expect(text).not.toContain(PASSWORD);
+      expect(text).not.toContain(USERNAME);
+    }
+  });
+
+  it('converts numeric variables and honours explicit values', () => {
+    const config = loadConfig({
+      ...MINIMAL,
+      PORT: '8080',
+      UPSTREAM_TIMEOUT_MS: '2500',
+      TOKEN_REFRESH_SKEW_SECONDS: '60',
+      REDIS_KEY_PREFIX: 'gw-1',
+      IDEMPOTENCY_TTL_SECONDS: '3600',
+      LOG_LEVEL: 'debug',
+      UPSTREAM_BASE_URL: 'http://upstream.internal:8080/',
+    });
+    expect(config.http.port).toBe(8080);
+    expect(config.upstream.timeoutMs).toBe(2500);
+    expect(config.token.refreshSkewSeconds).toBe(60);
+    expect(config.store.keyPrefix).toBe('gw-1');
+    expect(config.idempotency.ttlSeconds).toBe(3600);
+    expect(config.logging.level).toBe('debug');
+    // A trailing slash is dropped: paths /api/v5/... are appended.
+    expect(config.upstream.baseUrl).toBe('http://upstream.internal:8080');
+  });
+
+  it('treats empty values as unset', () => {
+    const config = loadConfig({ ...MINIMAL, PORT: '', REDIS_URL: '', LOG_LEVEL: '' });
+    expect(config.http.port).toBe(3000);
+    expect(config.store.mode).toBe('memory');
+    expect(config.logging.level).toBe('info');
+  });
+});
+
+describe('loadConfig: every problem named by variable, in one error', () => {
+  it('lists every missing required variable at once', () => {
+    const error = configError({});
+    expect(error.name).toBe('ConfigError');
+    expect(namesIn(error)).toEqual(expect.arrayContaining(['UPSTREAM_BASE_URL', 'UPSTREAM_USERNAME', 'UPSTREAM_PASSWORD', 'API_KEYS']));
+    for (const name of ['UPSTREAM_BASE_URL', 'UPSTREAM_USERNAME', 'UPSTREAM_PASSWORD']) expect(error.message).toContain(name);
+  });
+
+  it('lists several malformed variables in one ConfigError', () => {
+    const error = configError({
+      ...MINIMAL,
+      PORT: 'eighty',
+      UPSTREAM_BASE_URL: 'not a url',
+      UPSTREAM_TIMEOUT_MS: '5',
+      TOKEN_REFRESH_SKEW_SECONDS: '-1',
+      REDIS_URL: 'http://redis:6379',
+      REDIS_KEY_PREFIX: 'has spaces in it',
+      IDEMPOTENCY_TTL_SECONDS: '1.5',
+      LOG_LEVEL: 'loud',
+    });
+    const expected = [
+      'PORT',
+      'UPSTREAM_BASE_URL',
+      'UPSTREAM_TIMEOUT_MS',
+      'TOKEN_REFRESH_SKEW_SECONDS',
+      'REDIS_URL',
+      'REDIS_KEY_PREFIX',
+      'IDEMPOTENCY_TTL_SECONDS',
+      'LOG_LEVEL',
+    ];
+    expect(namesIn(error)).toEqual(expect.arrayContaining(expected));
+    for (const name of expected) expect(error.message).toContain(name);
+    // Nothing else was wrong.
+    expect(namesIn(error).every((name) => expected.includes(name))).toBe(true);
+  });
+
+  it.each([
+    ['PORT', '65536'],
+    ['PORT', '3000abc'],
+    ['UPSTREAM_BASE_URL', 'ftp://verify.example.com'],
+    ['UPSTREAM_BASE_URL', 'verify.example.com'],
+    ['UPSTREAM_TIMEOUT_MS', '300001'],
+    ['TOKEN_REFRESH_SKEW_SECONDS', 'soon'],
+    ['IDEMPOTENCY_TTL_SECONDS', '59'],
+    ['LOG_LEVEL', 'INFO!'],
+    ['REDIS_KEY_PREFIX', 'x'.repeat(33)],
+    ['JWT_JWKS_URL', 'not-a-url'],
+  ])('%s=%j is rejected, naming %s', (name, value) => {
+    const error = configError({ ...MINIMAL, [name]: value });
+    expect(namesIn(error)).toContain(name);
+  });
+});
+
+describe('loadConfig: secrets are never echoed in errors', () => {
+  const SECRET_PASSWORD = 'pw-SENTINEL-9d8c7b';
+  const SECRET_USERNAME = 'user-SENTINEL-1a2b3c';
+  const SECRET_PUBLIC_KEY = '-----BEGIN PUBLIC KEY-----\nPK-SENTINEL-5e6f7a\n-----END PUBLIC KEY-----';
+
+  const expectNoSecretIn = (error: ConfigError, secrets: string[]) => {
+    const texts = [error.message, String(error), inspect(error), JSON.stringify(error), error.problems.join('\n'), error.stack ?? ''];
+    for (const text of texts) for (const secret of secrets) expect(text).not.toContain(secret);
+  };
+
+  it('with valid secrets beside other bad variables', () => {
+    const error = configError({
+      UPSTREAM_BASE_URL: 'nope',
+      UPSTREAM_USERNAME: SECRET_USERNAME,
+      UPSTREAM_PASSWORD: SECRET_PASSWORD,
+      API_KEYS: '[{"clientId":"ok","keySha256":"SENTINEL-not-hex","scopes":["kyc:shahkar"]}]',
+      JWT_PUBLIC_KEY: SECRET_PUBLIC_KEY,
+    });
+    expect(namesIn(error)).toEqual(expect.arrayContaining(['UPSTREAM_BASE_URL', 'API_KEYS[0].keySha256', 'JWT_ISSUER', 'JWT_AUDIENCE']));
+    expectNoSecretIn(error, [SECRET_USERNAME, SECRET_PASSWORD, 'SENTINEL-not-hex', 'PK-SENTINEL-5e6f7a']);
+  });
+
+  it('when API_KEYS itself is invalid JSON or the wrong shape', () => {
+    for (const raw of ['{"clientId": "SENTINEL-broken', '"SENTINEL-string"', '[{"clientId":"SENTINEL-id!!","keySha256":"x","scopes":"SENTINEL-scope"}]']) {
+      const error = configError({ ...MINIMAL, API_KEYS: raw });
+      expect(namesIn(error).some((name) => name.startsWith('API_KEYS'))).toBe(true);
+      expectNoSecretIn(error, ['SENTINEL', raw]);
+    }
+  });
+
+  it('when the secret values themselves are invalid (empty after a file, too long, wrong type)', () => {
+    // A username read from a file that holds only a newline is empty: invalid, still not echoed.
+    const error = configError({
+      ...MINIMAL,
+      UPSTREAM_USERNAME: undefined,
+      UPSTREAM_USERNAME_FILE: tempFile('\n'),
+      UPSTREAM_PASSWORD: SECRET_PASSWORD,
+      JWT_PUBLIC_KEY: SECRET_PUBLIC_KEY,
+      JWT_JWKS_URL: 'https://idp.example.com/jwks',
+    });
+    expect(namesIn(error)).toEqual(expect.arrayContaining(['UPSTREAM_USERNAME', 'JWT_JWKS_URL', 'JWT_ISSUER', 'JWT_AUDIENCE']));
+    expectNoSecretIn(error, [SECRET_PASSWORD, 'PK-SENTINEL-5e6f7a']);
+  });
+
+  it('when a secret is set twice (plain and _FILE)', () => {
+    const error = configError({ ...MINIMAL, UPSTREAM_PASSWORD: SECRET_PASSWORD, UPSTREAM_PASSWORD_FILE: tempFile('pw-FROM-FILE-SENTINEL\n') });
+    expect(namesIn(error)).toContain('UPSTREAM_PASSWORD');
+    expectNoSecretIn(error, [SECRET_PASSWORD, 'pw-FROM-FILE-SENTINEL']);
+  });
+});
+
+describe('loadConfig: *_FILE variants', () => {
+  it('reads UPSTREAM_USERNAME_FILE, UPSTREAM_PASSWORD_FILE and API_KEYS_FILE, stripping one trailing newline', () => {
+    const config = loadConfig({
+      UPSTREAM_BASE_URL: 'https://verify.example.com',
+      UPSTREAM_USERNAME_FILE: tempFile(`${USERNAME}\n`),
+      UPSTREAM_PASSWORD_FILE: tempFile(`${PASSWORD}\r\n`),
+      API_KEYS_FILE: tempFile(`${API_KEYS}\n`),
+    });
+    expect(config.upstream.username.reveal()).toBe(USERNAME);
+    expect(config.upstream.password.reveal()).toBe(PASSWORD);
+    expect(config.callers.apiKeys).toHaveLength(1);
+    expect(config.callers.apiKeys[0].clientId).toBe('app-a');
+  });
+
+  it('keeps a file without a trailing newline as it is, and inner spaces of a password', () => {
+    const config = loadConfig({ ...MINIMAL, UPSTREAM_PASSWORD: undefined, UPSTREAM_PASSWORD_FILE: tempFile(' pass with spaces ') });
+    expect(config.upstream.password.reveal()).toBe(' pass with spaces ');
+  });
+
+  it.each(['UPSTREAM_USERNAME', 'UPSTREAM_PASSWORD', 'API_KEYS'])('%s and %s_FILE together → error naming it', (name) => {
+    const file = tempFile(name === 'API_KEYS' ? API_KEYS : 'from-file');
+    const error = configError({ ...MINIMAL, [`${name}_FILE`]: file });
+    expect(namesIn(error)).toContain(name);
+    expect(error.message).toContain(`${name}_FILE`);
+  });
+
+  it.each(['UPSTREAM_USERNAME', 'UPSTREAM_PASSWORD', 'API_KEYS'])('an unreadable %s_FILE → error naming %s_FILE', (name) => {
+    const error = configError({ ...MINIMAL, [name]: undefined, [`${name}_FILE`]: join(tmp, 'does-not-exist', 'secret') });
+    expect(namesIn(error)).toContain(`${name}_FILE`);
+  });
+
+  it('a directory, or a file without read permission, is unreadable too', () => {
+    const dirError = configError({ ...MINIMAL, UPSTREAM_PASSWORD: undefined, UPSTREAM_PASSWORD_FILE: tmp });
+    expect(namesIn(dirError)).toContain('UPSTREAM_PASSWORD_FILE');
+
+    const locked = tempFile('secret');
+    chmodSync(locked, 0o000);
+    // root reads any file regardless of mode: the check only means something otherwise.
+    if (process.getuid?.() !== 0) {
+      const error = configError({ ...MINIMAL, UPSTREAM_PASSWORD: undefined, UPSTREAM_PASSWORD_FILE: locked });
+      expect(namesIn(error)).toContain('UPSTREAM_PASSWORD_FILE');
+    }
+  });
+
+  it('reports several unreadable files at once', () => {
+    const missing = join(tmp, 'missing');
+    const error = configError({
+      UPSTREAM_BASE_URL: 'https://verify.example.com',
+      UPSTREAM_USERNAME_FILE: missing,
+      UPSTREAM_PASSWORD_FILE: missing,
+      API_KEYS_FILE: missing,
+    });
+    expect(namesIn(error)).toEqual(expect.arrayContaining(['UPSTREAM_USERNAME_FILE', 'UPSTREAM_PASSWORD_FILE', 'API_KEYS_FILE']));
+  });
+});
+
+describe('loadConfig: Redis store modes', () => {
+  it.each(['redis://redis:6379', 'rediss://user:pw@redis.example.com:6380/2'])('REDIS_URL=%s → standalone', (url) => {
+    expect(loadConfig({ ...MINIMAL, REDIS_URL: url, REDIS_KEY_PREFIX: 'p' }).store).toEqual({ mode: 'standalone', keyPrefix: 'p', url });
+  });
+
+  it.each(['http://redis:6379', 'redis:6379', 'redis://'])('REDIS_URL=%s is rejected', (url) => {
+    expect(namesIn(configError({ ...MINIMAL, REDIS_URL: url }))).toContain('REDIS_URL');
+  });
+
+  it('REDIS_SENTINELS with REDIS_SENTINEL_NAME → sentinel mode with parsed hosts (IPv6 too)', () => {
+    const config = loadConfig({ ...MINIMAL, REDIS_SENTINELS: 's1:26379,10.0.0.2:26380,[::1]:26381', REDIS_SENTINEL_NAME: 'mymaster' });
+    expect(config.store).toEqual({
+      mode: 'sentinel',
+      keyPrefix: 'vgw',
+      name: 'mymaster',
+      sentinels: [
+        { host: 's1', port: 26379 },
+        { host: '10.0.0.2', port: 26380 },
+        { host: '::1', port: 26381 },
+      ],
+    });
+  });
+
+  it('REDIS_SENTINELS without REDIS_SENTINEL_NAME → error naming REDIS_SENTINEL_NAME', () => {
+    const error = configError({ ...MINIMAL, REDIS_SENTINELS: 's1:26379,s2:26379' });
+    expect(namesIn(error)).toContain('REDIS_SENTINEL_NAME');
+  });
+
+  it('REDIS_CLUSTER_NODES → cluster mode', () => {
+    const config = loadConfig({ ...MINIMAL, REDIS_CLUSTER_NODES: 'n1:7000,n2:7001,n3:7002' });
+    expect(config.store).toEqual({
+      mode: 'cluster',
+      keyPrefix: 'vgw',
+      nodes: [
+        { host: 'n1', port: 7000 },
+        { host: 'n2', port: 7001 },
+        { host: 'n3', port: 7002 },
+      ],
+    });
+  });
+
+  it.each(['n1', 'n1:7000,', 'n1:7000;n2:7001', 'n1:port', ',n1:7000'])('malformed host list %j is rejected', (list) => {
+    expect(namesIn(configError({ ...MINIMAL, REDIS_CLUSTER_NODES: list }))).toContain('REDIS_CLUSTER_NODES');
+    expect(namesIn(configError({ ...MINIMAL, REDIS_SENTINELS: list, REDIS_SENTINEL_NAME: 'm' }))).toContain('REDIS_SENTINELS');
+  });
+
+  it.each([
+    [{ REDIS_URL: 'redis://r:6379', REDIS_SENTINELS: 's:26379', REDIS_SENTINEL_NAME: 'm' }],
+    [{ REDIS_URL: 'redis://r:6379', REDIS_CLUSTER_NODES: 'n:7000' }],
+    [{ REDIS_SENTINELS: 's:26379', REDIS_SENTINEL_NAME: 'm', REDIS_CLUSTER_NODES: 'n:7000' }],
+    [{ REDIS_URL: 'redis://r:6379', REDIS_SENTINELS: 's:26379', REDIS_SENTINEL_NAME: 'm', REDIS_CLUSTER_NODES: 'n:7000' }],
+  ])('more than one Redis mode at once is rejected (%j)', (redis) => {
+    const error = configError({ ...MINIMAL, ...redis });
+    expect(error.problems.some((p) => /set only one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES/.test(p))).toBe(true);
+    expect(namesIn(error).some((name) => ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'].includes(name))).toBe(true);
+  });
+});
+
+describe('loadConfig: API_KEYS', () => {
+  const entry = (over: Record<string, unknown> = {}) => ({ clientId: 'app-a', keySha256: HASH_A, scopes: ['kyc:iban'], ...over });
+  const keysError = (value: unknown) => configError({ ...MINIMAL, API_KEYS: typeof value === 'string' ? value : JSON.stringify(value) });
+
+  it('accepts several entries, lower-cases hashes and de-duplicates scopes', () => {
+    const config = loadConfig({
+      ...MINIMAL,
+      API_KEYS: JSON.stringify([
+        entry({ keySha256: HASH_A.toUpperCase(), scopes: ['kyc:iban', 'kyc:iban', 'kyc:advanced'] }),
+        entry({ clientId: 'app-b', keySha256: HASH_B, scopes: [] }),
+      ]),
+    });
+    expect(config.callers.apiKeys).toEqual([
+      { clientId: 'app-a', keySha256: HASH_A, scopes: ['kyc:iban', 'kyc:advanced'] },
+      { clientId: 'app-b', keySha256: HASH_B, scopes: [] },
+    ]);
+  });
+
+  it('malformed JSON → API_KEYS', () => {
+    const error = keysError('[{"clientId": ');
+    expect(error.problems).toEqual(['API_KEYS: is not valid JSON']);
+  });
+
+  it.each([[{}], ['"a string"'], ['42'], ['null']])('not an array (%j) → API_KEYS', (value) => {
+    expect(namesIn(keysError(value))).toContain('API_KEYS');
+  });
+
+  it.each([
+    ['not an object', ['entry'], 'API_KEYS[0]'],
+    ['null entry', [null], 'API_KEYS[0]'],
+    ['missing clientId', [entry({ clientId: undefined })], 'API_KEYS[0].clientId'],
+    ['bad clientId', [entry({ clientId: 'has space' })], 'API_KEYS[0].clientId'],
+    ['numeric clientId', [entry({ clientId: 7 })], 'API_KEYS[0].clientId'],
+    ['missing hash', [entry({ keySha256: undefined })], 'API_KEYS[0].keySha256'],
+    ['hash too short', [entry({ keySha256: HASH_A.slice(1) })], 'API_KEYS[0].keySha256'],
+    ['hash not hex', [entry({ keySha256: 'g'.repeat(64) })], 'API_KEYS[0].keySha256'],
+    ['scopes not an array', [entry({ scopes: 'kyc:iban' })], 'API_KEYS[0].scopes'],
+    ['unknown scope', [entry({ scopes: ['kyc:iban', 'kyc:everything'] })], 'API_KEYS[0].scopes'],
+    ['second entry bad', [entry(), entry({ clientId: 'b', keySha256: HASH_B, scopes: ['admin'] })], 'API_KEYS[1].scopes'],
+  ])('%s → %s', (_label, value, name) => {
+    expect(namesIn(keysError(value))).toContain(name);
+  });
+
+  it('the same hash twice (in any case) → error on the second entry', () => {
+    const error = keysError([entry(), entry({ clientId: 'app-b', keySha256: HASH_A.toUpperCase() })]);
+    expect(namesIn(error)).toEqual(['API_KEYS[1].keySha256']);
+    expect(error.message).toMatch(/twice/);
+  });
+
+  it('lists the problems of several entries at once', () => {
+    const error = keysError([entry({ clientId: '' }), entry({ clientId: 'b', keySha256: 'x', scopes: ['nope'] })]);
+    expect(namesIn(error)).toEqual(expect.arrayContaining(['API_KEYS[0].clientId', 'API_KEYS[1].keySha256', 'API_KEYS[1].scopes']));
+  });
+});
+
+describe('loadConfig: callers must be configurable', () => {
+  const base = { UPSTREAM_BASE_URL: 'https://verify.example.com', UPSTREAM_USERNAME: USERNAME, UPSTREAM_PASSWORD: PASSWORD };
+
+  it('neither API keys nor JWT → error', () => {
+    const error = configError(base);
+    expect(error.problems).toHaveLength(1);
+    expect(error.message).toMatch(/API_KEYS/);
+    expect(error.message).toMatch(/JWT/);
+  });
+
+  it('an empty API_KEYS array and no JWT → error', () => {
+    expect(namesIn(configError({ ...base, API_KEYS: '[]' }))).toContain('API_KEYS');
+  });
+
+  it('JWT alone (JWKS URL, issuer, audience) is enough', () => {
+    const config = loadConfig({ ...base, JWT_JWKS_URL: 'https://idp.example.com/.well-known/jwks.json', JWT_ISSUER: 'https://idp.example.com/', JWT_AUDIENCE: 'vgw' });
+    expect(config.callers.apiKeys).toEqual([]);
+    expect(config.callers.jwt).toEqual({
+      jwksUrl: 'https://idp.example.com/.well-known/jwks.json',
+      publicKey: undefined,
+      issuer: 'https://idp.example.com/',
+      audience: 'vgw',
+    });
+  });
+
+  it('JWT with a public key is enough too', () => {
+    const config = loadConfig({ ...base, JWT_PUBLIC_KEY: 'PEM', JWT_ISSUER: 'iss', JWT_AUDIENCE: 'aud' });
+    expect(config.callers.jwt).toMatchObject({ publicKey: 'PEM', issuer: 'iss', audience: 'aud' });
+  });
+
+  it('JWT without issuer and audience → both named', () => {
+    const error = configError({ ...base, JWT_JWKS_URL: 'https://idp.example.com/jwks' });
+    expect(namesIn(error)).toEqual(expect.arrayContaining(['JWT_ISSUER', 'JWT_AUDIENCE']));
+  });
+
+  it.each(['JWT_ISSUER', 'JWT_AUDIENCE'])('JWT without %s → error naming it', (missing) => {
+    const env: Record<string, string> = { ...MINIMAL, JWT_PUBLIC_KEY: 'PEM', JWT_ISSUER: 'iss', JWT_AUDIENCE: 'aud' };
+    delete env[missing];
+    expect(namesIn(configError(env))).toEqual([missing]);
+  });
+
+  it('both JWT_JWKS_URL and JWT_PUBLIC_KEY → error', () => {
+    const error = configError({ ...MINIMAL, JWT_JWKS_URL: 'https://idp/jwks', JWT_PUBLIC_KEY: 'PEM', JWT_ISSUER: 'i', JWT_AUDIENCE: 'a' });
+    expect(namesIn(error)).toContain('JWT_JWKS_URL');
+  });
+});
+
+describe('Secret', () => {
+  const VALUE = 'top-secret-value-123';
+  const secret = new Secret(VALUE);
+
+  it('reveal() gives the value', () => {
+    expect(secret.reveal()).toBe(VALUE);
+  });
+
+  it.each([
+    ['String()', () => String(secret)],
+    ['template literal', () => `${secret}`],
+    ['concatenation', () => 'x' + secret],
+    ['JSON.stringify', () => JSON.stringify(secret)],
+    ['JSON.stringify (nested)', () => JSON.stringify({ upstream: { password: secret } })],
+    ['util.inspect', () => inspect(secret)],
+    ['util.inspect (nested, showHidden)', () => inspect({ password: secret }, { showHidden: true, depth: 10 })],
+  ])('%s never prints the value', (_label, render) => {
+    const text = render();
+    expect(text).not.toContain(VALUE);
+    expect(text).toContain('[secret]');
+  });
+
+  it('Object.keys and entries expose nothing', () => {
+    expect(Object.keys(secret)).toEqual([]);
+    expect(Object.entries(secret)).toEqual([]);
+  });
+});
+
+describe('startup fails fast on a bad configuration', () => {
+  it('createGateway throws ConfigError before building or listening, and names the variables only', async () => {
+    const error = await createGateway(
+      { UPSTREAM_BASE_URL: 'not a url', UPSTREAM_USERNAME: USERNAME, UPSTREAM_PASSWORD: PASSWORD, API_KEYS: '{oops', PORT: '70000' },
+      { logger: false },
+    ).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = namesIn(error as ConfigError);
+    expect(problems).toEqual(expect.arrayContaining(['UPSTREAM_BASE_URL', 'API_KEYS', 'PORT']));
+    expect((error as ConfigError).message).not.toContain(PASSWORD);
+    expect((error as ConfigError).message).not.toContain(USERNAME);
+  });
+});
