@@ -1,13 +1,21 @@
 import { Module } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import type { AppConfig } from '../config/app-config.js';
 import { ApiKeyAuthenticator } from './api-key.authenticator.js';
-import { CALLER_AUTHENTICATORS } from './caller.js';
+import { CALLER_AUTHENTICATORS, type CallerAuthenticator } from './caller.js';
 import { CallerAuthGuard } from './caller-auth.guard.js';
+import { JwtAuthenticator } from './jwt.authenticator.js';
 
-/** Caller identity. A JWT authenticator joins the list beside the API key one. */
+/** Caller identity: API keys for services, JWTs for apps (only when JWT is configured). */
 @Module({
   providers: [
     ApiKeyAuthenticator,
-    { provide: CALLER_AUTHENTICATORS, inject: [ApiKeyAuthenticator], useFactory: (apiKeys: ApiKeyAuthenticator) => [apiKeys] },
+    {
+      provide: CALLER_AUTHENTICATORS,
+      inject: [ConfigService, ApiKeyAuthenticator],
+      useFactory: (config: ConfigService<AppConfig, true>, apiKeys: ApiKeyAuthenticator): CallerAuthenticator[] =>
+        config.get('callers', { infer: true }).jwt ? [apiKeys, new JwtAuthenticator(config)] : [apiKeys],
+    },
     CallerAuthGuard,
   ],
   exports: [CallerAuthGuard, CALLER_AUTHENTICATORS],

@@ -1,0 +1,118 @@
+/**
+ * JWT callers (internal-api.md §1): signature by public key or JWKS URL, iss/aud/exp/nbf,
+ * scopes from `scope` or `scp`, client from `azp` or `client_id`.
+ */
+import { createServer, type Server } from 'node:http';
+import { once } from 'node:events';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { SignJWT, exportJWK, exportSPKI, generateKeyPair, type CryptoKey, type JWTPayload } from 'jose';
+import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
+import { TEST_CLIENTS, startGateway, type RunningGateway } from './support/gateway.js';
+
+const ISSUER = 'https://id.example.test';
+const AUDIENCE = 'verification-gateway';
+const BODY = JSON.stringify({ nationalCode: '0499370899', mobileNumber: '09121234567' });
+
+describe('JWT callers', () => {
+  let sim: UpstreamSimulator;
+  let keys: { privateKey: CryptoKey; publicKey: CryptoKey };
+  let otherKeys: { privateKey: CryptoKey; publicKey: CryptoKey };
+  let byPublicKey: RunningGateway;
+  let byJwks: RunningGateway;
+  let jwks: Server;
+
+  function sign(payload: JWTPayload, options: { key?: CryptoKey; exp?: string | number; nbf?: string | number; iss?: string; aud?: string } = {}) {
+    const jwt = new SignJWT(payload)
+      .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+      .setIssuedAt()
+      .setIssuer(options.iss ?? ISSUER)
+      .setAudience(options.aud ?? AUDIENCE)
+      .setExpirationTime(options.exp ?? '5m');
+    if (options.nbf !== undefined) jwt.setNotBefore(options.nbf);
+    return jwt.sign(options.key ?? keys.privateKey);
+  }
+
+  const call = (gateway: RunningGateway, token: string, path = '/v1/kyc/shahkar', body = BODY) =>
+    fetch(`${gateway.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body });
+
+  beforeAll(async () => {
+    keys = await generateKeyPair('RS256', { extractable: true });
+    otherKeys = await generateKeyPair('RS256', { extractable: true });
+    sim = new UpstreamSimulator();
+    await sim.start();
+    const jwk = { ...(await exportJWK(keys.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
+    jwks = createServer((_req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ keys: [jwk] }));
+    }).listen(0, '127.0.0.1');
+    await once(jwks, 'listening');
+    const jwksUrl = `http://127.0.0.1:${(jwks.address() as { port: number }).port}/jwks.json`;
+    const common = { UPSTREAM_BASE_URL: sim.baseUrl, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE };
+    byPublicKey = await startGateway({ ...common, JWT_PUBLIC_KEY: await exportSPKI(keys.publicKey) });
+    byJwks = await startGateway({ ...common, JWT_JWKS_URL: jwksUrl });
+  });
+
+  afterAll(async () => {
+    await byPublicKey.close();
+    await byJwks.close();
+    jwks.close();
+    await sim.stop();
+  });
+
+  it.each([
+    ['public key', () => byPublicKey],
+    ['JWKS URL', () => byJwks],
+  ])('accepts a valid token verified by %s, with scopes from `scope`', async (_name, gateway) => {
+    const response = await call(gateway(), await sign({ azp: 'mobile-app', sub: 'user-1', scope: 'kyc:shahkar inquiries:read' }));
+    expect(response.status).toBe(200);
+    const { trackId } = (await response.json()) as { trackId: string };
+    // The record belongs to the JWT's client: readable with the same client's token.
+    const read = await fetch(`${gateway().url}/v1/inquiries/${trackId}`, {
+      headers: { authorization: `Bearer ${await sign({ azp: 'mobile-app', sub: 'user-2', scope: 'inquiries:read' })}` },
+    });
+    expect(read.status).toBe(200);
+    // …and not with another client's.
+    const foreign = await fetch(`${gateway().url}/v1/inquiries/${trackId}`, {
+      headers: { authorization: `Bearer ${await sign({ azp: 'web-app', scope: 'inquiries:read' })}` },
+    });
+    expect(foreign.status).toBe(404);
+  });
+
+  it('takes scopes from `scp` and the client from `client_id`', async () => {
+    const response = await call(byPublicKey, await sign({ client_id: 'svc', scp: ['kyc:iban'] }), '/v1/kyc/iban', JSON.stringify({ iban: 'IR820540102680020817909002' }));
+    expect(response.status).toBe(200);
+  });
+
+  it.each([
+    ['a foreign signature', () => sign({ azp: 'a', scope: 'kyc:shahkar' }, { key: otherKeys.privateKey })],
+    ['an expired token', () => sign({ azp: 'a', scope: 'kyc:shahkar' }, { exp: Math.floor(Date.now() / 1000) - 120 })],
+    ['a token not valid before later', () => sign({ azp: 'a', scope: 'kyc:shahkar' }, { nbf: Math.floor(Date.now() / 1000) + 600 })],
+    ['a wrong issuer', () => sign({ azp: 'a', scope: 'kyc:shahkar' }, { iss: 'https://evil.test' })],
+    ['a wrong audience', () => sign({ azp: 'a', scope: 'kyc:shahkar' }, { aud: 'someone-else' })],
+    ['no client id', () => sign({ sub: 'u', scope: 'kyc:shahkar' })],
+    ['an unsigned token', async () => `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(JSON.stringify({ azp: 'a', scope: 'kyc:shahkar', iss: ISSUER, aud: AUDIENCE, exp: 9999999999 })).toString('base64url')}.`],
+    ['garbage', async () => 'not-a-jwt'],
+  ])('rejects %s with 401 unauthenticated', async (_name, token) => {
+    const before = sim.inquiryCalls;
+    const response = await call(byPublicKey, await token());
+    expect(response.status).toBe(401);
+    expect(await response.json()).toMatchObject({ code: 'unauthenticated' });
+    expect(sim.inquiryCalls).toBe(before);
+  });
+
+  it('a valid token without the scope gets 403 forbidden; advanced needs kyc:advanced', async () => {
+    expect((await call(byPublicKey, await sign({ azp: 'a', scope: 'kyc:iban' }))).status).toBe(403);
+    const advanced = JSON.stringify({ nationalCode: '0499370899', mobileNumber: '09121234567', requestHandlingType: 'advanced' });
+    expect((await call(byPublicKey, await sign({ azp: 'a', scope: 'kyc:shahkar' }), '/v1/kyc/shahkar', advanced)).status).toBe(403);
+    expect((await call(byPublicKey, await sign({ azp: 'a', scope: 'kyc:shahkar kyc:advanced' }), '/v1/kyc/shahkar', advanced)).status).toBe(200);
+  });
+
+  it('API keys keep working beside JWT', async () => {
+    const response = await fetch(`${byPublicKey.url}/v1/kyc/shahkar`, {
+      method: 'POST',
+      headers: { 'x-api-key': TEST_CLIENTS.full.key, 'content-type': 'application/json' },
+      body: BODY,
+    });
+    expect(response.status).toBe(200);
+  });
+});
