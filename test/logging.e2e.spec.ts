@@ -12,7 +12,7 @@ import { createGateway } from '../src/bootstrap.js';
 import { JsonLogger } from '../src/observability/json-logger.js';
 import { TokenProvider } from '../src/token/token.provider.js';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
-import { TEST_API_KEYS, TEST_CLIENTS, callGateway, recordIssuedTokens, type Exchange } from './support/gateway.js';
+import { TEST_API_KEYS, TEST_CLIENTS, callGateway, type Exchange } from './support/gateway.js';
 
 const USERNAME = 'log-user-5c1d8e';
 const PASSWORD = 'log-pass-X9k2q7Zr';
@@ -88,7 +88,7 @@ describe('logs and metrics never carry secrets or personal data', () => {
   const collector = new LineCollector();
   let sim: UpstreamSimulator;
   let gateway: LoggedGateway;
-  let issued: string[];
+  let issued: readonly string[];
   const learnedTokens = new Set<string>();
   const exchanges: Record<string, Exchange> = {};
   let metricsText = '';
@@ -98,7 +98,7 @@ describe('logs and metrics never carry secrets or personal data', () => {
   beforeAll(async () => {
     sim = new UpstreamSimulator({ username: USERNAME, password: PASSWORD });
     // The simulator keeps its tokens private: record every pair it issues from the start.
-    issued = recordIssuedTokens(sim);
+    issued = sim.issuedTokenValues;
     await sim.start();
     gateway = await startLoggedGateway(
       { UPSTREAM_BASE_URL: sim.baseUrl, UPSTREAM_USERNAME: USERNAME, UPSTREAM_PASSWORD: PASSWORD, UPSTREAM_TIMEOUT_MS: '2000' },

@@ -1,15 +1,17 @@
 import { Controller, Get, Header, Res } from '@nestjs/common';
-import { ApiExcludeController } from '@nestjs/swagger';
+import { ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { GatewayMetrics } from './metrics.js';
 
 /** `GET /metrics`: Prometheus text format (internal-api.md §4). No credential needed. */
-@ApiExcludeController()
+@ApiTags('operations')
 @Controller('metrics')
 export class MetricsController {
   constructor(private readonly metrics: GatewayMetrics) {}
 
   @Get()
+  @ApiOperation({ summary: 'Prometheus metrics (text format)' })
+  @ApiProduces('text/plain')
   @Header('Cache-Control', 'no-store')
   async scrape(@Res() reply: FastifyReply): Promise<void> {
     await reply.header('content-type', this.metrics.registry.contentType).send(await this.metrics.registry.metrics());

@@ -1,7 +1,10 @@
 import { createHash } from 'node:crypto';
+import { once, type EventEmitter } from 'node:events';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createGateway } from '../../src/bootstrap.js';
+import { RedisConnection } from '../../src/store/redis-connection.js';
 import { TokenProvider } from '../../src/token/token.provider.js';
+import type { UpstreamSimulator, UpstreamSimulatorEvents } from '../upstream-simulator/upstream-simulator.js';
 
 export const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
@@ -38,4 +41,80 @@ export async function startGateway(env: Record<string, string | undefined>): Pro
 /** Several instances sharing one Redis (and one upstream), as replicas would. */
 export async function startGateways(count: number, env: Record<string, string | undefined>): Promise<RunningGateway[]> {
   return Promise.all(Array.from({ length: count }, () => startGateway(env)));
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers for the end-to-end inquiry specs (test/inquiry-*.e2e.spec.ts).
+
+/** One HTTP exchange with a gateway, as a client sees it. */
+export interface Exchange {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** The parsed JSON body; `{}` when the body is not a JSON object. */
+  body: Record<string, unknown>;
+}
+
+export interface CallOptions {
+  /** Sent as `X-Api-Key`. */
+  apiKey?: string;
+  /** Serialised as JSON (with `Content-Type: application/json`). */
+  json?: unknown;
+  /** Sent verbatim, with `contentType` (default application/json). */
+  raw?: string;
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+/** One request with Node's fetch; the body is read completely and parsed when it is JSON. */
+export async function callGateway(baseUrl: string, method: string, path: string, options: CallOptions = {}): Promise<Exchange> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.apiKey !== undefined) headers['x-api-key'] = options.apiKey;
+  let body: string | undefined;
+  if (options.json !== undefined) body = JSON.stringify(options.json);
+  if (options.raw !== undefined) body = options.raw;
+  if (body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
+  const response = await fetch(`${baseUrl}${path}`, { method, headers, body });
+  const text = await response.text();
+  let parsed: Record<string, unknown> = {};
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value === 'object' && value !== null) parsed = value as Record<string, unknown>;
+  } catch {
+    // not JSON: left empty
+  }
+  return { status: response.status, headers: response.headers, text, body: parsed };
+}
+
+/** Resolves with the simulator's next `name` event that satisfies `matches`; rejects after `timeoutMs`. */
+export function nextSimEvent<K extends keyof UpstreamSimulatorEvents>(
+  sim: UpstreamSimulator,
+  name: K,
+  matches: (event: UpstreamSimulatorEvents[K][0]) => boolean = () => true,
+  timeoutMs = 5000,
+): Promise<UpstreamSimulatorEvents[K][0]> {
+  return new Promise((resolve, reject) => {
+    const emitter = sim as unknown as EventEmitter;
+    const listener = (event: UpstreamSimulatorEvents[K][0]) => {
+      if (!matches(event)) return;
+      clearTimeout(timer);
+      emitter.off(name, listener);
+      resolve(event);
+    };
+    const timer = setTimeout(() => {
+      emitter.off(name, listener);
+      reject(new Error(`no matching simulator '${name}' event within ${timeoutMs} ms`));
+    }, timeoutMs);
+    emitter.on(name, listener);
+  });
+}
+
+/**
+ * Resolves once the gateway's Redis command connection is ready (at once without Redis).
+ * `app.listen` does not wait for it: until then inquiries are refused with 503 store_unavailable.
+ */
+export async function untilStoreReady(gateway: RunningGateway, timeoutMs = 5000): Promise<void> {
+  const { client } = gateway.app.get(RedisConnection);
+  if (!client || client.status === 'ready') return;
+  await once(client, 'ready', { signal: AbortSignal.timeout(timeoutMs) });
 }

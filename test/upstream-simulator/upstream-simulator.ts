@@ -106,6 +106,9 @@ export interface Supplier {
 
 export type SupplierFailure = 'error' | 'timeout';
 export type RefreshTokenRotation = 'reusable' | 'single-use';
+/** Upstream-side checks of field values: returns the field errors of a request body. */
+export type FieldValidator = (path: string, body: Record<string, unknown>) => FieldError[];
+
 export type FaultKind = 'http500' | 'hang' | 'drop' | 'malformed' | 'hang-after-processing';
 
 export interface SimulatorOptions {
@@ -389,6 +392,8 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
   private supplierFailures!: Map<string, SupplierFailure>;
   private usedTrackIds!: Set<string>;
   private shahkarMatcher!: (nationalCode: string, mobile: string) => boolean;
+  private fieldValidator: FieldValidator = () => [];
+  private readonly _issuedTokenValues: string[] = [];
 
   // Simulator controls
   private latency!: number;
@@ -508,6 +513,19 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     this.faults.push({ path: fault.path, kind: fault.kind, remaining: times });
   }
 
+  /**
+   * Value checks the upstream applies after its shape checks (the contract shows none):
+   * errors returned here are answered 400, code 2, BadRequest, without using the trackId.
+   */
+  setFieldValidator(fn: FieldValidator): void {
+    this.fieldValidator = fn;
+  }
+
+  /** Every access and refresh token issued so far, for tests that look for leaks. */
+  get issuedTokenValues(): readonly string[] {
+    return this._issuedTokenValues;
+  }
+
   setShahkarMatcher(fn: (nationalCode: string, mobile: string) => boolean): void {
     this.shahkarMatcher = fn;
   }
@@ -528,6 +546,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     this.supplierFailures = new Map();
     this.usedTrackIds = new Set();
     this.shahkarMatcher = () => true;
+    this.fieldValidator = () => [];
     this.latency = o.latencyMs;
     this.faults = [];
     this._tokenCalls = { credentials: 0, refresh: 0, failed: 0 };
@@ -810,6 +829,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     this.accessTokens.set(accessToken, { expiresAt: now + this.accessSeconds * 1000 });
     this.refreshTokens.set(refreshToken, { expiresAt: now + this.refreshSeconds * 1000 });
     this._issuedAccessTokens += 1;
+    this._issuedTokenValues.push(accessToken, refreshToken);
     return { accessToken, tokenType: 'Bearer', expiresTn: this.accessSeconds, refreshToken };
   }
 
@@ -846,6 +866,9 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     for (const field of required) {
       if (!isNonEmptyString(body[field])) errors.push({ field, message: `${field} is required and must be a non-empty string` });
     }
+    // The upstream's own checks of the field values ("not shown" in the contract): none by
+    // default; tests install rules with setFieldValidator to get its 400 answers.
+    if (errors.length === 0) errors.push(...this.fieldValidator(path, body));
     if (errors.length > 0) throw badRequest('One or more validation errors occurred', errors);
 
     // §4.4 rules 2 and 5: trackId
