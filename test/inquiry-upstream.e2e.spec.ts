@@ -184,10 +184,10 @@ describe('502 upstream_error', () => {
     expect(sim.inquiryCalls).toBe(from + 1);
   });
 
-  it.each([
+  it.each<['error' | 'timeout', number, string]>([
     ['error', 15, 'Supplier error'],
     ['timeout', 14, 'Supplier timed out'],
-  ] as const)('supplier failure (%s): failed with the upstream code, nothing charged', async (failure, code, message) => {
+  ])('supplier failure (%s): failed with the upstream code, nothing charged', async (failure, code, message) => {
     sim.setSupplierFailure('primary', failure);
     try {
       const credit = sim.credit;
