@@ -32,7 +32,7 @@ describe('operations endpoints', () => {
     expect(early.status).toBe(503);
     expect(await early.json()).toMatchObject({ status: 'error', error: { firstTokenAttempt: { status: 'down' } } });
     await firstToken;
-    await once(gateway.tokens.events, 'adopted');
+    await gateway.tokens.firstAttempt;
     const later = await fetch(`${gateway.url}/health/startup`);
     expect(later.status).toBe(200);
     sim.setLatency(0);

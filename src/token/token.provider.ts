@@ -54,6 +54,8 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
   private storeDegraded = false;
   private shuttingDown = false;
   private firstAttemptFinished = false;
+  /** Settles when the first token attempt has finished, successfully or not. */
+  firstAttempt: Promise<void> = Promise.resolve();
 
   constructor(
     config: ConfigService<AppConfig, true>,
@@ -71,11 +73,15 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
   async onApplicationBootstrap(): Promise<void> {
     await this.store.onRenewed(() => this.signals.emit('renewed')).catch(() => undefined);
     // The first token is fetched in the background; /health/startup waits for the attempt.
-    this.renew()
-      .catch((error: Error) => this.logger.error(`first token attempt failed: ${error.message}`))
-      .finally(() => {
+    this.firstAttempt = this.renew().then(
+      () => {
         this.firstAttemptFinished = true;
-      });
+      },
+      (error: Error) => {
+        this.firstAttemptFinished = true;
+        this.logger.error(`first token attempt failed: ${error.message}`);
+      },
+    );
   }
 
   onApplicationShutdown(): void {
