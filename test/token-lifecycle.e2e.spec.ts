@@ -79,7 +79,10 @@ describe('token lifecycle with three replicas sharing one Redis', () => {
   it('renews once at expiry, with the refresh token, while requests keep flowing', async () => {
     // 2 s tokens and 1 s skew: renewal is due 1 s after issue, in every replica at once.
     await startReplicas(3, { accessTokenSeconds: 2 }, { TOKEN_REFRESH_SKEW_SECONDS: '1' });
-    const first = await gateways[0].tokens.getAccessToken();
+    // Every replica holds the first token before the renewal is watched for.
+    const firsts = await Promise.all(gateways.map((g) => g.tokens.getAccessToken()));
+    expect(new Set(firsts).size).toBe(1);
+    const first = firsts[0];
     // The renewed token lives long, so exactly one renewal is expected in this test.
     sim.setTokenLifetimes({ accessSeconds: 3600 });
     const adopted = gateways.map((g) => once(g.tokens.events, 'adopted'));
