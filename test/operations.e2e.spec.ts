@@ -1,11 +1,8 @@
 /** Probes, metrics and OpenAPI (internal-api.md §4), with a real Redis that goes away. */
-import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { Redis } from 'ioredis';
-import { RedisConnection } from '../src/store/redis-connection.js';
 import { UpstreamSimulator, type TokenEvent } from './upstream-simulator/upstream-simulator.js';
 import { nextEvent } from './support/events.js';
-import { TEST_CLIENTS, startGateway, type RunningGateway } from './support/gateway.js';
+import { TEST_CLIENTS, startGateway, untilStoreReady, type RunningGateway } from './support/gateway.js';
 import { RedisServer } from './support/redis-server.js';
 
 describe('operations endpoints', () => {
@@ -60,7 +57,7 @@ describe('operations endpoints', () => {
     expect(await refused.json()).toMatchObject({ code: 'store_unavailable' });
     expect(sim.inquiryCalls).toBe(calls);
 
-    const reconnected = once(gateway.app.get(RedisConnection).client as Redis, 'ready');
+    const reconnected = untilStoreReady(gateway);
     await redis.restart();
     await reconnected;
     expect((await fetch(`${gateway.url}/health/ready`)).status).toBe(200);

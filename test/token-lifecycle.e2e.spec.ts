@@ -6,11 +6,10 @@
 import { once } from 'node:events';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { RedisConnection } from '../src/store/redis-connection.js';
 import { TokenUnavailableError } from '../src/token/token-unavailable.error.js';
 import { UpstreamSimulator, type TokenEvent } from './upstream-simulator/upstream-simulator.js';
 import { nextEvent } from './support/events.js';
-import { TEST_CLIENTS, startGateway, startGateways, type RunningGateway } from './support/gateway.js';
+import { TEST_CLIENTS, startGateway, startGateways, untilStoreReady, type RunningGateway } from './support/gateway.js';
 import { RedisServer } from './support/redis-server.js';
 
 const SHAHKAR = { nationalCode: '0499370899', mobileNumber: '09121234567' };
@@ -152,8 +151,7 @@ describe('token lifecycle with three replicas sharing one Redis', () => {
     expect(totalTokenCalls(sim)).toBe(2);
 
     // Redis returns (empty, as after a crash without persistence).
-    const connection = gateways[0].app.get(RedisConnection);
-    const ready = once(connection.client as Redis, 'ready');
+    const ready = untilStoreReady(gateways[0]);
     await redis.restart();
     await ready;
     const shared = await gateways[0].tokens.renewAfterRejection(degraded);

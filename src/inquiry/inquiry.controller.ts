@@ -1,6 +1,7 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Res, UseGuards } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
+  ApiBody,
   ApiHeader,
   ApiOkResponse,
   ApiOperation,
@@ -14,7 +15,7 @@ import { TRACK_ID_HEADER } from '../problem/problem.filter.js';
 import { IbanRequestDto } from './dto/iban-request.dto.js';
 import { ShahkarRequestDto } from './dto/shahkar-request.dto.js';
 import { InquiryService, type InquiryRequest, type InquiryResponse } from './inquiry.service.js';
-import { InquiryValidationPipe, validateIdempotencyKey } from './validation/inquiry-validation.pipe.js';
+import { validateInquiryRequest } from './validation/inquiry-request.validation.js';
 
 const IDEMPOTENCY_KEY_DOC = {
   name: 'Idempotency-Key',
@@ -35,15 +36,17 @@ export class InquiryController {
   @HttpCode(200)
   @RequireScopes('kyc:shahkar')
   @ApiOperation({ summary: 'Does this mobile number belong to this national code (Shahkar)?' })
+  @ApiBody({ type: ShahkarRequestDto })
   @ApiHeader(IDEMPOTENCY_KEY_DOC)
   @ApiOkResponse({ description: '`{ trackId, status: "succeeded", data }` with `X-Track-Id`; data as the upstream sent it (e.g. `{ isMatch }`).' })
   @ApiBadRequestResponse({ description: 'problem+json `validation_failed` with one entry per bad field' })
   async shahkar(
     @CurrentCaller() caller: Caller,
-    @Body(new InquiryValidationPipe(ShahkarRequestDto)) body: ShahkarRequestDto,
-    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Body() rawBody: unknown,
+    @Headers('idempotency-key') rawKey: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
+    const { body, idempotencyKey } = validateInquiryRequest(ShahkarRequestDto, rawBody, rawKey);
     await this.run(caller, reply, idempotencyKey, {
       operation: 'shahkar',
       route: '/v1/kyc/shahkar',
@@ -56,15 +59,17 @@ export class InquiryController {
   @HttpCode(200)
   @RequireScopes('kyc:iban')
   @ApiOperation({ summary: 'IBAN inquiry' })
+  @ApiBody({ type: IbanRequestDto })
   @ApiHeader(IDEMPOTENCY_KEY_DOC)
   @ApiOkResponse({ description: '`{ trackId, status: "succeeded", data }` with `X-Track-Id`; data as the upstream sent it.' })
   @ApiBadRequestResponse({ description: 'problem+json `validation_failed` with one entry per bad field' })
   async iban(
     @CurrentCaller() caller: Caller,
-    @Body(new InquiryValidationPipe(IbanRequestDto)) body: IbanRequestDto,
-    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Body() rawBody: unknown,
+    @Headers('idempotency-key') rawKey: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
+    const { body, idempotencyKey } = validateInquiryRequest(IbanRequestDto, rawBody, rawKey);
     await this.run(caller, reply, idempotencyKey, {
       operation: 'iban',
       route: '/v1/kyc/iban',
@@ -81,9 +86,8 @@ export class InquiryController {
     return this.inquiries.find(caller, trackId);
   }
 
-  private async run(caller: Caller, reply: FastifyReply, rawKey: string | undefined, request: InquiryRequest): Promise<void> {
+  private async run(caller: Caller, reply: FastifyReply, idempotencyKey: string | undefined, request: InquiryRequest): Promise<void> {
     if (request.requestHandlingType === 'advanced') requireScope(caller, 'kyc:advanced');
-    const idempotencyKey = validateIdempotencyKey(rawKey);
     send(reply, await this.inquiries.execute(caller, request, idempotencyKey));
   }
 }

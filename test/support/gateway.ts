@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { once, type EventEmitter } from 'node:events';
+import type { EventEmitter } from 'node:events';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createGateway } from '../../src/bootstrap.js';
 import { RedisConnection } from '../../src/store/redis-connection.js';
@@ -113,8 +113,19 @@ export function nextSimEvent<K extends keyof UpstreamSimulatorEvents>(
  * Resolves once the gateway's Redis command connection is ready (at once without Redis).
  * `app.listen` does not wait for it: until then inquiries are refused with 503 store_unavailable.
  */
-export async function untilStoreReady(gateway: RunningGateway, timeoutMs = 5000): Promise<void> {
+export function untilStoreReady(gateway: RunningGateway, timeoutMs = 5000): Promise<void> {
   const { client } = gateway.app.get(RedisConnection);
-  if (!client || client.status === 'ready') return;
-  await once(client, 'ready', { signal: AbortSignal.timeout(timeoutMs) });
+  if (!client || client.status === 'ready') return Promise.resolve();
+  // Not events.once: it rejects on the 'error' events of failed reconnection attempts.
+  return new Promise((resolve, reject) => {
+    const onReady = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      client.off('ready', onReady);
+      reject(new Error(`Redis not ready within ${timeoutMs} ms`));
+    }, timeoutMs);
+    client.once('ready', onReady);
+  });
 }

@@ -9,7 +9,7 @@ import {
 import { normaliseIban } from '../validation/iban.js';
 
 /**
- * Body of `POST /v1/kyc/iban`. After `InquiryValidationPipe` the instance holds the
+ * Body of `POST /v1/kyc/iban`. After `validateInquiryRequest` the instance holds the
  * normalised IBAN (`IR` + 24 digits, upper case, no spaces) and `requestHandlingType`
  * defaulted to `standard`.
  */

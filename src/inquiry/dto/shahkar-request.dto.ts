@@ -11,7 +11,7 @@ import { normaliseIranianMobile } from '../validation/mobile.js';
 import { normaliseNationalCode } from '../validation/national-code.js';
 
 /**
- * Body of `POST /v1/kyc/shahkar`. After `InquiryValidationPipe` the instance holds the
+ * Body of `POST /v1/kyc/shahkar`. After `validateInquiryRequest` the instance holds the
  * normalised values: `nationalCode` as 10 ASCII digits, `mobileNumber` as `09xxxxxxxxx`,
  * `requestHandlingType` defaulted to `standard`.
  */

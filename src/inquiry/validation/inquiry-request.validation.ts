@@ -1,4 +1,3 @@
-import { Injectable, type ArgumentMetadata, type PipeTransform } from '@nestjs/common';
 import { plainToInstance, type ClassConstructor } from 'class-transformer';
 import { getMetadataStorage, validateSync, type ValidationError } from 'class-validator';
 import { ProblemException, type FieldError } from '../../problem/problem.js';
@@ -69,26 +68,6 @@ export function validateInquiryBody<T extends object>(dto: ClassConstructor<T>, 
   return instance;
 }
 
-/**
- * Per-route body pipe: `@Body(new InquiryValidationPipe(ShahkarRequestDto)) body: ShahkarRequestDto`.
- * Without an explicit DTO it falls back to the parameter's declared type. Parameters other
- * than the body pass through untouched.
- */
-@Injectable()
-export class InquiryValidationPipe<T extends object = object> implements PipeTransform<unknown, T | unknown> {
-  constructor(private readonly dto?: ClassConstructor<T>) {}
-
-  transform(value: unknown, metadata: ArgumentMetadata): T | unknown {
-    if (metadata.type !== 'body') return value;
-    const dto = this.dto ?? (metadata.metatype as ClassConstructor<T> | undefined);
-    if (!dto || (dto as unknown) === Object) {
-      // A programming error, not the caller's: surfaces as a 500 `internal`.
-      throw new Error('InquiryValidationPipe needs a DTO class');
-    }
-    return validateInquiryBody(dto, value);
-  }
-}
-
 const IDEMPOTENCY_KEY_FIELD = 'Idempotency-Key';
 /** 1–255 visible ASCII characters (0x21–0x7E): no spaces, no control or non-ASCII characters. */
 const IDEMPOTENCY_KEY = /^[\x21-\x7E]{1,255}$/;
@@ -109,4 +88,31 @@ export function validateIdempotencyKey(value: string | string[] | undefined): st
     ]);
   }
   return value;
+}
+
+/**
+ * The whole inquiry request: body and `Idempotency-Key` checked together, so that one
+ * answer lists every bad field, the header included (internal-api.md §3). Returns the
+ * normalised DTO and the key.
+ */
+export function validateInquiryRequest<T extends object>(
+  dto: ClassConstructor<T>,
+  body: unknown,
+  idempotencyKey: string | string[] | undefined,
+): { body: T; idempotencyKey: string | undefined } {
+  const problems: ProblemException[] = [];
+  const collect = <R>(check: () => R): R | undefined => {
+    try {
+      return check();
+    } catch (error) {
+      if (!(error instanceof ProblemException) || error.code !== 'validation_failed') throw error;
+      problems.push(error);
+      return undefined;
+    }
+  };
+  const validBody = collect(() => validateInquiryBody(dto, body));
+  const key = collect(() => validateIdempotencyKey(idempotencyKey));
+  if (problems.length === 1) throw problems[0];
+  if (problems.length > 1) throw ProblemException.validation(problems.flatMap((p) => p.errors ?? []));
+  return { body: validBody as T, idempotencyKey: key };
 }

@@ -1,12 +1,10 @@
 import 'reflect-metadata';
 import { describe, it, expect } from '@jest/globals';
-import type { ArgumentMetadata } from '@nestjs/common';
 import { ProblemException, type FieldError } from '../../problem/problem.js';
 import { IbanRequestDto } from '../dto/iban-request.dto.js';
 import { ShahkarRequestDto } from '../dto/shahkar-request.dto.js';
-import { InquiryValidationPipe, validateIdempotencyKey, validateInquiryBody } from './inquiry-validation.pipe.js';
+import { validateIdempotencyKey, validateInquiryBody, validateInquiryRequest } from './inquiry-request.validation.js';
 
-const body = (metatype?: unknown): ArgumentMetadata => ({ type: 'body', metatype: metatype as never, data: undefined });
 
 const NATIONAL_CODE = '0499370899';
 const MOBILE = '09121234567';
@@ -175,31 +173,24 @@ describe('validateInquiryBody: IBAN', () => {
   });
 });
 
-describe('InquiryValidationPipe', () => {
-  it('validates the body against the DTO it was built with', () => {
-    const pipe = new InquiryValidationPipe(ShahkarRequestDto);
-    const dto = pipe.transform({ nationalCode: NATIONAL_CODE, mobileNumber: '9121234567' }, body()) as ShahkarRequestDto;
-    expect(dto).toBeInstanceOf(ShahkarRequestDto);
-    expect(dto.mobileNumber).toBe(MOBILE);
-    expect(() => pipe.transform({ nationalCode: NATIONAL_CODE }, body())).toThrow(ProblemException);
+describe('validateInquiryRequest', () => {
+  it('returns the normalised body and the key', () => {
+    const { body, idempotencyKey } = validateInquiryRequest(ShahkarRequestDto, { nationalCode: NATIONAL_CODE, mobileNumber: '9121234567' }, 'order-42');
+    expect(body).toBeInstanceOf(ShahkarRequestDto);
+    expect(body.mobileNumber).toBe(MOBILE);
+    expect(idempotencyKey).toBe('order-42');
   });
 
-  it('falls back to the parameter metatype', () => {
-    const pipe = new InquiryValidationPipe();
-    const dto = pipe.transform({ iban: IBAN.toLowerCase() }, body(IbanRequestDto)) as IbanRequestDto;
-    expect(dto).toBeInstanceOf(IbanRequestDto);
-    expect(dto.iban).toBe(IBAN);
+  it('reports a bad body and a bad key in one answer, one entry per field', () => {
+    const problem = problemOf(() => validateInquiryRequest(IbanRequestDto, { iban: 'IR00', extra: 1 }, 'has space'));
+    expect(problem.errors?.map((e) => e.field).sort()).toEqual(['Idempotency-Key', 'extra', 'iban']);
   });
 
-  it('refuses to run without a DTO class (a programming error, not a validation problem)', () => {
-    const pipe = new InquiryValidationPipe();
-    expect(() => pipe.transform({}, body(Object))).toThrow('needs a DTO class');
-    expect(() => pipe.transform({}, body(undefined))).toThrow('needs a DTO class');
-  });
-
-  it('leaves non-body parameters alone', () => {
-    const pipe = new InquiryValidationPipe(ShahkarRequestDto);
-    expect(pipe.transform('abc', { type: 'param', data: 'trackId' })).toBe('abc');
+  it('keeps the detail of a single failing part', () => {
+    expect(problemOf(() => validateInquiryRequest(IbanRequestDto, [], undefined)).detail).toBe('The request body must be a JSON object.');
+    expect(problemOf(() => validateInquiryRequest(IbanRequestDto, { iban: IBAN }, '')).errors).toEqual([
+      { field: 'Idempotency-Key', message: expect.any(String) },
+    ]);
   });
 });
 

@@ -2,28 +2,29 @@ import 'reflect-metadata';
 import { afterAll, beforeAll, describe, it, expect } from '@jest/globals';
 import { Body, Controller, Headers, HttpCode, Post } from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { ApiBody, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { Test } from '@nestjs/testing';
 import { ProblemFilter } from '../../problem/problem.filter.js';
 import { IbanRequestDto } from '../dto/iban-request.dto.js';
 import { ShahkarRequestDto } from '../dto/shahkar-request.dto.js';
-import { InquiryValidationPipe, validateIdempotencyKey } from './inquiry-validation.pipe.js';
+import { validateInquiryRequest } from './inquiry-request.validation.js';
 
-/** A stand-in controller wired the way the real one is meant to use the pipe. */
+/** A stand-in controller that validates the way the real one does. */
 @Controller('v1/kyc')
 class EchoController {
   @Post('shahkar')
   @HttpCode(200)
-  shahkar(
-    @Body(new InquiryValidationPipe(ShahkarRequestDto)) body: ShahkarRequestDto,
-    @Headers('idempotency-key') key?: string,
-  ) {
-    return { type: body.constructor.name, body, key: validateIdempotencyKey(key) ?? null };
+  @ApiBody({ type: ShahkarRequestDto })
+  shahkar(@Body() raw: unknown, @Headers('idempotency-key') rawKey?: string) {
+    const { body, idempotencyKey } = validateInquiryRequest(ShahkarRequestDto, raw, rawKey);
+    return { type: body.constructor.name, body, key: idempotencyKey ?? null };
   }
 
   @Post('iban')
   @HttpCode(200)
-  iban(@Body(new InquiryValidationPipe()) body: IbanRequestDto) {
+  @ApiBody({ type: IbanRequestDto })
+  iban(@Body() raw: unknown) {
+    const { body } = validateInquiryRequest(IbanRequestDto, raw, undefined);
     return { type: body.constructor.name, body };
   }
 }
