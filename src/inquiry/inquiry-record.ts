@@ -48,5 +48,7 @@ export interface IdempotencyClaim {
   trackId: string;
   fingerprint: string;
   state: 'in_flight' | 'done';
+  /** Epoch ms of the claim: an in-flight claim older than the lease belongs to a dead request. */
+  claimedAt?: number;
   response?: StoredResponse;
 }

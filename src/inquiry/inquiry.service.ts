@@ -11,9 +11,11 @@ import { TokenUnavailableError } from '../token/token-unavailable.error.js';
 import { TokenProvider } from '../token/token.provider.js';
 import { UpstreamClient, type InquiryOperation, type UpstreamSuccess } from '../upstream/upstream.client.js';
 import { UpstreamError } from '../upstream/upstream-error.js';
-import { publicView, type InquiryRecord, type InquiryStatus, type StoredResponse } from './inquiry-record.js';
+import { publicView, type IdempotencyClaim, type InquiryRecord, type InquiryStatus, type StoredResponse } from './inquiry-record.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
 import type { RequestHandlingType } from './validation/decorators.js';
+
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 /** A validated, normalised inquiry as it will be sent upstream (without the trackId). */
 export interface InquiryRequest {
@@ -47,6 +49,12 @@ interface Outcome {
 export class InquiryService {
   private readonly logger = new Logger(InquiryService.name);
   private readonly ttlSeconds: number;
+  /**
+   * The longest a live request can hold an Idempotency-Key: waiting for a token renewal
+   * (lock TTL, 2 timeouts + 2 s), the inquiry, a renewal after 401 and the retry, with room
+   * to spare. A claim still in flight after that belongs to a request that died.
+   */
+  private readonly inFlightLeaseMs: number;
 
   constructor(
     config: ConfigService<AppConfig, true>,
@@ -57,6 +65,7 @@ export class InquiryService {
     private readonly metrics: GatewayMetrics,
   ) {
     this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
+    this.inFlightLeaseMs = config.get('upstream', { infer: true }).timeoutMs * 6 + 10_000;
   }
 
   async execute(caller: Caller, request: InquiryRequest, idempotencyKey?: string): Promise<InquiryResponse> {
@@ -66,9 +75,9 @@ export class InquiryService {
 
     if (keySha256) {
       const earlier = await this.guardStore(() =>
-        this.idempotency.claim(caller.clientId, keySha256, { trackId, fingerprint, state: 'in_flight' }, this.ttlSeconds),
+        this.idempotency.claim(caller.clientId, keySha256, { trackId, fingerprint, state: 'in_flight', claimedAt: Date.now() }, this.ttlSeconds),
       );
-      if (earlier) return this.answerRepeat(earlier, fingerprint);
+      if (earlier) return this.answerRepeat(caller, keySha256, earlier, fingerprint);
     }
 
     const record: InquiryRecord = {
@@ -112,15 +121,44 @@ export class InquiryService {
     return publicView(record);
   }
 
-  private answerRepeat(earlier: { trackId: string; fingerprint: string; state: string; response?: StoredResponse }, fingerprint: string): InquiryResponse {
+  private async answerRepeat(caller: Caller, keySha256: string, earlier: IdempotencyClaim, fingerprint: string): Promise<InquiryResponse> {
     if (earlier.fingerprint !== fingerprint) {
       throw new ProblemException('idempotency_key_reused', 'This Idempotency-Key was used with a different request.');
     }
-    if (earlier.state !== 'done' || !earlier.response) {
-      throw new ProblemException('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', { trackId: earlier.trackId });
+    if (earlier.state === 'done' && earlier.response) {
+      this.metrics.idempotentReplays.inc();
+      return { ...earlier.response, replayed: true };
     }
-    this.metrics.idempotentReplays.inc();
-    return { ...earlier.response, replayed: true };
+    if (earlier.claimedAt !== undefined && Date.now() - earlier.claimedAt > this.inFlightLeaseMs) {
+      return { ...(await this.concludeAbandoned(caller, keySha256, earlier.trackId)), replayed: true };
+    }
+    throw new ProblemException('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', { trackId: earlier.trackId });
+  }
+
+  /**
+   * The request that claimed this key died before storing its answer (its process crashed,
+   * or the store failed just then). It is never sent again: the answer is made from its
+   * record (a success is replayed as such; anything else may have been charged, so it is
+   * concluded as unknown) and stored, so every later retry gets the same answer.
+   */
+  private async concludeAbandoned(caller: Caller, keySha256: string, trackId: string): Promise<StoredResponse> {
+    const record = await this.guardStore(() => this.records.get(trackId));
+    let response: StoredResponse;
+    if (record?.status === 'succeeded') {
+      response = { status: 200, contentType: JSON_CONTENT_TYPE, trackId, body: { trackId, status: 'succeeded', data: record.data } };
+    } else {
+      if (record?.status === 'pending') {
+        await this.records.settle(trackId, { status: 'unknown', completedAt: new Date().toISOString() }).catch(() => undefined);
+      }
+      const problem =
+        record?.status === 'failed'
+          ? new ProblemException('upstream_error', 'The first request with this Idempotency-Key failed.', { trackId })
+          : new ProblemException('upstream_timeout', 'The first request with this Idempotency-Key did not finish; its outcome is unknown.', { trackId });
+      response = { status: problem.status, contentType: PROBLEM_CONTENT_TYPE, trackId, body: problem.toBody() };
+    }
+    this.logger.warn(`inquiry ${trackId}: abandoned in flight (record ${record?.status ?? 'missing'}); answer concluded`);
+    await this.idempotency.complete(caller.clientId, keySha256, response).catch(() => undefined);
+    return response;
   }
 
   /**
@@ -144,7 +182,7 @@ export class InquiryService {
         status: 'succeeded',
         neverSent: false,
         record: { upstream: { code: result.meta.code, message: result.meta.message }, data: result.data },
-        response: { status: 200, contentType: 'application/json; charset=utf-8', body: { trackId, status: 'succeeded', data: result.data } },
+        response: { status: 200, contentType: JSON_CONTENT_TYPE, body: { trackId, status: 'succeeded', data: result.data } },
       };
     } catch (error) {
       return this.failureOutcome(error, trackId);

@@ -1,0 +1,95 @@
+/**
+ * An Idempotency-Key whose first request died in flight (its process crashed, or the store
+ * failed just as it stored the answer) must not answer 409 for a whole day, and must never
+ * be sent upstream again: once the in-flight lease is over, the answer is concluded from the
+ * inquiry record. The claim's age is moved back in Redis to stand for the passing time.
+ */
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { CHECK_SHAHKAR_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
+import { nextEvent } from './support/events.js';
+import { TEST_CLIENTS, callGateway, startGateway, type RunningGateway } from './support/gateway.js';
+import { RedisServer } from './support/redis-server.js';
+
+const SHAHKAR = { nationalCode: '0499370899', mobileNumber: '09121234567' };
+const PREFIX = 'abandoned';
+
+describe('abandoned in-flight Idempotency-Key', () => {
+  let redis: RedisServer;
+  let probe: Redis;
+  let sim: UpstreamSimulator;
+  let gateway: RunningGateway;
+
+  beforeAll(async () => {
+    redis = await RedisServer.start();
+    probe = new Redis(redis.url);
+    sim = new UpstreamSimulator();
+    await sim.start();
+    // Lease = 6 x 1 s + 10 s.
+    gateway = await startGateway({ UPSTREAM_BASE_URL: sim.baseUrl, REDIS_URL: redis.url, REDIS_KEY_PREFIX: PREFIX, UPSTREAM_TIMEOUT_MS: '1000' });
+    await gateway.tokens.firstAttempt;
+  });
+  afterAll(async () => {
+    await gateway.close();
+    await sim.stop();
+    probe.disconnect();
+    await redis.stop();
+  });
+
+  const post = (key: string) =>
+    callGateway(gateway.url, 'POST', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key, json: SHAHKAR, headers: { 'idempotency-key': key } });
+  const claimKey = (key: string) => `{${PREFIX}:idem:${TEST_CLIENTS.full.clientId}:${createHash('sha256').update(key).digest('hex')}}`;
+
+  /** Rewrites the stored claim as an in-flight claim made `ageMs` ago. */
+  async function ageClaim(key: string, ageMs: number, dropAnswer = false): Promise<string> {
+    const stored = JSON.parse((await probe.get(claimKey(key)))!) as { trackId: string; state: string; response?: unknown; claimedAt: number };
+    const rewritten = { ...stored, claimedAt: Date.now() - ageMs, ...(dropAnswer ? { state: 'in_flight', response: undefined } : {}) };
+    await probe.set(claimKey(key), JSON.stringify(rewritten), 'KEEPTTL');
+    return stored.trackId;
+  }
+
+  it('a request still within its lease gets 409; past the lease the answer is concluded as unknown, never resent', async () => {
+    sim.injectFault({ kind: 'hang', path: CHECK_SHAHKAR_PATH });
+    const hung = nextEvent(sim, 'fault');
+    const first = post('crashed-1');
+    await hung;
+    const calls = sim.inquiryCalls;
+
+    const inUse = await post('crashed-1');
+    expect(inUse.status).toBe(409);
+    expect(inUse.body.code).toBe('idempotency_key_in_use');
+
+    const trackId = await ageClaim('crashed-1', 60_000);
+    const concluded = await post('crashed-1');
+    expect(concluded.status).toBe(504);
+    expect(concluded.body).toMatchObject({ code: 'upstream_timeout', trackId });
+    expect(concluded.headers.get('x-track-id')).toBe(trackId);
+    expect(concluded.headers.get('idempotent-replayed')).toBe('true');
+    const record = await callGateway(gateway.url, 'GET', `/v1/inquiries/${trackId}`, { apiKey: TEST_CLIENTS.full.key });
+    expect(record.body.status).toBe('unknown');
+    expect(sim.inquiryCalls).toBe(calls);
+
+    // The hung original ends by itself (timeout); later retries are replays, still not sent.
+    expect((await first).status).toBe(504);
+    const again = await post('crashed-1');
+    expect(again.status).toBe(504);
+    expect(again.body.trackId).toBe(trackId);
+    expect(sim.inquiryCalls).toBe(calls);
+  });
+
+  it('a success whose answer was never stored is replayed from its record', async () => {
+    const first = await post('lost-answer-1');
+    expect(first.status).toBe(200);
+    const trackId = await ageClaim('lost-answer-1', 60_000, true);
+    const calls = sim.inquiryCalls;
+
+    const replay = await post('lost-answer-1');
+    expect(replay.status).toBe(200);
+    expect(replay.body).toEqual(first.body);
+    expect(replay.headers.get('x-track-id')).toBe(trackId);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(sim.inquiryCalls).toBe(calls);
+    expect(sim.chargeCount(trackId)).toBe(1);
+  });
+});
