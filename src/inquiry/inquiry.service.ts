@@ -98,8 +98,14 @@ export class InquiryService {
       throw error;
     }
 
+    const started = performance.now();
     const outcome = await this.callUpstream(request, trackId);
     this.metrics.inquiries.inc({ operation: request.operation, status: outcome.status });
+    // One line per inquiry: the trace of every possible charge (no personal data in it).
+    this.logger.log(
+      `inquiry ${trackId} ${request.operation}/${request.requestHandlingType} client=${caller.clientId} ` +
+        `-> ${outcome.status} http=${outcome.response.status} in ${Math.round(performance.now() - started)} ms`,
+    );
     await this.records
       .settle(trackId, { status: outcome.status, completedAt: new Date().toISOString(), ...outcome.record })
       .catch((error: Error) => this.logger.error(`inquiry ${trackId} could not be settled (${outcome.status}): ${error.message}`));
