@@ -125,9 +125,12 @@ describe.each(implementations)('%s stores', (_name, make) => {
       const { inquiries } = await make();
       await inquiries.create(record('t1'), 60);
       await expect(inquiries.create(record('t1'), 60)).rejects.toThrow();
-      await inquiries.settle('t1', { status: 'succeeded', data: { isMatch: true } });
+      await inquiries.settle({ ...record('t1'), status: 'succeeded', data: { isMatch: true } });
       expect(await inquiries.get('t1')).toMatchObject({ status: 'succeeded', data: { isMatch: true }, clientId: 'c1' });
       expect(await inquiries.get('missing')).toBeNull();
+      // Settling never creates a record that is not there (expired, or never written).
+      await inquiries.settle({ ...record('t2'), status: 'failed' });
+      expect(await inquiries.get('t2')).toBeNull();
     });
   });
 

@@ -107,7 +107,7 @@ export class InquiryService {
         `-> ${outcome.status} http=${outcome.response.status} in ${Math.round(performance.now() - started)} ms`,
     );
     await this.records
-      .settle(trackId, { status: outcome.status, completedAt: new Date().toISOString(), ...outcome.record })
+      .settle({ ...record, status: outcome.status, completedAt: new Date().toISOString(), ...outcome.record })
       .catch((error: Error) => this.logger.error(`inquiry ${trackId} could not be settled (${outcome.status}): ${error.message}`));
 
     const response: StoredResponse = { ...outcome.response, trackId };
@@ -154,7 +154,7 @@ export class InquiryService {
       response = { status: 200, contentType: JSON_CONTENT_TYPE, trackId, body: { trackId, status: 'succeeded', data: record.data } };
     } else {
       if (record?.status === 'pending') {
-        await this.records.settle(trackId, { status: 'unknown', completedAt: new Date().toISOString() }).catch(() => undefined);
+        await this.records.settle({ ...record, status: 'unknown', completedAt: new Date().toISOString() }).catch(() => undefined);
       }
       const problem =
         record?.status === 'failed'

@@ -4,7 +4,8 @@ import type { IdempotencyClaim, InquiryRecord, StoredResponse } from './inquiry-
 export abstract class InquiryStore {
   /** Writes a new record; fails (StoreUnavailableError) rather than let an inquiry go unrecorded. */
   abstract create(record: InquiryRecord, ttlSeconds: number): Promise<void>;
-  abstract settle(trackId: string, changes: Partial<InquiryRecord>): Promise<void>;
+  /** Replaces an existing record with its settled state (keeping its expiry); one round trip. */
+  abstract settle(record: InquiryRecord): Promise<void>;
   abstract get(trackId: string): Promise<InquiryRecord | null>;
 }
 

@@ -46,9 +46,8 @@ export class MemoryInquiryStore extends InquiryStore {
     this.records.set(record.trackId, { ...record }, ttlSeconds);
   }
 
-  async settle(trackId: string, changes: Partial<InquiryRecord>): Promise<void> {
-    const current = this.records.get(trackId);
-    if (current) this.records.replace(trackId, { ...current, ...changes });
+  async settle(record: InquiryRecord): Promise<void> {
+    if (this.records.get(record.trackId)) this.records.replace(record.trackId, { ...record });
   }
 
   async get(trackId: string): Promise<InquiryRecord | null> {

@@ -19,13 +19,9 @@ export class RedisInquiryStore extends InquiryStore {
     });
   }
 
-  settle(trackId: string, changes: Partial<InquiryRecord>): Promise<void> {
-    // Only the process that created a record settles it, so read-modify-write is safe.
+  settle(record: InquiryRecord): Promise<void> {
     return storeCall('inquiry settle', async () => {
-      const key = this.keys.inquiry(trackId);
-      const current = await this.client.get(key);
-      if (!current) return;
-      await this.client.set(key, JSON.stringify({ ...(JSON.parse(current) as InquiryRecord), ...changes }), 'KEEPTTL', 'XX');
+      await this.client.set(this.keys.inquiry(record.trackId), JSON.stringify(record), 'KEEPTTL', 'XX');
     });
   }
 
