@@ -29,7 +29,7 @@ export interface HostPort {
 export interface AppConfig {
   http: { port: number; bodyLimitBytes: number };
   logging: { level: string };
-  upstream: { baseUrl: string; username: Secret; password: Secret; timeoutMs: number };
+  upstream: { baseUrl: string; username: Secret; password: Secret; timeoutMs: number; circuitResetMs: number };
   token: { refreshSkewSeconds: number };
   store: StoreConfig;
   callers: {

@@ -45,6 +45,13 @@ export class EnvironmentVariables {
   @Max(300_000)
   UPSTREAM_TIMEOUT_MS = 10_000;
 
+  /** Not in the contract's table: how long the upstream circuit stays open before a trial call. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(100)
+  @Max(600_000)
+  UPSTREAM_CIRCUIT_RESET_MS = 10_000;
+
   @Type(() => Number)
   @IsInt()
   @Min(0)

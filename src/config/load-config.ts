@@ -46,6 +46,7 @@ export function loadConfig(env: Env): AppConfig {
       username: new Secret(vars.UPSTREAM_USERNAME),
       password: new Secret(vars.UPSTREAM_PASSWORD),
       timeoutMs: vars.UPSTREAM_TIMEOUT_MS,
+      circuitResetMs: vars.UPSTREAM_CIRCUIT_RESET_MS,
     },
     token: { refreshSkewSeconds: vars.TOKEN_REFRESH_SKEW_SECONDS },
     store,

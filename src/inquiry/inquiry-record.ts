@@ -42,6 +42,8 @@ export interface StoredResponse {
   contentType: string;
   body: unknown;
   trackId: string;
+  /** Further headers, e.g. `Retry-After`. */
+  headers?: Record<string, string>;
 }
 
 export interface IdempotencyClaim {

@@ -94,6 +94,7 @@ export class InquiryController {
 
 function send(reply: FastifyReply, response: InquiryResponse): void {
   reply.status(response.status).header('content-type', response.contentType).header(TRACK_ID_HEADER, response.trackId);
+  for (const [name, value] of Object.entries(response.headers ?? {})) reply.header(name, value);
   if (response.replayed) reply.header('Idempotent-Replayed', 'true');
   void reply.send(response.body);
 }

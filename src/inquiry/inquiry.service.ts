@@ -34,7 +34,7 @@ export interface InquiryResponse extends StoredResponse {
 interface Outcome {
   status: InquiryStatus;
   record: Partial<InquiryRecord>;
-  response: { status: number; contentType: string; body: unknown };
+  response: Omit<StoredResponse, 'trackId'>;
   /** True when the upstream provably never saw the request (nothing can have been charged). */
   neverSent: boolean;
 }
@@ -55,6 +55,8 @@ export class InquiryService {
    * to spare. A claim still in flight after that belongs to a request that died.
    */
   private readonly inFlightLeaseMs: number;
+  /** Seconds until the open circuit lets a trial call through, for `Retry-After`. */
+  private readonly circuitRetryAfter: string;
 
   constructor(
     config: ConfigService<AppConfig, true>,
@@ -65,7 +67,9 @@ export class InquiryService {
     private readonly metrics: GatewayMetrics,
   ) {
     this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
-    this.inFlightLeaseMs = config.get('upstream', { infer: true }).timeoutMs * 6 + 10_000;
+    const upstreamSettings = config.get('upstream', { infer: true });
+    this.inFlightLeaseMs = upstreamSettings.timeoutMs * 6 + 10_000;
+    this.circuitRetryAfter = String(Math.ceil(upstreamSettings.circuitResetMs / 1000));
   }
 
   async execute(caller: Caller, request: InquiryRequest, idempotencyKey?: string): Promise<InquiryResponse> {
@@ -202,7 +206,12 @@ export class InquiryService {
         status,
         neverSent,
         record: upstream ? { upstream } : {},
-        response: { status: problem.status, contentType: PROBLEM_CONTENT_TYPE, body: problem.toBody() },
+        response: {
+          status: problem.status,
+          contentType: PROBLEM_CONTENT_TYPE,
+          body: problem.toBody(),
+          ...(Object.keys(problem.headers).length > 0 ? { headers: problem.headers } : {}),
+        },
       };
     };
 
@@ -222,7 +231,9 @@ export class InquiryService {
     this.logger.warn(`inquiry ${trackId}: ${error.message}`);
     switch (error.kind) {
       case 'not_sent':
-        return fail('failed', new ProblemException('upstream_unavailable', 'The verification service could not be reached.'), true);
+        return error.details.circuitOpen
+          ? fail('failed', new ProblemException('upstream_unavailable', 'The verification service is failing; inquiries are paused briefly.', { headers: { 'Retry-After': this.circuitRetryAfter } }), true)
+          : fail('failed', new ProblemException('upstream_unavailable', 'The verification service could not be reached.'), true);
       case 'outcome_unknown':
         return error.details.timedOut
           ? fail('unknown', new ProblemException('upstream_timeout', 'The verification service did not answer in time; the outcome is unknown.'), false)

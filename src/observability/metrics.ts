@@ -44,6 +44,12 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  readonly circuitOpen = new Gauge({
+    name: 'vgw_upstream_circuit_open',
+    help: '1 while the upstream circuit breaker refuses inquiries',
+    registers: [this.registry],
+  });
+
   readonly storeUp = new Gauge({
     name: 'vgw_store_up',
     help: '1 when the record store answered the last readiness check',

@@ -24,6 +24,8 @@ export class UpstreamError extends Error {
       fieldErrors?: UpstreamFieldError[];
       trackId?: string;
       timedOut?: boolean;
+      /** Refused by the open circuit breaker: never sent. */
+      circuitOpen?: boolean;
     } = {},
   ) {
     // The message carries no request data: it is safe to log.

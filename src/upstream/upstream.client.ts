@@ -3,6 +3,7 @@ import https from 'node:https';
 import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import axios, { AxiosError, type AxiosInstance } from 'axios';
+import CircuitBreaker from 'opossum';
 import type { AppConfig } from '../config/app-config.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { fieldErrors, isTokenData, parseEnvelope, type UpstreamMeta, type UpstreamTokenData } from './upstream-envelope.js';
@@ -41,6 +42,13 @@ export class UpstreamClient implements OnModuleDestroy {
   private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: 128 });
   private readonly httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 128 });
   private readonly settings: AppConfig['upstream'];
+  /**
+   * Inquiries pass through a circuit breaker: when half of at least 10 calls within 10 s
+   * fail (transport errors, malformed or 5xx answers; business 4xx answers do not count),
+   * further inquiries are refused at once, without reaching the upstream, until a trial call
+   * after `UPSTREAM_CIRCUIT_RESET_MS` succeeds. GetToken has its own backoff instead.
+   */
+  readonly circuit: CircuitBreaker<[InquiryOperation, Record<string, unknown>, string], UpstreamSuccess>;
 
   constructor(
     config: ConfigService<AppConfig, true>,
@@ -60,9 +68,32 @@ export class UpstreamClient implements OnModuleDestroy {
       maxRedirects: 0,
       proxy: false,
     });
+    this.circuit = new CircuitBreaker(
+      (operation: InquiryOperation, body: Record<string, unknown>, accessToken: string) =>
+        this.post(INQUIRY_PATHS[operation], body, accessToken, operation),
+      {
+        timeout: false, // axios enforces UPSTREAM_TIMEOUT_MS itself
+        errorThresholdPercentage: 50,
+        volumeThreshold: 10,
+        rollingCountTimeout: 10_000,
+        resetTimeout: this.settings.circuitResetMs,
+        // true = not a failure of the upstream: it answered, and the answer is a business one.
+        errorFilter: (error: unknown) => error instanceof UpstreamError && error.kind === 'rejected' && (error.httpStatus ?? 500) < 500,
+      },
+    );
+    this.circuit.on('open', () => {
+      this.metrics.circuitOpen.set(1);
+      this.logger.error(`upstream circuit OPEN: inquiries are refused for ${this.settings.circuitResetMs} ms`);
+    });
+    this.circuit.on('halfOpen', () => this.logger.warn('upstream circuit half-open: letting a trial inquiry through'));
+    this.circuit.on('close', () => {
+      this.metrics.circuitOpen.set(0);
+      this.logger.log('upstream circuit closed');
+    });
   }
 
   onModuleDestroy(): void {
+    this.circuit.shutdown();
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
   }
@@ -81,8 +112,13 @@ export class UpstreamClient implements OnModuleDestroy {
   }
 
   /** §4.2: an inquiry, with the gateway-stamped trackId already in `body`. */
-  inquire(operation: InquiryOperation, body: Record<string, unknown>, accessToken: string): Promise<UpstreamSuccess> {
-    return this.post(INQUIRY_PATHS[operation], body, accessToken, operation);
+  async inquire(operation: InquiryOperation, body: Record<string, unknown>, accessToken: string): Promise<UpstreamSuccess> {
+    try {
+      return await this.circuit.fire(operation, body, accessToken);
+    } catch (error) {
+      if ((error as { code?: string }).code === 'EOPENBREAKER') throw new UpstreamError('not_sent', { circuitOpen: true });
+      throw error;
+    }
   }
 
   private async post(path: string, body: unknown, accessToken: string | undefined, label: string): Promise<UpstreamSuccess> {
