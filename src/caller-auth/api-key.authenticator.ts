@@ -32,6 +32,7 @@ export class ApiKeyAuthenticator implements CallerAuthenticator {
       // No early exit: every entry is compared.
       if (timingSafeEqual(presented, entry.hash) && match === null) match = entry;
     }
-    return match ? { clientId: match.clientId, scopes: new Set(match.scopes), credential: 'api_key' } : null;
+    if (!match) return null;
+    return { clientId: match.clientId, scopes: new Set(match.scopes), credential: 'api_key', quotaPerMinute: match.quotaPerMinute };
   }
 }

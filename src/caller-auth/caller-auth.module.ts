@@ -3,12 +3,16 @@ import { ConfigService } from '@nestjs/config';
 import type { AppConfig } from '../config/app-config.js';
 import { ApiKeyAuthenticator } from './api-key.authenticator.js';
 import { CALLER_AUTHENTICATORS, type CallerAuthenticator } from './caller.js';
+import { CallerQuotas } from './caller-quotas.js';
+import { StoreModule } from '../store/store.module.js';
 import { CallerAuthGuard } from './caller-auth.guard.js';
 import { JwtAuthenticator } from './jwt.authenticator.js';
 
-/** Caller identity: API keys for services, JWTs for apps (only when JWT is configured). */
+/** Caller identity (API keys for services, JWTs for apps, when configured) and quotas. */
 @Module({
+  imports: [StoreModule],
   providers: [
+    CallerQuotas,
     ApiKeyAuthenticator,
     {
       provide: CALLER_AUTHENTICATORS,
@@ -18,6 +22,6 @@ import { JwtAuthenticator } from './jwt.authenticator.js';
     },
     CallerAuthGuard,
   ],
-  exports: [CallerAuthGuard, CALLER_AUTHENTICATORS],
+  exports: [CallerAuthGuard, CALLER_AUTHENTICATORS, CallerQuotas],
 })
 export class CallerAuthModule {}

@@ -8,6 +8,8 @@ export interface Caller {
   /** The end user (`sub`) when the caller is an app acting for a person. */
   subject?: string;
   credential: 'api_key' | 'jwt';
+  /** Inquiries per minute allowed to this client, when it has a quota. */
+  quotaPerMinute?: number;
 }
 
 /** One way of proving who is calling. The guard asks each in turn. */

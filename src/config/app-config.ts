@@ -9,6 +9,8 @@ export interface ApiKeyEntry {
   /** SHA-256 of the key, lower-case hex; the key itself is never configured. */
   keySha256: string;
   scopes: Scope[];
+  /** Inquiries per minute for this client; no quota when absent. */
+  quotaPerMinute?: number;
 }
 
 export type StoreConfig =
@@ -35,6 +37,8 @@ export interface AppConfig {
   callers: {
     apiKeys: ApiKeyEntry[];
     jwt?: { jwksUrl?: string; publicKey?: string; issuer: string; audience: string };
+    /** Inquiries per minute for each end user (JWT `sub`); 0 = no quota. */
+    userQuotaPerMinute: number;
   };
   idempotency: { ttlSeconds: number };
 }

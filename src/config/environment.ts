@@ -107,6 +107,13 @@ export class EnvironmentVariables {
   @Max(30 * 86_400)
   IDEMPOTENCY_TTL_SECONDS = 86_400;
 
+  /** Not in the contract's table: inquiries per minute per end user (JWT `sub`); 0 = none. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(1_000_000)
+  USER_QUOTA_PER_MINUTE = 60;
+
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';
 

@@ -383,6 +383,32 @@ describe('loadConfig: API_KEYS', () => {
   });
 });
 
+describe('loadConfig: quotas and the circuit breaker', () => {
+  it('defaults: 60 inquiries per minute per end user, no client quota, circuit reset 10 s', () => {
+    const config = loadConfig(MINIMAL);
+    expect(config.callers.userQuotaPerMinute).toBe(60);
+    expect(config.callers.apiKeys[0].quotaPerMinute).toBeUndefined();
+    expect(config.upstream.circuitResetMs).toBe(10_000);
+  });
+
+  it('reads a client quota from its API key entry', () => {
+    const keys = JSON.stringify([{ clientId: 'app-a', keySha256: HASH_A, scopes: ['kyc:shahkar'], quotaPerMinute: 120 }]);
+    expect(loadConfig({ ...MINIMAL, API_KEYS: keys }).callers.apiKeys[0].quotaPerMinute).toBe(120);
+  });
+
+  it.each([0, -1, 1.5, '10', 2_000_000])('rejects quotaPerMinute %p by its place in API_KEYS', (quota) => {
+    const keys = JSON.stringify([{ clientId: 'app-a', keySha256: HASH_A, scopes: ['kyc:shahkar'], quotaPerMinute: quota }]);
+    expect(namesIn(configError({ ...MINIMAL, API_KEYS: keys }))).toEqual(['API_KEYS[0].quotaPerMinute']);
+  });
+
+  it('rejects a bad USER_QUOTA_PER_MINUTE and UPSTREAM_CIRCUIT_RESET_MS by name', () => {
+    expect(namesIn(configError({ ...MINIMAL, USER_QUOTA_PER_MINUTE: '-1', UPSTREAM_CIRCUIT_RESET_MS: 'soon' })).sort()).toEqual([
+      'UPSTREAM_CIRCUIT_RESET_MS',
+      'USER_QUOTA_PER_MINUTE',
+    ]);
+  });
+});
+
 describe('loadConfig: callers must be configurable', () => {
   const base = { UPSTREAM_BASE_URL: 'https://verify.example.com', UPSTREAM_USERNAME: USERNAME, UPSTREAM_PASSWORD: PASSWORD };
 

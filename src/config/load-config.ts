@@ -50,7 +50,7 @@ export function loadConfig(env: Env): AppConfig {
     },
     token: { refreshSkewSeconds: vars.TOKEN_REFRESH_SKEW_SECONDS },
     store,
-    callers: { apiKeys, jwt },
+    callers: { apiKeys, jwt, userQuotaPerMinute: vars.USER_QUOTA_PER_MINUTE },
     idempotency: { ttlSeconds: vars.IDEMPOTENCY_TTL_SECONDS },
   };
 }
@@ -132,10 +132,19 @@ function parseApiKeys(raw: string | undefined, problems: string[]): ApiKeyEntry[
     if (!Array.isArray(scopes) || !scopes.every((s) => (SCOPES as readonly unknown[]).includes(s))) {
       problems.push(`${where}.scopes: must be an array of ${SCOPES.join(', ')}`);
     }
+    const quota = entry.quotaPerMinute;
+    if (quota !== undefined && !(Number.isInteger(quota) && (quota as number) > 0 && (quota as number) <= 1_000_000)) {
+      problems.push(`${where}.quotaPerMinute: must be a whole number from 1 to 1000000 (omit it for no quota)`);
+    }
     if (problems.length === before) {
       const keySha256 = (entry.keySha256 as string).toLowerCase();
       seenHashes.add(keySha256);
-      entries.push({ clientId: entry.clientId as string, keySha256, scopes: [...new Set(scopes as ApiKeyEntry['scopes'])] });
+      entries.push({
+        clientId: entry.clientId as string,
+        keySha256,
+        scopes: [...new Set(scopes as ApiKeyEntry['scopes'])],
+        ...(quota !== undefined ? { quotaPerMinute: quota as number } : {}),
+      });
     }
   });
   return entries;

@@ -11,6 +11,7 @@ import {
 import type { FastifyReply } from 'fastify';
 import type { Caller } from '../caller-auth/caller.js';
 import { CallerAuthGuard, CurrentCaller, RequireScopes, requireScope } from '../caller-auth/caller-auth.guard.js';
+import { CallerQuotas } from '../caller-auth/caller-quotas.js';
 import { TRACK_ID_HEADER } from '../problem/problem.filter.js';
 import { IbanRequestDto } from './dto/iban-request.dto.js';
 import { ShahkarRequestDto } from './dto/shahkar-request.dto.js';
@@ -30,7 +31,10 @@ const IDEMPOTENCY_KEY_DOC = {
 @Controller('v1')
 @UseGuards(CallerAuthGuard)
 export class InquiryController {
-  constructor(private readonly inquiries: InquiryService) {}
+  constructor(
+    private readonly inquiries: InquiryService,
+    private readonly quotas: CallerQuotas,
+  ) {}
 
   @Post('kyc/shahkar')
   @HttpCode(200)
@@ -88,6 +92,7 @@ export class InquiryController {
 
   private async run(caller: Caller, reply: FastifyReply, idempotencyKey: string | undefined, request: InquiryRequest): Promise<void> {
     if (request.requestHandlingType === 'advanced') requireScope(caller, 'kyc:advanced');
+    await this.quotas.consume(caller);
     send(reply, await this.inquiries.execute(caller, request, idempotencyKey));
   }
 }

@@ -28,6 +28,11 @@ export class RedisKeys {
     return `{${this.prefix}:inq:${trackId}}`;
   }
 
+  /** Prefix of the quota counters (`<prefix>:<size>:{client:<id>}`, one key per counter). */
+  quotaPrefix(): string {
+    return `${this.prefix}:quota`;
+  }
+
   /** One idempotency claim: client id plus the SHA-256 of the caller's key. */
   idempotency(clientId: string, keySha256: string): string {
     return `{${this.prefix}:idem:${clientId}:${keySha256}}`;

@@ -1,0 +1,65 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { AppConfig } from '../config/app-config.js';
+import { ProblemException } from '../problem/problem.js';
+import { RedisConnection } from '../store/redis-connection.js';
+import type { Caller } from './caller.js';
+
+const WINDOW_SECONDS = 60;
+
+/**
+ * Inquiry quotas (internal-api.md §3: 429 `rate_limited` with `Retry-After`): per client
+ * when its API key entry sets `quotaPerMinute`, and per end user (JWT `sub`, within its
+ * client) at `USER_QUOTA_PER_MINUTE`. Counted in Redis for all replicas (one single-key Lua
+ * script per check, so Cluster-safe); while Redis is unreachable each replica counts alone.
+ */
+@Injectable()
+export class CallerQuotas {
+  private readonly logger = new Logger(CallerQuotas.name);
+  private readonly limiters = new Map<string, RateLimiterAbstract>();
+  private readonly userQuotaPerMinute: number;
+
+  constructor(
+    config: ConfigService<AppConfig, true>,
+    private readonly redis: RedisConnection,
+  ) {
+    this.userQuotaPerMinute = config.get('callers', { infer: true }).userQuotaPerMinute;
+  }
+
+  /** Counts one inquiry against the caller's quotas; throws 429 when one is used up. */
+  async consume(caller: Caller): Promise<void> {
+    const checks: Array<[scope: 'client' | 'user', key: string, perMinute: number]> = [];
+    if (caller.quotaPerMinute) checks.push(['client', caller.clientId, caller.quotaPerMinute]);
+    if (caller.subject && this.userQuotaPerMinute > 0) checks.push(['user', `${caller.clientId}:${caller.subject}`, this.userQuotaPerMinute]);
+    for (const [scope, key, perMinute] of checks) {
+      try {
+        await this.limiter(scope, perMinute).consume(`{${scope}:${key}}`);
+      } catch (rejection) {
+        if (!(rejection instanceof RateLimiterRes)) {
+          // Neither Redis nor the in-process fallback answered: let the inquiry through.
+          this.logger.warn(`quota check failed (${rejection instanceof Error ? rejection.message : 'unknown'}); not enforced for this request`);
+          continue;
+        }
+        const retryAfter = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+        throw new ProblemException('rate_limited', `The ${scope === 'client' ? 'client' : 'user'} quota of ${perMinute} inquiries per minute is used up.`, {
+          headers: { 'Retry-After': String(retryAfter) },
+        });
+      }
+    }
+  }
+
+  /** One limiter per scope and quota size, created on first use. */
+  private limiter(scope: 'client' | 'user', perMinute: number): RateLimiterAbstract {
+    const id = `${scope}:${perMinute}`;
+    let limiter = this.limiters.get(id);
+    if (!limiter) {
+      const options = { points: perMinute, duration: WINDOW_SECONDS, keyPrefix: `${this.redis.keys.quotaPrefix()}:${perMinute}` };
+      limiter = this.redis.client
+        ? new RateLimiterRedis({ ...options, storeClient: this.redis.client, rejectIfRedisNotReady: true, insuranceLimiter: new RateLimiterMemory(options) })
+        : new RateLimiterMemory(options);
+      this.limiters.set(id, limiter);
+    }
+    return limiter;
+  }
+}
