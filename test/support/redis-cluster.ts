@@ -1,0 +1,75 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from './redis-server.js';
+
+const run = promisify(execFile);
+
+/**
+ * A real three-master Redis Cluster on free loopback ports (no replicas, nothing persisted
+ * beyond a temporary folder), for proving that keys and Lua scripts are Cluster-safe.
+ */
+export class RedisCluster {
+  private constructor(
+    readonly ports: number[],
+    private readonly processes: ChildProcess[],
+    private readonly dir: string,
+  ) {}
+
+  static async start(size = 3): Promise<RedisCluster> {
+    const dir = mkdtempSync(join(tmpdir(), 'vgw-cluster-'));
+    const ports: number[] = [];
+    for (let i = 0; i < size; i++) ports.push(await freePort());
+    const processes = await Promise.all(
+      ports.map(async (port) => {
+        const child = spawn(
+          'redis-server',
+          ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`,
+            '--dir', dir, '--save', '', '--appendonly', 'no'],
+          { stdio: ['ignore', 'pipe', 'ignore'] },
+        );
+        let output = '';
+        await new Promise<void>((resolve, reject) => {
+          child.stdout?.on('data', (chunk: Buffer) => {
+            output += chunk.toString();
+            if (output.includes('Ready to accept connections')) resolve();
+          });
+          child.once('exit', (code) => reject(new Error(`redis-server (cluster node) exited with ${code}`)));
+        });
+        child.stdout?.resume();
+        return child;
+      }),
+    );
+    const cluster = new RedisCluster(ports, processes, dir);
+    await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
+    // Slots are assigned; wait until every node agrees the cluster is up.
+    for (const port of ports) {
+      for (let attempt = 0; ; attempt++) {
+        const { stdout } = await run('redis-cli', ['-p', String(port), 'cluster', 'info']);
+        if (stdout.includes('cluster_state:ok')) break;
+        if (attempt > 200) throw new Error('cluster did not become ready');
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    }
+    return cluster;
+  }
+
+  /** `host:port,host:port` for REDIS_CLUSTER_NODES. */
+  get nodes(): string {
+    return this.ports.map((p) => `127.0.0.1:${p}`).join(',');
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(
+      this.processes.map(async (child) => {
+        const exited = once(child, 'exit');
+        child.kill('SIGKILL');
+        await exited;
+      }),
+    );
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
