@@ -7,6 +7,7 @@ import type { AppConfig } from './config/app-config.js';
 import { loadConfig } from './config/load-config.js';
 import { JsonLogger } from './observability/json-logger.js';
 import { setupOpenApi } from './openapi.js';
+import { ShutdownState } from './health/shutdown.state.js';
 import { ProblemFilter } from './problem/problem.filter.js';
 
 export interface GatewayOptions {
@@ -30,9 +31,10 @@ export async function createGateway(env: Record<string, string | undefined>, opt
     bodyLimit: config.http.bodyLimitBytes,
     // Requests are correlated by trackId; fastify's own request logging stays off.
     logger: false,
-    // Deep JSON bodies cannot be used to exhaust the parser.
-    onProtoPoisoning: 'remove',
-    onConstructorPoisoning: 'remove',
+    // A body with `__proto__` or `constructor.prototype` is refused (400 validation_failed),
+    // not silently altered: unknown fields are rejected, these included.
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config), adapter, {
     logger: options.logger ?? new JsonLogger(config.logging.level),
@@ -41,6 +43,16 @@ export async function createGateway(env: Record<string, string | undefined>, opt
   // Fastify's own request errors (malformed JSON, body too large) reach this filter too:
   // Nest's adapter wraps them in HttpException with the fastify error as cause.
   app.useGlobalFilters(new ProblemFilter());
+  // Once shutdown begins, answers close their connection: a keep-alive client would otherwise
+  // hold the server open (Node waits for the connection) until its keep-alive timeout.
+  const shutdown = app.get(ShutdownState);
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .addHook('onSend', async (_request, reply, payload) => {
+      if (shutdown.isShuttingDown) reply.header('connection', 'close');
+      return payload;
+    });
   setupOpenApi(app);
   await app.init();
   return { app, config };

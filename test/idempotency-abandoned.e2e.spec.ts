@@ -2,9 +2,11 @@
  * An Idempotency-Key whose first request died in flight (its process crashed, or the store
  * failed just as it stored the answer) must not answer 409 for a whole day, and must never
  * be sent upstream again: once the in-flight lease is over, the answer is concluded from the
- * inquiry record. The claim's age is moved back in Redis to stand for the passing time.
+ * inquiry record, or the key released when there is no record (nothing was sent). A key whose
+ * answer provably charged nothing is released too. Claims are aged in Redis to stand for the
+ * passing time.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { CHECK_SHAHKAR_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
@@ -68,6 +70,7 @@ describe('abandoned in-flight Idempotency-Key', () => {
     expect(concluded.headers.get('idempotent-replayed')).toBe('true');
     const record = await callGateway(gateway.url, 'GET', `/v1/inquiries/${trackId}`, { apiKey: TEST_CLIENTS.full.key });
     expect(record.body.status).toBe('unknown');
+    expect(record.headers.get('x-track-id')).toBe(trackId);
     expect(sim.inquiryCalls).toBe(calls);
 
     // The hung original ends by itself (timeout); later retries are replays, still not sent.
@@ -76,6 +79,38 @@ describe('abandoned in-flight Idempotency-Key', () => {
     expect(again.status).toBe(504);
     expect(again.body.trackId).toBe(trackId);
     expect(sim.inquiryCalls).toBe(calls);
+  });
+
+  it('a claim abandoned before its record was written is released: the retry runs afresh, once', async () => {
+    // A claim whose request died between claiming and recording: nothing reached the upstream.
+    await post('fingerprint-donor');
+    const donor = JSON.parse((await probe.get(claimKey('fingerprint-donor')))!) as { fingerprint: string };
+    const orphan = { trackId: randomUUID(), fingerprint: donor.fingerprint, state: 'in_flight', claimedAt: Date.now() - 600_000 };
+    await probe.set(claimKey('orphan-1'), JSON.stringify(orphan), 'EX', 3600);
+    const calls = sim.inquiryCalls;
+
+    const retried = await post('orphan-1');
+    expect(retried.status).toBe(200);
+    expect(retried.headers.get('idempotent-replayed')).toBeNull();
+    expect(retried.body.trackId).not.toBe(orphan.trackId);
+    expect(sim.inquiryCalls).toBe(calls + 1);
+    const again = await post('orphan-1');
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.trackId).toBe(retried.body.trackId);
+    expect(sim.inquiryCalls).toBe(calls + 1);
+  });
+
+  it('an answer that provably charged nothing (insufficient credit) releases the key: the retry after a top-up runs', async () => {
+    const credit = sim.credit;
+    sim.setCredit(0);
+    const refused = await post('top-up-1');
+    expect(refused.status).toBe(503);
+    expect(refused.body.code).toBe('upstream_unavailable');
+    sim.setCredit(credit);
+    const retried = await post('top-up-1');
+    expect(retried.status).toBe(200);
+    expect(retried.headers.get('idempotent-replayed')).toBeNull();
+    expect(retried.body.trackId).not.toBe(refused.body.trackId);
   });
 
   it('a success whose answer was never stored is replayed from its record', async () => {

@@ -66,16 +66,40 @@ describe('JWT callers', () => {
     const response = await call(gateway(), await sign({ azp: 'mobile-app', sub: 'user-1', scope: 'kyc:shahkar inquiries:read' }));
     expect(response.status).toBe(200);
     const { trackId } = (await response.json()) as { trackId: string };
-    // The record belongs to the JWT's client: readable with the same client's token.
-    const read = await fetch(`${gateway().url}/v1/inquiries/${trackId}`, {
-      headers: { authorization: `Bearer ${await sign({ azp: 'mobile-app', sub: 'user-2', scope: 'inquiries:read' })}` },
+    const read = async (claims: JWTPayload) =>
+      (await fetch(`${gateway().url}/v1/inquiries/${trackId}`, { headers: { authorization: `Bearer ${await sign(claims)}` } })).status;
+    // The record belongs to the end user of the JWT's client: readable with a new token of the same user…
+    expect(await read({ azp: 'mobile-app', sub: 'user-1', scope: 'inquiries:read' })).toBe(200);
+    // …not by another user of the same app, nor by another client.
+    expect(await read({ azp: 'mobile-app', sub: 'user-2', scope: 'inquiries:read' })).toBe(404);
+    expect(await read({ azp: 'web-app', sub: 'user-1', scope: 'inquiries:read' })).toBe(404);
+  });
+
+  it('a JWT client never passes for an API-key client of the same name', async () => {
+    const byService = await fetch(`${byPublicKey.url}/v1/kyc/shahkar`, {
+      method: 'POST',
+      headers: { 'x-api-key': TEST_CLIENTS.full.key, 'content-type': 'application/json' },
+      body: BODY,
     });
-    expect(read.status).toBe(200);
-    // …and not with another client's.
-    const foreign = await fetch(`${gateway().url}/v1/inquiries/${trackId}`, {
-      headers: { authorization: `Bearer ${await sign({ azp: 'web-app', scope: 'inquiries:read' })}` },
-    });
-    expect(foreign.status).toBe(404);
+    const { trackId } = (await byService.json()) as { trackId: string };
+    const impostor = await sign({ azp: TEST_CLIENTS.full.clientId, scope: 'inquiries:read' });
+    const response = await fetch(`${byPublicKey.url}/v1/inquiries/${trackId}`, { headers: { authorization: `Bearer ${impostor}` } });
+    expect(response.status).toBe(404);
+  });
+
+  it('Idempotency-Keys are per end user: two users of one app, same key, two inquiries', async () => {
+    const before = sim.inquiryCalls;
+    const withKey = async (sub: string) =>
+      fetch(`${byPublicKey.url}/v1/kyc/shahkar`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await sign({ azp: 'mobile-app', sub, scope: 'kyc:shahkar' })}`, 'content-type': 'application/json', 'idempotency-key': 'same-key' },
+        body: BODY,
+      });
+    const [a, b] = [await withKey('user-a'), await withKey('user-b')];
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(a.headers.get('x-track-id')).not.toBe(b.headers.get('x-track-id'));
+    expect(b.headers.get('idempotent-replayed')).toBeNull();
+    expect(sim.inquiryCalls).toBe(before + 2);
   });
 
   it('takes scopes from `scp` and the client from `client_id`', async () => {

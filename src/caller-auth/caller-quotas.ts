@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -31,7 +32,10 @@ export class CallerQuotas {
   async consume(caller: Caller): Promise<void> {
     const checks: Array<[scope: 'client' | 'user', key: string, perMinute: number]> = [];
     if (caller.quotaPerMinute) checks.push(['client', caller.clientId, caller.quotaPerMinute]);
-    if (caller.subject && this.userQuotaPerMinute > 0) checks.push(['user', `${caller.clientId}:${caller.subject}`, this.userQuotaPerMinute]);
+    if (caller.subject && this.userQuotaPerMinute > 0) {
+      // Hashed: a `sub` may be personal data (a phone number), and it ends up in a key name.
+      checks.push(['user', createHash('sha256').update(`${caller.clientId}\u0000${caller.subject}`).digest('hex').slice(0, 32), this.userQuotaPerMinute]);
+    }
     for (const [scope, key, perMinute] of checks) {
       try {
         await this.limiter(scope, perMinute).consume(`{${scope}:${key}}`);

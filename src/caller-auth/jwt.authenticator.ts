@@ -58,9 +58,11 @@ export class JwtAuthenticator implements CallerAuthenticator {
       this.logger.debug(`JWT rejected: ${code}`);
       return null;
     }
-    const clientId = stringClaim(payload.azp) ?? stringClaim(payload.client_id);
-    if (!clientId) return null;
-    return { clientId, scopes: scopesOf(payload), subject: stringClaim(payload.sub), credential: 'jwt' };
+    const azp = stringClaim(payload.azp) ?? stringClaim(payload.client_id);
+    if (!azp) return null;
+    // `jwt:` keeps app clients apart from API-key clients (whose ids cannot contain ':'), so
+    // no token can claim to be a service and read its inquiries.
+    return { clientId: `jwt:${azp}`, scopes: scopesOf(payload), subject: stringClaim(payload.sub), credential: 'jwt' };
   }
 }
 

@@ -11,7 +11,8 @@ export type InquiryStatus = 'pending' | 'succeeded' | 'failed' | 'unknown';
 export interface InquiryRecord {
   trackId: string;
   clientId: string;
-  subject?: string;
+  /** SHA-256 of the end user (JWT `sub`), when an app called for one: only that user reads it. */
+  subjectSha256?: string;
   operation: InquiryOperation;
   requestHandlingType: RequestHandlingType;
   fingerprint: string;

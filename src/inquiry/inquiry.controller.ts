@@ -86,8 +86,10 @@ export class InquiryController {
   @RequireScopes('inquiries:read')
   @ApiOperation({ summary: 'The recorded state of one of your inquiries' })
   @ApiOkResponse({ description: '`{ trackId, operation, status, requestHandlingType, createdAt, completedAt, upstream, data }`' })
-  inquiry(@CurrentCaller() caller: Caller, @Param('trackId') trackId: string) {
-    return this.inquiries.find(caller, trackId);
+  async inquiry(@CurrentCaller() caller: Caller, @Param('trackId') trackId: string, @Res({ passthrough: true }) reply: FastifyReply) {
+    const view = await this.inquiries.find(caller, trackId);
+    reply.header(TRACK_ID_HEADER, view.trackId);
+    return view;
   }
 
   private async run(caller: Caller, reply: FastifyReply, idempotencyKey: string | undefined, request: InquiryRequest): Promise<void> {

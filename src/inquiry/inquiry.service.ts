@@ -35,9 +35,16 @@ interface Outcome {
   status: InquiryStatus;
   record: Partial<InquiryRecord>;
   response: Omit<StoredResponse, 'trackId'>;
-  /** True when the upstream provably never saw the request (nothing can have been charged). */
-  neverSent: boolean;
+  /**
+   * True when nothing can have been charged (never sent, or refused by the upstream before
+   * it registered the trackId: 401, 402, 403): the Idempotency-Key is released, so a retry
+   * runs afresh once the cause is fixed, instead of replaying this answer for a day.
+   */
+  notCharged: boolean;
 }
+
+/** Background retries of a record or claim write that failed right after the upstream answered. */
+const PERSIST_RETRY_DELAYS_MS = [200, 1000, 5000];
 
 /**
  * The gateway's main job (internal-api.md §2): stamp a trackId, record the inquiry before the
@@ -50,9 +57,10 @@ export class InquiryService {
   private readonly logger = new Logger(InquiryService.name);
   private readonly ttlSeconds: number;
   /**
-   * The longest a live request can hold an Idempotency-Key: waiting for a token renewal
-   * (lock TTL, 2 timeouts + 2 s), the inquiry, a renewal after 401 and the retry, with room
-   * to spare. A claim still in flight after that belongs to a request that died.
+   * The longest a live request can hold an Idempotency-Key, with room to spare: waiting for a
+   * token renewal (lock TTL: 2 timeouts + 2 s, plus the winner's two GetToken calls), the
+   * inquiry, up to two renewals after a 401 and the retry: about 8 timeouts + 7 s. A claim
+   * still in flight after 10 timeouts + 30 s belongs to a request that died.
    */
   private readonly inFlightLeaseMs: number;
   /** Seconds until the open circuit lets a trial call through, for `Retry-After`. */
@@ -68,26 +76,32 @@ export class InquiryService {
   ) {
     this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
     const upstreamSettings = config.get('upstream', { infer: true });
-    this.inFlightLeaseMs = upstreamSettings.timeoutMs * 6 + 10_000;
+    this.inFlightLeaseMs = upstreamSettings.timeoutMs * 10 + 30_000;
     this.circuitRetryAfter = String(Math.ceil(upstreamSettings.circuitResetMs / 1000));
   }
 
   async execute(caller: Caller, request: InquiryRequest, idempotencyKey?: string): Promise<InquiryResponse> {
     const trackId = randomUUID();
     const fingerprint = fingerprintOf(request);
-    const keySha256 = idempotencyKey === undefined ? undefined : createHash('sha256').update(idempotencyKey).digest('hex');
+    const scope = callerScope(caller);
+    const keySha256 = idempotencyKey === undefined ? undefined : sha256(idempotencyKey);
+    const claim: IdempotencyClaim = { trackId, fingerprint, state: 'in_flight', claimedAt: Date.now() };
 
     if (keySha256) {
-      const earlier = await this.guardStore(() =>
-        this.idempotency.claim(caller.clientId, keySha256, { trackId, fingerprint, state: 'in_flight', claimedAt: Date.now() }, this.ttlSeconds),
-      );
-      if (earlier) return this.answerRepeat(caller, keySha256, earlier, fingerprint);
+      // A second round only when the first found an abandoned claim that sent nothing.
+      for (let round = 0; ; round++) {
+        const earlier = await this.guardStore(() => this.idempotency.claim(scope, keySha256, claim, this.ttlSeconds));
+        if (!earlier) break;
+        const answer = await this.answerRepeat(scope, keySha256, earlier, fingerprint);
+        if (answer) return answer;
+        if (round > 0) throw new ProblemException('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.');
+      }
     }
 
     const record: InquiryRecord = {
       trackId,
       clientId: caller.clientId,
-      ...(caller.subject ? { subject: caller.subject } : {}),
+      ...(caller.subject ? { subjectSha256: sha256(caller.subject) } : {}),
       operation: request.operation,
       requestHandlingType: request.requestHandlingType,
       fingerprint,
@@ -98,7 +112,7 @@ export class InquiryService {
       // Recorded before the upstream call: no charge may go untraced.
       await this.guardStore(() => this.records.create(record, this.ttlSeconds), trackId);
     } catch (error) {
-      if (keySha256) await this.idempotency.release(caller.clientId, keySha256, trackId).catch(() => undefined);
+      if (keySha256) await this.idempotency.release(scope, keySha256, trackId).catch(() => undefined);
       throw error;
     }
 
@@ -110,28 +124,65 @@ export class InquiryService {
       `inquiry ${trackId} ${request.operation}/${request.requestHandlingType} client=${caller.clientId} ` +
         `-> ${outcome.status} http=${outcome.response.status} in ${Math.round(performance.now() - started)} ms`,
     );
-    await this.records
-      .settle({ ...record, status: outcome.status, completedAt: new Date().toISOString(), ...outcome.record })
-      .catch((error: Error) => this.logger.error(`inquiry ${trackId} could not be settled (${outcome.status}): ${error.message}`));
+    const settled: InquiryRecord = { ...record, status: outcome.status, completedAt: new Date().toISOString(), ...outcome.record };
+    await this.persist(`record of ${trackId}`, () => this.records.settle(settled));
 
     const response: StoredResponse = { ...outcome.response, trackId };
     if (keySha256) {
-      const remember = outcome.neverSent
-        ? this.idempotency.release(caller.clientId, keySha256, trackId)
-        : this.idempotency.complete(caller.clientId, keySha256, response);
-      await remember.catch((error: Error) => this.logger.error(`idempotency result for ${trackId} not stored: ${error.message}`));
+      await this.persist(`idempotency result of ${trackId}`, () =>
+        outcome.notCharged
+          ? this.idempotency.release(scope, keySha256, trackId)
+          : this.idempotency.complete(scope, keySha256, { ...claim, state: 'done', response }),
+      );
     }
     return { ...response, replayed: false };
   }
 
-  /** `GET /v1/inquiries/{trackId}`: only the client that made the inquiry sees it. */
+  /**
+   * Writes that follow an upstream answer: the caller gets the answer at once; a write that
+   * fails (a Redis blip) is retried in the background so the record and the replay catch up.
+   */
+  private async persist(what: string, write: () => Promise<void>): Promise<void> {
+    try {
+      await write();
+      return;
+    } catch (error) {
+      this.logger.warn(`${what} not stored (${(error as Error).message}); retrying in the background`);
+    }
+    const retry = (attempt: number) => {
+      const timer = setTimeout(() => {
+        write().then(
+          () => this.logger.log(`${what} stored on retry ${attempt + 1}`),
+          (error: Error) => {
+            if (attempt + 1 < PERSIST_RETRY_DELAYS_MS.length) retry(attempt + 1);
+            else this.logger.error(`${what} could not be stored: ${error.message}`);
+          },
+        );
+      }, PERSIST_RETRY_DELAYS_MS[attempt]);
+      timer.unref();
+    };
+    retry(0);
+  }
+
+  /**
+   * `GET /v1/inquiries/{trackId}`: only the client that made the inquiry sees it, and for an
+   * app's end user (JWT `sub`) only that user: one user never sees another's IBAN owners.
+   */
   async find(caller: Caller, trackId: string): Promise<ReturnType<typeof publicView>> {
     const record = /^[0-9a-f-]{36}$/i.test(trackId) ? await this.guardStore(() => this.records.get(trackId.toLowerCase())) : null;
-    if (!record || record.clientId !== caller.clientId) throw new ProblemException('not_found', 'No inquiry with this trackId.');
+    const visible =
+      record !== null &&
+      record.clientId === caller.clientId &&
+      (caller.subject === undefined || record.subjectSha256 === sha256(caller.subject));
+    if (!visible) throw new ProblemException('not_found', 'No inquiry with this trackId.');
     return publicView(record);
   }
 
-  private async answerRepeat(caller: Caller, keySha256: string, earlier: IdempotencyClaim, fingerprint: string): Promise<InquiryResponse> {
+  /**
+   * The key was claimed before. Returns the answer to give, or null when the earlier claim
+   * was abandoned before anything was sent and has been released (the caller claims afresh).
+   */
+  private async answerRepeat(scope: string, keySha256: string, earlier: IdempotencyClaim, fingerprint: string): Promise<InquiryResponse | null> {
     if (earlier.fingerprint !== fingerprint) {
       throw new ProblemException('idempotency_key_reused', 'This Idempotency-Key was used with a different request.');
     }
@@ -140,34 +191,42 @@ export class InquiryService {
       return { ...earlier.response, replayed: true };
     }
     if (earlier.claimedAt !== undefined && Date.now() - earlier.claimedAt > this.inFlightLeaseMs) {
-      return { ...(await this.concludeAbandoned(caller, keySha256, earlier.trackId)), replayed: true };
+      const concluded = await this.concludeAbandoned(scope, keySha256, earlier);
+      return concluded ? { ...concluded, replayed: true } : null;
     }
     throw new ProblemException('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', { trackId: earlier.trackId });
   }
 
   /**
    * The request that claimed this key died before storing its answer (its process crashed,
-   * or the store failed just then). It is never sent again: the answer is made from its
-   * record (a success is replayed as such; anything else may have been charged, so it is
-   * concluded as unknown) and stored, so every later retry gets the same answer.
+   * or the store failed just then). Without a record it never reached the upstream (the record
+   * is written first): the claim is released. Otherwise it is never sent again: the answer is
+   * made from its record (a success replayed, a failure 502, anything unfinished 504 and the
+   * record `unknown`, as it may have been charged) and stored for every later retry.
    */
-  private async concludeAbandoned(caller: Caller, keySha256: string, trackId: string): Promise<StoredResponse> {
+  private async concludeAbandoned(scope: string, keySha256: string, claim: IdempotencyClaim): Promise<StoredResponse | null> {
+    const { trackId } = claim;
     const record = await this.guardStore(() => this.records.get(trackId));
+    if (!record) {
+      this.logger.warn(`idempotency claim for ${trackId} abandoned before anything was sent; released`);
+      await this.guardStore(() => this.idempotency.release(scope, keySha256, trackId));
+      return null;
+    }
     let response: StoredResponse;
-    if (record?.status === 'succeeded') {
+    if (record.status === 'succeeded') {
       response = { status: 200, contentType: JSON_CONTENT_TYPE, trackId, body: { trackId, status: 'succeeded', data: record.data } };
     } else {
-      if (record?.status === 'pending') {
+      if (record.status === 'pending') {
         await this.records.settle({ ...record, status: 'unknown', completedAt: new Date().toISOString() }).catch(() => undefined);
       }
       const problem =
-        record?.status === 'failed'
+        record.status === 'failed'
           ? new ProblemException('upstream_error', 'The first request with this Idempotency-Key failed.', { trackId })
           : new ProblemException('upstream_timeout', 'The first request with this Idempotency-Key did not finish; its outcome is unknown.', { trackId });
       response = { status: problem.status, contentType: PROBLEM_CONTENT_TYPE, trackId, body: problem.toBody() };
     }
-    this.logger.warn(`inquiry ${trackId}: abandoned in flight (record ${record?.status ?? 'missing'}); answer concluded`);
-    await this.idempotency.complete(caller.clientId, keySha256, response).catch(() => undefined);
+    this.logger.warn(`inquiry ${trackId}: abandoned in flight (record ${record.status}); answer concluded`);
+    await this.idempotency.complete(scope, keySha256, { ...claim, state: 'done', response }).catch(() => undefined);
     return response;
   }
 
@@ -190,7 +249,7 @@ export class InquiryService {
       }
       return {
         status: 'succeeded',
-        neverSent: false,
+        notCharged: false,
         record: { upstream: { code: result.meta.code, message: result.meta.message }, data: result.data },
         response: { status: 200, contentType: JSON_CONTENT_TYPE, body: { trackId, status: 'succeeded', data: result.data } },
       };
@@ -200,11 +259,11 @@ export class InquiryService {
   }
 
   private failureOutcome(error: unknown, trackId: string): Outcome {
-    const fail = (status: InquiryStatus, problem: ProblemException, neverSent: boolean, upstream?: InquiryRecord['upstream']): Outcome => {
+    const fail = (status: InquiryStatus, problem: ProblemException, notCharged: boolean, upstream?: InquiryRecord['upstream']): Outcome => {
       problem.trackId = trackId;
       return {
         status,
-        neverSent,
+        notCharged,
         record: upstream ? { upstream } : {},
         response: {
           status: problem.status,
@@ -250,8 +309,9 @@ export class InquiryService {
       return fail('failed', problem, false, upstream);
     }
     if (httpStatus === 401 || httpStatus === 403 || httpStatus === 402) {
-      // Credentials rejected, account disabled, or credit exhausted: nothing a caller can fix.
-      return fail('failed', new ProblemException('upstream_unavailable', 'The verification service cannot be used right now.'), false, upstream);
+      // Credentials rejected, account disabled, or credit exhausted: nothing a caller can fix,
+      // and refused before the upstream registered the trackId, so nothing was charged.
+      return fail('failed', new ProblemException('upstream_unavailable', 'The verification service cannot be used right now.'), true, upstream);
     }
     return fail('failed', new ProblemException('upstream_error', 'The verification service reported an error.'), false, upstream);
   }
@@ -273,12 +333,21 @@ export class InquiryService {
   }
 }
 
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+/**
+ * Whose Idempotency-Keys these are: the client, and for an app's end user (JWT `sub`) that
+ * user within the client, so two users of one app never share keys or replays. The subject is
+ * hashed: it may be personal data and ends up in a Redis key name.
+ */
+function callerScope(caller: Caller): string {
+  return caller.subject === undefined ? caller.clientId : `${caller.clientId}:u:${sha256(caller.subject).slice(0, 32)}`;
+}
+
 /** SHA-256 over the route and the normalised fields, in a fixed key order. */
 function fingerprintOf(request: InquiryRequest): string {
   const fields = Object.keys(request.fields)
     .sort()
     .map((key) => [key, request.fields[key]]);
-  return createHash('sha256')
-    .update(JSON.stringify([request.route, request.requestHandlingType, fields]))
-    .digest('hex');
+  return sha256(JSON.stringify([request.route, request.requestHandlingType, fields]));
 }

@@ -1,4 +1,4 @@
-import type { IdempotencyClaim, InquiryRecord, StoredResponse } from './inquiry-record.js';
+import type { IdempotencyClaim, InquiryRecord } from './inquiry-record.js';
 
 /** Inquiry records by trackId. Implementations: Redis and in-process memory. */
 export abstract class InquiryStore {
@@ -12,12 +12,15 @@ export abstract class InquiryStore {
 /** Idempotency-Key claims, per client. Implementations: Redis and in-process memory. */
 export abstract class IdempotencyStore {
   /**
-   * Atomically claims `key` for this client: returns null when the claim is now ours, or the
+   * Atomically claims `key` for this caller scope (client, or client and end user): returns null when the claim is now ours, or the
    * claim somebody made earlier. One round trip, so concurrent requests cannot both win.
    */
-  abstract claim(clientId: string, keySha256: string, claim: IdempotencyClaim, ttlSeconds: number): Promise<IdempotencyClaim | null>;
-  /** Stores the final response for replay. */
-  abstract complete(clientId: string, keySha256: string, response: StoredResponse): Promise<void>;
+  abstract claim(scope: string, keySha256: string, claim: IdempotencyClaim, ttlSeconds: number): Promise<IdempotencyClaim | null>;
+  /**
+   * Stores the final answer for replay, only while the claim is still the in-flight one made
+   * for the same trackId: the first answer stored is the one every retry gets.
+   */
+  abstract complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<void>;
   /** Frees a claim whose request provably reached nobody, so a retry may run it afresh. */
-  abstract release(clientId: string, keySha256: string, trackId: string): Promise<void>;
+  abstract release(scope: string, keySha256: string, trackId: string): Promise<void>;
 }

@@ -1,4 +1,4 @@
-import type { IdempotencyClaim, InquiryRecord, StoredResponse } from './inquiry-record.js';
+import type { IdempotencyClaim, InquiryRecord } from './inquiry-record.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
 
 /** A map whose entries expire, for the single-replica in-process stores. */
@@ -59,22 +59,22 @@ export class MemoryInquiryStore extends InquiryStore {
 export class MemoryIdempotencyStore extends IdempotencyStore {
   private readonly claims = new ExpiringMap<IdempotencyClaim>();
 
-  async claim(clientId: string, keySha256: string, claim: IdempotencyClaim, ttlSeconds: number): Promise<IdempotencyClaim | null> {
-    const key = `${clientId}:${keySha256}`;
+  async claim(scope: string, keySha256: string, claim: IdempotencyClaim, ttlSeconds: number): Promise<IdempotencyClaim | null> {
+    const key = `${scope}:${keySha256}`;
     const existing = this.claims.get(key);
     if (existing) return structuredClone(existing);
     this.claims.set(key, { ...claim }, ttlSeconds);
     return null;
   }
 
-  async complete(clientId: string, keySha256: string, response: StoredResponse): Promise<void> {
-    const key = `${clientId}:${keySha256}`;
+  async complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<void> {
+    const key = `${scope}:${keySha256}`;
     const existing = this.claims.get(key);
-    if (existing?.trackId === response.trackId) this.claims.replace(key, { ...existing, state: 'done', response });
+    if (existing?.trackId === done.trackId && existing.state === 'in_flight') this.claims.replace(key, structuredClone(done));
   }
 
-  async release(clientId: string, keySha256: string, trackId: string): Promise<void> {
-    const key = `${clientId}:${keySha256}`;
+  async release(scope: string, keySha256: string, trackId: string): Promise<void> {
+    const key = `${scope}:${keySha256}`;
     if (this.claims.get(key)?.trackId === trackId) this.claims.delete(key);
   }
 }

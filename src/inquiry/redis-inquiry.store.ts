@@ -1,7 +1,7 @@
 import type { RedisClient } from '../store/redis-connection.js';
 import type { RedisKeys } from '../store/redis-keys.js';
 import { storeCall } from '../store/store-unavailable.error.js';
-import type { IdempotencyClaim, InquiryRecord, StoredResponse } from './inquiry-record.js';
+import type { IdempotencyClaim, InquiryRecord } from './inquiry-record.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
 
 export class RedisInquiryStore extends InquiryStore {
@@ -40,6 +40,15 @@ if existing then return existing end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 return false`;
 
+/** Stores the answer only while the claim is still in flight for this trackId. */
+const COMPLETE = `
+local existing = redis.call('GET', KEYS[1])
+if not existing then return 0 end
+local claim = cjson.decode(existing)
+if claim.trackId ~= ARGV[1] or claim.state ~= 'in_flight' then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+return 1`;
+
 /** Deletes the claim only if it is still the one made for this trackId. */
 const RELEASE = `
 local existing = redis.call('GET', KEYS[1])
@@ -48,6 +57,7 @@ return 0`;
 
 interface IdempotencyScripts {
   vgwIdemClaim(key: string, claim: string, ttlSeconds: number): Promise<string | null>;
+  vgwIdemComplete(key: string, trackId: string, done: string): Promise<number>;
   vgwIdemRelease(key: string, trackId: string): Promise<number>;
 }
 
@@ -60,31 +70,27 @@ export class RedisIdempotencyStore extends IdempotencyStore {
   ) {
     super();
     client.defineCommand('vgwIdemClaim', { numberOfKeys: 1, lua: CLAIM });
+    client.defineCommand('vgwIdemComplete', { numberOfKeys: 1, lua: COMPLETE });
     client.defineCommand('vgwIdemRelease', { numberOfKeys: 1, lua: RELEASE });
     this.scripts = client as unknown as IdempotencyScripts;
   }
 
-  claim(clientId: string, keySha256: string, claim: IdempotencyClaim, ttlSeconds: number): Promise<IdempotencyClaim | null> {
+  claim(scope: string, keySha256: string, claim: IdempotencyClaim, ttlSeconds: number): Promise<IdempotencyClaim | null> {
     return storeCall('idempotency claim', async () => {
-      const existing = await this.scripts.vgwIdemClaim(this.keys.idempotency(clientId, keySha256), JSON.stringify(claim), ttlSeconds);
+      const existing = await this.scripts.vgwIdemClaim(this.keys.idempotency(scope, keySha256), JSON.stringify(claim), ttlSeconds);
       return existing ? (JSON.parse(existing) as IdempotencyClaim) : null;
     });
   }
 
-  complete(clientId: string, keySha256: string, response: StoredResponse): Promise<void> {
+  complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<void> {
     return storeCall('idempotency complete', async () => {
-      const key = this.keys.idempotency(clientId, keySha256);
-      const current = await this.client.get(key);
-      if (!current) return;
-      const claim = JSON.parse(current) as IdempotencyClaim;
-      if (claim.trackId !== response.trackId) return;
-      await this.client.set(key, JSON.stringify({ ...claim, state: 'done', response }), 'KEEPTTL', 'XX');
+      await this.scripts.vgwIdemComplete(this.keys.idempotency(scope, keySha256), done.trackId, JSON.stringify(done));
     });
   }
 
-  release(clientId: string, keySha256: string, trackId: string): Promise<void> {
+  release(scope: string, keySha256: string, trackId: string): Promise<void> {
     return storeCall('idempotency release', async () => {
-      await this.scripts.vgwIdemRelease(this.keys.idempotency(clientId, keySha256), trackId);
+      await this.scripts.vgwIdemRelease(this.keys.idempotency(scope, keySha256), trackId);
     });
   }
 }

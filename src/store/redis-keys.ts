@@ -33,8 +33,8 @@ export class RedisKeys {
     return `${this.prefix}:quota`;
   }
 
-  /** One idempotency claim: client id plus the SHA-256 of the caller's key. */
-  idempotency(clientId: string, keySha256: string): string {
-    return `{${this.prefix}:idem:${clientId}:${keySha256}}`;
+  /** One idempotency claim: the caller scope (client, or client and hashed end user) and the SHA-256 of the key. */
+  idempotency(scope: string, keySha256: string): string {
+    return `{${this.prefix}:idem:${scope}:${keySha256}}`;
   }
 }

@@ -161,7 +161,16 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
           const latest = await this.store.read();
           if (latest && this.isFresh(latest)) return this.adopt(latest, latest.generation, true);
           const renewed = await this.callUpstream(latest ?? this.held);
-          const generation = await this.store.writeIfOwner(owner, latest?.generation ?? 0, renewed, renewed.refreshExpiresAt - Date.now());
+          let generation: number | null;
+          try {
+            generation = await this.store.writeIfOwner(owner, latest?.generation ?? 0, renewed, renewed.refreshExpiresAt - Date.now());
+          } catch (error) {
+            // Redis failed after the upstream issued the pair: keep it (a second GetToken
+            // here could be refused, if the upstream rotates refresh tokens).
+            if (!(error instanceof StoreUnavailableError)) throw error;
+            this.logger.warn('token renewed, but the store could not be written; holding it in this process');
+            return this.adopt(renewed, latest?.generation ?? 0);
+          }
           if (generation === null) {
             // The lock expired under us (the upstream was slower than the lock TTL). Our token
             // is valid all the same; keep it locally and let the newer shared record win later.

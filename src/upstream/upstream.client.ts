@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import axios, { AxiosError, type AxiosInstance } from 'axios';
 import CircuitBreaker from 'opossum';
@@ -36,7 +36,7 @@ const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOST
  * and is the only reader of the API password. It logs paths and outcomes, never bodies.
  */
 @Injectable()
-export class UpstreamClient implements OnModuleDestroy {
+export class UpstreamClient implements OnApplicationShutdown {
   private readonly logger = new Logger(UpstreamClient.name);
   private readonly http: AxiosInstance;
   private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: 128 });
@@ -92,7 +92,11 @@ export class UpstreamClient implements OnModuleDestroy {
     });
   }
 
-  onModuleDestroy(): void {
+  /**
+   * After the HTTP server has drained (Nest calls this hook last): in-flight inquiries keep
+   * their connections and the circuit until they are answered.
+   */
+  onApplicationShutdown(): void {
     this.circuit.shutdown();
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
@@ -116,7 +120,9 @@ export class UpstreamClient implements OnModuleDestroy {
     try {
       return await this.circuit.fire(operation, body, accessToken);
     } catch (error) {
-      if ((error as { code?: string }).code === 'EOPENBREAKER') throw new UpstreamError('not_sent', { circuitOpen: true });
+      const code = (error as { code?: string }).code;
+      if (code === 'EOPENBREAKER') throw new UpstreamError('not_sent', { circuitOpen: true });
+      if (code === 'ESHUTDOWN') throw new UpstreamError('not_sent');
       throw error;
     }
   }

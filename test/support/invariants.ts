@@ -13,7 +13,19 @@ export function expectNoSecretInExchanges(exchanges: readonly Exchange[], secret
   }
 }
 
-/** Every trackId the upstream charged was charged exactly once (upstream-api-v5.md §4.4 rule 5). */
-export function expectEveryTrackIdChargedOnce(sim: UpstreamSimulator): void {
-  for (const [trackId, count] of sim.chargesByTrackId) expect({ trackId, count }).toEqual({ trackId, count: 1 });
+/**
+ * Every charge the upstream made is traceable: its trackId was handed to a caller (header or
+ * body). A gateway that retried blindly under a fresh trackId, or charged for an inquiry it
+ * then answered without that trackId, fails this. (The simulator itself refuses a second
+ * charge for one trackId, §4.4 rule 5, so counting per trackId could not fail.)
+ */
+export function expectEveryChargeTraceable(sim: UpstreamSimulator, exchanges: readonly Exchange[]): void {
+  const handedOut = new Set<string>();
+  for (const exchange of exchanges) {
+    const fromHeader = exchange.headers.get('x-track-id');
+    if (fromHeader) handedOut.add(fromHeader);
+    if (typeof exchange.body.trackId === 'string') handedOut.add(exchange.body.trackId);
+  }
+  const untraced = [...sim.chargesByTrackId.keys()].filter((trackId) => !handedOut.has(trackId));
+  expect(untraced).toEqual([]);
 }
