@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { startGateway, type RunningGateway } from './support/gateway.js';
+import { TEST_CLIENTS, startGateway, type RunningGateway } from './support/gateway.js';
 
 describe('gateway skeleton', () => {
   let gateway: RunningGateway;
@@ -27,5 +27,26 @@ describe('gateway skeleton', () => {
     const response = await fetch(`${gateway.url}/metrics`);
     expect(response.status).toBe(200);
     expect(await response.text()).toContain('vgw_upstream_call_duration_seconds');
+  });
+});
+
+describe('prototype poisoning', () => {
+  let gateway: RunningGateway;
+  beforeAll(async () => {
+    gateway = await startGateway({ UPSTREAM_BASE_URL: 'http://127.0.0.1:9', UPSTREAM_TIMEOUT_MS: '500' });
+  });
+  afterAll(() => gateway.close());
+
+  it.each([
+    '{"__proto__":{"admin":true},"nationalCode":"0499370899","mobileNumber":"09121234567"}',
+    '{"constructor":{"prototype":{"admin":true}},"nationalCode":"0499370899","mobileNumber":"09121234567"}',
+  ])('refuses %s with 400 validation_failed', async (body) => {
+    const response = await fetch(`${gateway.url}/v1/kyc/shahkar`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': TEST_CLIENTS.full.key },
+      body,
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ code: 'validation_failed', errors: [{ field: 'body' }] });
   });
 });
