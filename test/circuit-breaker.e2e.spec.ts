@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { UpstreamClient } from '../src/upstream/upstream.client.js';
 import { CHECK_SHAHKAR_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { TEST_CLIENTS, callGateway, startGateway, type RunningGateway } from './support/gateway.js';
+import { SHAHKAR } from './support/fixtures.js';
 
-const SHAHKAR = { nationalCode: '0499370899', mobileNumber: '09121234567' };
 
 describe('upstream circuit breaker', () => {
   let sim: UpstreamSimulator;

@@ -13,8 +13,8 @@ import { CHECK_SHAHKAR_PATH, UpstreamSimulator } from './upstream-simulator/upst
 import { nextEvent } from './support/events.js';
 import { TEST_CLIENTS, callGateway, startGateway, type RunningGateway } from './support/gateway.js';
 import { RedisServer } from './support/redis-server.js';
+import { SHAHKAR } from './support/fixtures.js';
 
-const SHAHKAR = { nationalCode: '0499370899', mobileNumber: '09121234567' };
 const PREFIX = 'abandoned';
 
 describe('abandoned in-flight Idempotency-Key', () => {

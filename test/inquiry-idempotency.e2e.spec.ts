@@ -19,9 +19,8 @@ import {
 import { expectEveryChargeTraceable, expectNoSecretInExchanges } from './support/invariants.js';
 import { RedisServer } from './support/redis-server.js';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
+import { UUID_V4, SHAHKAR } from './support/fixtures.js';
 
-const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-const SHAHKAR = { nationalCode: '0499370899', mobileNumber: '09121234567' };
 const IBAN = { iban: 'IR820540102680020817909002' };
 const PERSONAL_VALUES = ['0499370899', '0013542419', '09121234567', '9121234567', 'IR820540102680020817909002'];
 

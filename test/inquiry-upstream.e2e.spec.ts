@@ -19,14 +19,8 @@ import {
 import { expectEveryChargeTraceable, expectNoSecretInExchanges } from './support/invariants.js';
 import { RedisServer } from './support/redis-server.js';
 import { CHECK_SHAHKAR_PATH, IBAN_INQUIRY_PATH, UpstreamSimulator, type InquiryEvent } from './upstream-simulator/upstream-simulator.js';
+import { UUID_V4, ISO_8601, UPSTREAM_PASSWORD, NATIONAL_CODE, MOBILE, IBAN, SHAHKAR } from './support/fixtures.js';
 
-const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
-const UPSTREAM_PASSWORD = 'sandbox-password';
-const NATIONAL_CODE = '0499370899';
-const MOBILE = '09121234567';
-const IBAN = 'IR820540102680020817909002';
-const SHAHKAR = { nationalCode: NATIONAL_CODE, mobileNumber: MOBILE };
 const PERSONAL_VALUES = [NATIONAL_CODE, MOBILE, '9121234567', IBAN, '820540102680020817909002'];
 const CREDIT = 1_000_000;
 

@@ -13,14 +13,12 @@ import { JsonLogger } from '../src/observability/json-logger.js';
 import { TokenProvider } from '../src/token/token.provider.js';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { TEST_API_KEYS, TEST_CLIENTS, callGateway, type Exchange } from './support/gateway.js';
+import { NATIONAL_CODE, MOBILE, IBAN } from './support/fixtures.js';
 
 const USERNAME = 'log-user-5c1d8e';
 const PASSWORD = 'log-pass-X9k2q7Zr';
 const API_KEY = TEST_CLIENTS.full.key;
 
-const NATIONAL_CODE = '0499370899';
-const MOBILE = '09121234567';
-const IBAN = 'IR820540102680020817909002';
 const IBAN_2 = 'IR050170000000123456789012';
 
 const persian = (s: string) => s.replace(/\d/g, (d) => String.fromCharCode(0x06f0 + Number(d)));

@@ -7,8 +7,8 @@ import { SignJWT, exportSPKI, generateKeyPair, type CryptoKey } from 'jose';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { TEST_CLIENTS, callGateway, sha256, startGateway, startGateways, type RunningGateway } from './support/gateway.js';
 import { RedisServer } from './support/redis-server.js';
+import { SHAHKAR } from './support/fixtures.js';
 
-const SHAHKAR = { nationalCode: '0499370899', mobileNumber: '09121234567' };
 const LIMITED_KEY = 'key-limited-0123456789';
 const API_KEYS = JSON.stringify([
   { clientId: 'limited', keySha256: sha256(LIMITED_KEY), scopes: ['kyc:shahkar'], quotaPerMinute: 5 },

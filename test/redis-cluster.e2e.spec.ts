@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { TEST_CLIENTS, callGateway, startGateways, type RunningGateway } from './support/gateway.js';
 import { RedisCluster } from './support/redis-cluster.js';
+import { SHAHKAR } from './support/fixtures.js';
 
-const SHAHKAR = { nationalCode: '0499370899', mobileNumber: '09121234567' };
 
 describe('gateway on a Redis Cluster', () => {
   let cluster: RedisCluster;

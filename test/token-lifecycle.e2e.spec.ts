@@ -11,8 +11,8 @@ import { UpstreamSimulator, type TokenEvent } from './upstream-simulator/upstrea
 import { nextEvent } from './support/events.js';
 import { TEST_CLIENTS, startGateway, startGateways, untilStoreReady, type RunningGateway } from './support/gateway.js';
 import { RedisServer } from './support/redis-server.js';
+import { SHAHKAR } from './support/fixtures.js';
 
-const SHAHKAR = { nationalCode: '0499370899', mobileNumber: '09121234567' };
 
 function shahkar(gateway: RunningGateway): Promise<Response> {
   return fetch(`${gateway.url}/v1/kyc/shahkar`, {
