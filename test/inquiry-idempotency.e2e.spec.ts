@@ -16,7 +16,7 @@ import {
   type Exchange,
   type RunningGateway,
 } from './support/gateway.js';
-import { expectEveryChargeTraceable, expectNoSecretInExchanges } from './support/invariants.js';
+import { expectEveryChargeTraceable, expectNoSecretInExchanges, expectProblemShape } from './support/invariants.js';
 import { RedisServer } from './support/redis-server.js';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { UUID_V4, SHAHKAR } from './support/fixtures.js';
@@ -47,10 +47,7 @@ function post(path: string, json: unknown, key: string | undefined, options: { a
 }
 
 function expectProblem(res: Exchange, status: number, code: string): void {
-  expect({ status: res.status, code: res.body.code }).toEqual({ status, code });
-  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(res.body.status).toBe(status);
-  expect(res.body.type).toMatch(new RegExp(`^https://.+/problems/${code}$`));
+  expectProblemShape(res, status, code);
   for (const value of PERSONAL_VALUES) expect(res.text).not.toContain(value);
 }
 

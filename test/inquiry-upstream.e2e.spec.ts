@@ -16,7 +16,7 @@ import {
   type Exchange,
   type RunningGateway,
 } from './support/gateway.js';
-import { expectEveryChargeTraceable, expectNoSecretInExchanges } from './support/invariants.js';
+import { expectEveryChargeTraceable, expectNoSecretInExchanges, expectProblemShape } from './support/invariants.js';
 import { RedisServer } from './support/redis-server.js';
 import { CHECK_SHAHKAR_PATH, IBAN_INQUIRY_PATH, UpstreamSimulator, type InquiryEvent } from './upstream-simulator/upstream-simulator.js';
 import { UUID_V4, ISO_8601, UPSTREAM_PASSWORD, NATIONAL_CODE, MOBILE, IBAN, SHAHKAR } from './support/fixtures.js';
@@ -54,12 +54,7 @@ function record(trackId: string, url: string = gateway.url): Promise<Exchange> {
 
 /** A problem for an inquiry that was stamped: trackId in the body and X-Track-Id equal to it. */
 function expectInquiryProblem(res: Exchange, status: number, code: string): string {
-  expect({ status: res.status, code: res.body.code }).toEqual({ status, code });
-  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(res.body.status).toBe(status);
-  expect(res.body.type).toMatch(new RegExp(`^https://.+/problems/${code}$`));
-  expect(typeof res.body.title).toBe('string');
-  expect(typeof res.body.detail).toBe('string');
+  expectProblemShape(res, status, code);
   expect(res.body.trackId).toMatch(UUID_V4);
   expect(res.headers.get('x-track-id')).toBe(res.body.trackId);
   for (const value of PERSONAL_VALUES) expect(res.text).not.toContain(value);

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { MESSAGES } from '../src/inquiry/validation/decorators.js';
 import { callGateway, startGateway, TEST_CLIENTS, untilStoreReady, type CallOptions, type Exchange, type RunningGateway } from './support/gateway.js';
-import { expectEveryChargeTraceable, expectNoSecretInExchanges } from './support/invariants.js';
+import { expectEveryChargeTraceable, expectNoSecretInExchanges, expectProblemShape } from './support/invariants.js';
 import { RedisServer } from './support/redis-server.js';
 import { CHECK_SHAHKAR_PATH, IBAN_INQUIRY_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { UUID_V4, ISO_8601, UPSTREAM_PASSWORD, UPSTREAM_USERNAME, NATIONAL_CODE, MOBILE, IBAN, SHAHKAR } from './support/fixtures.js';
@@ -47,12 +47,7 @@ const record = (trackId: string, apiKey: string = TEST_CLIENTS.full.key) => call
 
 /** RFC 9457 shape of internal-api.md §3; `stamped` says whether a trackId must be present. */
 function expectProblem(res: Exchange, status: number, code: string, stamped: boolean): void {
-  expect({ status: res.status, code: res.body.code }).toEqual({ status, code });
-  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(res.body.status).toBe(status);
-  expect(res.body.type).toMatch(new RegExp(`^https://.+/problems/${code}$`));
-  expect(typeof res.body.title).toBe('string');
-  expect(typeof res.body.detail).toBe('string');
+  expectProblemShape(res, status, code);
   if (stamped) {
     expect(res.body.trackId).toMatch(UUID_V4);
     expect(res.headers.get('x-track-id')).toBe(res.body.trackId);

@@ -29,3 +29,13 @@ export function expectEveryChargeTraceable(sim: UpstreamSimulator, exchanges: re
   const untraced = [...sim.chargesByTrackId.keys()].filter((trackId) => !handedOut.has(trackId));
   expect(untraced).toEqual([]);
 }
+
+/** The RFC 9457 shape of internal-api.md §3: problem+json with the code's type, status, title and detail. */
+export function expectProblemShape(res: Exchange, status: number, code: string): void {
+  expect({ status: res.status, code: res.body.code }).toEqual({ status, code });
+  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  expect(res.body.status).toBe(status);
+  expect(res.body.type).toMatch(new RegExp(`^https://.+/problems/${code}$`));
+  expect(typeof res.body.title).toBe('string');
+  expect(typeof res.body.detail).toBe('string');
+}
