@@ -1,53 +1,28 @@
+import { LRUCache } from 'lru-cache';
 import type { IdempotencyClaim, InquiryRecord } from './inquiry-record.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
 
-/** A map whose entries expire, for the single-replica in-process stores. */
-class ExpiringMap<V> {
-  private readonly entries = new Map<string, { value: V; expiresAt: number }>();
+/**
+ * The in-process stores keep at most this many records and claims each (least recently used
+ * go first): a single replica's sandbox or small deployment, not an unbounded heap.
+ */
+const MAX_ENTRIES = 100_000;
 
-  get(key: string): V | undefined {
-    const entry = this.entries.get(key);
-    if (!entry) return undefined;
-    if (entry.expiresAt <= Date.now()) {
-      this.entries.delete(key);
-      return undefined;
-    }
-    return entry.value;
-  }
-
-  set(key: string, value: V, ttlSeconds: number): void {
-    this.sweep();
-    this.entries.set(key, { value, expiresAt: Date.now() + ttlSeconds * 1000 });
-  }
-
-  /** Replaces the value, keeping the expiry. */
-  replace(key: string, value: V): void {
-    const entry = this.entries.get(key);
-    if (entry) entry.value = value;
-  }
-
-  delete(key: string): void {
-    this.entries.delete(key);
-  }
-
-  private sweep(): void {
-    // Amortised: expired entries are dropped as new ones arrive.
-    if (this.entries.size % 256 !== 0) return;
-    const now = Date.now();
-    for (const [key, entry] of this.entries) if (entry.expiresAt <= now) this.entries.delete(key);
-  }
+/** An LRU cache (lru-cache) whose entries each carry the TTL they were set with. */
+function expiringCache<V extends object>(): LRUCache<string, V> {
+  return new LRUCache<string, V>({ max: MAX_ENTRIES, ttlAutopurge: false, ttl: 60_000 });
 }
 
 export class MemoryInquiryStore extends InquiryStore {
-  private readonly records = new ExpiringMap<InquiryRecord>();
+  private readonly records = expiringCache<InquiryRecord>();
 
   async create(record: InquiryRecord, ttlSeconds: number): Promise<void> {
-    if (this.records.get(record.trackId)) throw new Error('trackId collision');
-    this.records.set(record.trackId, { ...record }, ttlSeconds);
+    if (this.records.has(record.trackId)) throw new Error('trackId collision');
+    this.records.set(record.trackId, { ...record }, { ttl: ttlSeconds * 1000 });
   }
 
   async settle(record: InquiryRecord): Promise<void> {
-    if (this.records.get(record.trackId)) this.records.replace(record.trackId, { ...record });
+    if (this.records.has(record.trackId)) this.records.set(record.trackId, { ...record }, { noUpdateTTL: true });
   }
 
   async get(trackId: string): Promise<InquiryRecord | null> {
@@ -57,20 +32,20 @@ export class MemoryInquiryStore extends InquiryStore {
 }
 
 export class MemoryIdempotencyStore extends IdempotencyStore {
-  private readonly claims = new ExpiringMap<IdempotencyClaim>();
+  private readonly claims = expiringCache<IdempotencyClaim>();
 
   async claim(scope: string, keySha256: string, claim: IdempotencyClaim, ttlSeconds: number): Promise<IdempotencyClaim | null> {
     const key = `${scope}:${keySha256}`;
     const existing = this.claims.get(key);
     if (existing) return structuredClone(existing);
-    this.claims.set(key, { ...claim }, ttlSeconds);
+    this.claims.set(key, { ...claim }, { ttl: ttlSeconds * 1000 });
     return null;
   }
 
   async complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<void> {
     const key = `${scope}:${keySha256}`;
     const existing = this.claims.get(key);
-    if (existing?.trackId === done.trackId && existing.state === 'in_flight') this.claims.replace(key, structuredClone(done));
+    if (existing?.trackId === done.trackId && existing.state === 'in_flight') this.claims.set(key, structuredClone(done), { noUpdateTTL: true });
   }
 
   async release(scope: string, keySha256: string, trackId: string): Promise<void> {
