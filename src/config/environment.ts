@@ -14,9 +14,6 @@ import {
 /** `host:port,host:port` lists for Sentinel and Cluster seeds. */
 export const HOST_PORT_LIST = /^[A-Za-z0-9.\-[\]:]+:\d{1,5}(,[A-Za-z0-9.\-[\]:]+:\d{1,5})*$/;
 
-/** Variables whose values are secrets: they are never echoed, not even in a validation error. */
-export const SECRET_VARIABLES = new Set(['UPSTREAM_USERNAME', 'UPSTREAM_PASSWORD', 'API_KEYS', 'JWT_PUBLIC_KEY']);
-
 /**
  * The whole environment of internal-api.md §5 in one class, validated at startup.
  * `*_FILE` variants are resolved into their plain names before validation (see load-config).
