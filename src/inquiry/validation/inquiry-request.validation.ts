@@ -7,9 +7,15 @@ const BODY_FIELD = 'body';
 const TRACK_ID_FIELD = 'trackId';
 
 /** The properties a DTO declares: exactly those that carry a class-validator constraint. */
+const declaredFieldsByDto = new WeakMap<ClassConstructor<object>, Set<string>>();
 function declaredFields(dto: ClassConstructor<object>): Set<string> {
-  const metadatas = getMetadataStorage().getTargetValidationMetadatas(dto, '', true, false);
-  return new Set(metadatas.map((m) => m.propertyName));
+  // Decorator metadata is fixed once the class is loaded: read it once, not per request.
+  let fields = declaredFieldsByDto.get(dto);
+  if (!fields) {
+    fields = new Set(getMetadataStorage().getTargetValidationMetadatas(dto, '', true, false).map((m) => m.propertyName));
+    declaredFieldsByDto.set(dto, fields);
+  }
+  return fields;
 }
 
 function isJsonObject(value: unknown): value is Record<string, unknown> {
