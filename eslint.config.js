@@ -1,5 +1,6 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import prettier from 'eslint-config-prettier';
 
 export default tseslint.config(
   { ignores: ['dist/', '.build/', 'node_modules/', 'coverage/'] },
@@ -11,5 +12,9 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
-  { files: ['test/**/*.ts', 'bench/**/*.ts', '**/*.spec.ts'], rules: { 'no-console': 'off', 'no-loss-of-precision': 'off' } },
+  {
+    files: ['test/**/*.ts', 'bench/**/*.ts', '**/*.spec.ts'],
+    rules: { 'no-console': 'off', 'no-loss-of-precision': 'off' },
+  },
+  prettier,
 );

@@ -22,7 +22,9 @@ mkdirSync(cjsCopies, { recursive: true });
 const moduleNameMapper = {};
 for (const name of ESM_ONLY_REQUIRED) {
   const source = readFileSync(require.resolve(name), 'utf8');
-  const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true } });
+  const { outputText } = ts.transpileModule(source, {
+    compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
+  });
   const target = join(cjsCopies, `${name}.cjs`);
   writeFileSync(target, outputText);
   moduleNameMapper[`^${name}$`] = target;
@@ -31,7 +33,9 @@ for (const name of ESM_ONLY_REQUIRED) {
 export default {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
-  transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.jest.json', diagnostics: false }] },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.jest.json', diagnostics: false }],
+  },
   moduleNameMapper: {
     ...moduleNameMapper,
     // Sources import siblings as './x.js' (Node ESM rule); map back to the .ts file.

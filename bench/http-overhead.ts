@@ -69,7 +69,9 @@ async function scenario(
   settings: LoadSettings,
   log: (line: string) => void,
 ): Promise<ScenarioResult> {
-  log(`  ${name}: ${settings.warmupSeconds} s warm-up + ${settings.durationSeconds} s measured, ${settings.connections} connections`);
+  log(
+    `  ${name}: ${settings.warmupSeconds} s warm-up + ${settings.durationSeconds} s measured, ${settings.connections} connections`,
+  );
   await warmUp(target, settings);
   const before = await sim.simulatorStats();
   const figures = await measure(target, settings);
@@ -97,7 +99,9 @@ async function primeIdempotencyKey(url: string, key: string): Promise<void> {
   const again = await fetch(target.url, { method: 'POST', headers: target.headers, body: target.body });
   await again.text();
   if (again.status !== 200 || again.headers.get('idempotent-replayed') !== 'true') {
-    throw new Error(`a repeat with the Idempotency-Key was not replayed (${again.status}, Idempotent-Replayed: ${again.headers.get('idempotent-replayed')})`);
+    throw new Error(
+      `a repeat with the Idempotency-Key was not replayed (${again.status}, Idempotent-Replayed: ${again.headers.get('idempotent-replayed')})`,
+    );
   }
 }
 
@@ -117,10 +121,22 @@ async function gatewayScenarios(
       probeApiKey: API_KEY,
     });
     try {
-      const fresh = await scenario(`gateway, ${label}: fresh inquiries`, sim, gatewayTarget(gateway.url), settings, log);
+      const fresh = await scenario(
+        `gateway, ${label}: fresh inquiries`,
+        sim,
+        gatewayTarget(gateway.url),
+        settings,
+        log,
+      );
       const key = `bench-replay-${label}-${randomUUID()}`;
       await primeIdempotencyKey(gateway.url, key);
-      const replay = await scenario(`gateway, ${label}: idempotent replay`, sim, gatewayTarget(gateway.url, key), settings, log);
+      const replay = await scenario(
+        `gateway, ${label}: idempotent replay`,
+        sim,
+        gatewayTarget(gateway.url, key),
+        settings,
+        log,
+      );
       return [fresh, replay];
     } finally {
       await gateway.stop();
@@ -153,7 +169,13 @@ export async function benchHttpOverhead(
   let reference: ScenarioResult;
   try {
     const token = await obtainUpstreamToken(sim.url);
-    const body = () => JSON.stringify({ nationalCode: NATIONAL_CODE, mobileNumber: MOBILE, requestHandlingType: 'standard', trackId: randomUUID() });
+    const body = () =>
+      JSON.stringify({
+        nationalCode: NATIONAL_CODE,
+        mobileNumber: MOBILE,
+        requestHandlingType: 'standard',
+        trackId: randomUUID(),
+      });
     reference = await scenario(
       'reference: simulator direct',
       sim,
@@ -173,7 +195,12 @@ export async function benchHttpOverhead(
 
   // (b) In-process store, (c) real Redis.
   const [memoryFresh, memoryReplay] = await gatewayScenarios('memory', {}, settings, log);
-  const [redisFresh, redisReplay] = await gatewayScenarios('redis', { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: 'bench-http' }, settings, log);
+  const [redisFresh, redisReplay] = await gatewayScenarios(
+    'redis',
+    { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: 'bench-http' },
+    settings,
+    log,
+  );
 
   return {
     settings,
@@ -212,17 +239,46 @@ export function formatHttpOverhead(result: HttpOverheadResult): string {
   });
   const statusNotes = result.scenarios
     .filter((s) => s.non2xx > 0 || s.errors > 0)
-    .map((s) => `  ! ${s.name}: status codes ${JSON.stringify(s.statusCodes)}, ${s.errors} errors (${s.timeouts} timeouts)`);
+    .map(
+      (s) =>
+        `  ! ${s.name}: status codes ${JSON.stringify(s.statusCodes)}, ${s.errors} errors (${s.timeouts} timeouts)`,
+    );
   return [
     heading('1. HTTP overhead (POST, autocannon, loopback)'),
     `${settings.connections} connections, ${settings.warmupSeconds} s warm-up + ${settings.durationSeconds} s measured per row; latencies in ms`,
     '(autocannon records percentiles at 1 ms resolution; the average is exact).',
     'Servers in child processes; the gateway rows include the gateway -> simulator hop.',
     '',
-    table(['scenario', 'req/s', 'avg', 'p50', 'p97.5', 'p99', 'requests', 'non-2xx', 'errors', 'upstream calls', 'vs reference'], rows),
+    table(
+      [
+        'scenario',
+        'req/s',
+        'avg',
+        'p50',
+        'p97.5',
+        'p99',
+        'requests',
+        'non-2xx',
+        'errors',
+        'upstream calls',
+        'vs reference',
+      ],
+      rows,
+    ),
     ...(statusNotes.length > 0 ? ['', ...statusNotes] : []),
     '',
-    table(['ratios', 'throughput gateway/reference', 'added avg ms', 'added p50 ms', 'added p97.5 ms', 'added p99 ms', 'replay/fresh throughput'], ratioRows),
+    table(
+      [
+        'ratios',
+        'throughput gateway/reference',
+        'added avg ms',
+        'added p50 ms',
+        'added p97.5 ms',
+        'added p99 ms',
+        'replay/fresh throughput',
+      ],
+      ratioRows,
+    ),
     '',
     'Replay rows: one Idempotency-Key repeated; "upstream calls" 0 means no request reached the simulator.',
   ].join('\n');

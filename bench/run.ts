@@ -69,9 +69,13 @@ function summary(http?: HttpOverheadResult, flight?: SingleFlightResult, validat
           `idempotent replay ${ratio(r.replayVsFreshThroughput)} the fresh throughput (avg ${num(r.replayAverageMs, 2)} ms)`,
       );
     }
-    const replayCalls = http.scenarios.filter((s) => s.name.includes('replay')).reduce((sum, s) => sum + s.upstreamInquiryCalls, 0);
+    const replayCalls = http.scenarios
+      .filter((s) => s.name.includes('replay'))
+      .reduce((sum, s) => sum + s.upstreamInquiryCalls, 0);
     const failures = http.scenarios.reduce((sum, s) => sum + s.non2xx + s.errors, 0);
-    lines.push(`upstream inquiries during replay runs: ${replayCalls}; non-2xx + errors over all load runs: ${failures}`);
+    lines.push(
+      `upstream inquiries during replay runs: ${replayCalls}; non-2xx + errors over all load runs: ${failures}`,
+    );
   }
   if (flight) {
     const cold = Math.max(...flight.cases.map((c) => c.coldGetTokenCalls));
@@ -157,7 +161,9 @@ async function main(): Promise<void> {
   clearTimeout(watchdog);
   // Everything was closed above; if a handle still keeps the process alive, say which and go.
   setTimeout(() => {
-    console.error(`bench: still alive ${EXIT_GRACE_MS} ms after finishing; open resources: ${process.getActiveResourcesInfo().join(', ')}`);
+    console.error(
+      `bench: still alive ${EXIT_GRACE_MS} ms after finishing; open resources: ${process.getActiveResourcesInfo().join(', ')}`,
+    );
     process.exit(3);
   }, EXIT_GRACE_MS).unref();
 }

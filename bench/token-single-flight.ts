@@ -84,7 +84,9 @@ async function runCase(instances: number, concurrent: number, redisUrl: string):
     const bootedAt = performance.now();
     const held = gateways.map((g) => g.tokens.getAccessToken().then(() => performance.now()));
     const sentAt = performance.now();
-    const answers = await Promise.all(Array.from({ length: concurrent }, (_, i) => inquiry(gateways[i % instances].url)));
+    const answers = await Promise.all(
+      Array.from({ length: concurrent }, (_, i) => inquiry(gateways[i % instances].url)),
+    );
     const heldAt = await Promise.all(held);
     const coldGetTokenCalls = getTokenCalls(sim);
 

@@ -32,10 +32,30 @@ export interface ValidationResult {
 }
 
 const fa = (s: string) => s.replace(/[0-9]/g, (d) => '۰۱۲۳۴۵۶۷۸۹'[Number(d)]);
-const friendly = (iban: string) => iban.replace(/(.{4})/g, '$1 ').trim().toLowerCase();
+const friendly = (iban: string) =>
+  iban
+    .replace(/(.{4})/g, '$1 ')
+    .trim()
+    .toLowerCase();
 
-const NATIONAL_CODES = ['0499370899', '0790419904', '0084575948', '0067749828', '0013542419', '0076229645', '1234567891'];
-const MOBILES = ['09121234567', '09351234567', '09901234567', '09631234567', '09191112233', '09011234567', '09381234567'];
+const NATIONAL_CODES = [
+  '0499370899',
+  '0790419904',
+  '0084575948',
+  '0067749828',
+  '0013542419',
+  '0076229645',
+  '1234567891',
+];
+const MOBILES = [
+  '09121234567',
+  '09351234567',
+  '09901234567',
+  '09631234567',
+  '09191112233',
+  '09011234567',
+  '09381234567',
+];
 const IBANS = ['IR820540102680020817909002', 'IR062960000000100324200001', 'IR580540105180021273113007'];
 
 interface Case {
@@ -46,9 +66,24 @@ interface Case {
 }
 
 const CASES: Case[] = [
-  { name: 'normaliseNationalCode (ASCII)', inputs: NATIONAL_CODES, validator: normaliseNationalCode, reference: /^[0-9]{10}$/ },
-  { name: 'normaliseNationalCode (Persian digits)', inputs: NATIONAL_CODES.map(fa), validator: normaliseNationalCode, reference: /^[0-9۰-۹٠-٩]{10}$/ },
-  { name: 'normaliseIranianMobile (09...)', inputs: MOBILES, validator: normaliseIranianMobile, reference: /^09[0-9]{9}$/ },
+  {
+    name: 'normaliseNationalCode (ASCII)',
+    inputs: NATIONAL_CODES,
+    validator: normaliseNationalCode,
+    reference: /^[0-9]{10}$/,
+  },
+  {
+    name: 'normaliseNationalCode (Persian digits)',
+    inputs: NATIONAL_CODES.map(fa),
+    validator: normaliseNationalCode,
+    reference: /^[0-9۰-۹٠-٩]{10}$/,
+  },
+  {
+    name: 'normaliseIranianMobile (09...)',
+    inputs: MOBILES,
+    validator: normaliseIranianMobile,
+    reference: /^09[0-9]{9}$/,
+  },
   {
     name: 'normaliseIranianMobile (+98..., Persian)',
     inputs: MOBILES.map((m) => fa(`+98${m.slice(1)}`)),
@@ -56,7 +91,12 @@ const CASES: Case[] = [
     reference: /^\+[0-9۰-۹٠-٩]{12}$/,
   },
   { name: 'normaliseIban (electronic)', inputs: IBANS, validator: normaliseIban, reference: /^IR[0-9]{24}$/ },
-  { name: 'normaliseIban (grouped, lower case)', inputs: IBANS.map(friendly), validator: normaliseIban, reference: /^ir[0-9]{2}( ?[0-9]{4}){5}( ?[0-9]{2})$/ },
+  {
+    name: 'normaliseIban (grouped, lower case)',
+    inputs: IBANS.map(friendly),
+    validator: normaliseIban,
+    reference: /^ir[0-9]{2}( ?[0-9]{4}){5}( ?[0-9]{2})$/,
+  },
 ];
 
 /** Sink for results so that no call can be optimised away. */
@@ -132,6 +172,10 @@ export function formatValidation(result: ValidationResult): string {
     heading('3. Validators vs a plain regex test of the same input (one core, same harness)'),
     `Median of ${settings.rounds} interleaved rounds of ${num(settings.iterations)} calls each (after ${num(settings.warmupIterations)} warm-up calls).`,
     '',
-    table(['case', 'validator ops/s', 'ns/op', 'regex ops/s', 'ns/op', 'validator/regex', 'slowdown', 'example input'], rows, [0, 7]),
+    table(
+      ['case', 'validator ops/s', 'ns/op', 'regex ops/s', 'ns/op', 'validator/regex', 'slowdown', 'example input'],
+      rows,
+      [0, 7],
+    ),
   ].join('\n');
 }

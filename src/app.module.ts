@@ -16,7 +16,13 @@ export class AppModule {
       imports: [
         // The config was validated before Nest started (load-config): only that object is
         // served, never raw process.env, so every instance in a process can differ.
-        ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, ignoreEnvVars: true, skipProcessEnv: true, load: [() => ({ ...config })] }),
+        ConfigModule.forRoot({
+          isGlobal: true,
+          ignoreEnvFile: true,
+          ignoreEnvVars: true,
+          skipProcessEnv: true,
+          load: [() => ({ ...config })],
+        }),
         ObservabilityModule,
         StoreModule,
         TokenModule,

@@ -25,7 +25,10 @@ export interface Gateway {
  * first (throwing `ConfigError` naming every bad variable), so nothing starts half-configured.
  * main.ts, the sandbox and the tests all start the gateway through this one function.
  */
-export async function createGateway(env: Record<string, string | undefined>, options: GatewayOptions = {}): Promise<Gateway> {
+export async function createGateway(
+  env: Record<string, string | undefined>,
+  options: GatewayOptions = {},
+): Promise<Gateway> {
   const config = loadConfig(env);
   const adapter = new FastifyAdapter({
     bodyLimit: config.http.bodyLimitBytes,

@@ -10,7 +10,6 @@ import { CHECK_SHAHKAR_PATH, UpstreamSimulator } from './upstream-simulator/upst
 import { TEST_CLIENTS, callGateway, startGateway, type RunningGateway } from './support/gateway.js';
 import { SHAHKAR } from './support/fixtures.js';
 
-
 describe('upstream circuit breaker', () => {
   let sim: UpstreamSimulator;
   let gateway: RunningGateway;
@@ -64,7 +63,9 @@ describe('upstream circuit breaker', () => {
     expect(refused.headers.get('retry-after')).toBe('1');
     expect(refused.headers.get('x-track-id')).toBe(refused.body.trackId);
     expect(sim.inquiryCalls).toBe(calls);
-    const record = await callGateway(gateway.url, 'GET', `/v1/inquiries/${String(refused.body.trackId)}`, { apiKey: TEST_CLIENTS.full.key });
+    const record = await callGateway(gateway.url, 'GET', `/v1/inquiries/${String(refused.body.trackId)}`, {
+      apiKey: TEST_CLIENTS.full.key,
+    });
     expect(record.body.status).toBe('failed');
 
     await once(circuit, 'halfOpen');

@@ -29,7 +29,12 @@ describe('abandoned in-flight Idempotency-Key', () => {
     sim = new UpstreamSimulator();
     await sim.start();
     // Lease = 6 x 1 s + 10 s.
-    gateway = await startGateway({ UPSTREAM_BASE_URL: sim.baseUrl, REDIS_URL: redis.url, REDIS_KEY_PREFIX: PREFIX, UPSTREAM_TIMEOUT_MS: '1000' });
+    gateway = await startGateway({
+      UPSTREAM_BASE_URL: sim.baseUrl,
+      REDIS_URL: redis.url,
+      REDIS_KEY_PREFIX: PREFIX,
+      UPSTREAM_TIMEOUT_MS: '1000',
+    });
     await gateway.tokens.firstAttempt;
   });
   afterAll(async () => {
@@ -40,13 +45,27 @@ describe('abandoned in-flight Idempotency-Key', () => {
   });
 
   const post = (key: string) =>
-    callGateway(gateway.url, 'POST', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key, json: SHAHKAR, headers: { 'idempotency-key': key } });
-  const claimKey = (key: string) => `{${PREFIX}:idem:${TEST_CLIENTS.full.clientId}:${createHash('sha256').update(key).digest('hex')}}`;
+    callGateway(gateway.url, 'POST', '/v1/kyc/shahkar', {
+      apiKey: TEST_CLIENTS.full.key,
+      json: SHAHKAR,
+      headers: { 'idempotency-key': key },
+    });
+  const claimKey = (key: string) =>
+    `{${PREFIX}:idem:${TEST_CLIENTS.full.clientId}:${createHash('sha256').update(key).digest('hex')}}`;
 
   /** Rewrites the stored claim as an in-flight claim made `ageMs` ago. */
   async function ageClaim(key: string, ageMs: number, dropAnswer = false): Promise<string> {
-    const stored = JSON.parse((await probe.get(claimKey(key)))!) as { trackId: string; state: string; response?: unknown; claimedAt: number };
-    const rewritten = { ...stored, claimedAt: Date.now() - ageMs, ...(dropAnswer ? { state: 'in_flight', response: undefined } : {}) };
+    const stored = JSON.parse((await probe.get(claimKey(key)))!) as {
+      trackId: string;
+      state: string;
+      response?: unknown;
+      claimedAt: number;
+    };
+    const rewritten = {
+      ...stored,
+      claimedAt: Date.now() - ageMs,
+      ...(dropAnswer ? { state: 'in_flight', response: undefined } : {}),
+    };
     await probe.set(claimKey(key), JSON.stringify(rewritten), 'KEEPTTL');
     return stored.trackId;
   }
@@ -85,7 +104,12 @@ describe('abandoned in-flight Idempotency-Key', () => {
     // A claim whose request died between claiming and recording: nothing reached the upstream.
     await post('fingerprint-donor');
     const donor = JSON.parse((await probe.get(claimKey('fingerprint-donor')))!) as { fingerprint: string };
-    const orphan = { trackId: randomUUID(), fingerprint: donor.fingerprint, state: 'in_flight', claimedAt: Date.now() - 600_000 };
+    const orphan = {
+      trackId: randomUUID(),
+      fingerprint: donor.fingerprint,
+      state: 'in_flight',
+      claimedAt: Date.now() - 600_000,
+    };
     await probe.set(claimKey('orphan-1'), JSON.stringify(orphan), 'EX', 3600);
     const calls = sim.inquiryCalls;
 

@@ -38,7 +38,12 @@ async function call(baseUrl: string, path: string, options: CallOptions): Promis
 }
 
 /** POST with an Idempotency-Key (default client: full, default gateway: the first). */
-function post(path: string, json: unknown, key: string | undefined, options: { apiKey?: string; url?: string } = {}): Promise<Exchange> {
+function post(
+  path: string,
+  json: unknown,
+  key: string | undefined,
+  options: { apiKey?: string; url?: string } = {},
+): Promise<Exchange> {
   return call(options.url ?? gateway.url, path, {
     apiKey: options.apiKey ?? TEST_CLIENTS.full.key,
     json,
@@ -122,12 +127,18 @@ describe('Idempotency-Key', () => {
     const first = await post('/v1/kyc/iban', IBAN, key);
     expectFirst(first);
     const calls = sim.inquiryCalls;
-    expectReplayOf(await post('/v1/kyc/iban', { iban: 'ir82 0540 1026 8002 0817 9090 02', requestHandlingType: 'standard' }, key), first);
+    expectReplayOf(
+      await post('/v1/kyc/iban', { iban: 'ir82 0540 1026 8002 0817 9090 02', requestHandlingType: 'standard' }, key),
+      first,
+    );
 
     const shahkarKey = newKey();
     const shahkarFirst = await post('/v1/kyc/shahkar', SHAHKAR, shahkarKey);
     expectFirst(shahkarFirst);
-    expectReplayOf(await post('/v1/kyc/shahkar', { nationalCode: '۰۴۹۹۳۷۰۸۹۹', mobileNumber: '+989121234567' }, shahkarKey), shahkarFirst);
+    expectReplayOf(
+      await post('/v1/kyc/shahkar', { nationalCode: '۰۴۹۹۳۷۰۸۹۹', mobileNumber: '+989121234567' }, shahkarKey),
+      shahkarFirst,
+    );
     expect(sim.inquiryCalls).toBe(calls + 1);
   });
 
@@ -160,7 +171,9 @@ describe('Idempotency-Key', () => {
     const busy = await post('/v1/kyc/shahkar', SHAHKAR, key);
     const busyElsewhere = await post('/v1/kyc/shahkar', SHAHKAR, key, { url: replicas[2].url });
     // Meanwhile the record of the inquiry in flight is `pending`.
-    const pending = await callGateway(gateway.url, 'GET', `/v1/inquiries/${busy.body.trackId as string}`, { apiKey: TEST_CLIENTS.full.key });
+    const pending = await callGateway(gateway.url, 'GET', `/v1/inquiries/${busy.body.trackId as string}`, {
+      apiKey: TEST_CLIENTS.full.key,
+    });
     expect(pending.status).toBe(200);
     expect(pending.body).toEqual({
       trackId: busy.body.trackId,
@@ -228,7 +241,11 @@ describe('Idempotency-Key', () => {
     // A third client uses the key for an IBAN inquiry: its own, so executed; reusing it for
     // Shahkar is a reuse within that client only.
     expectFirst(await post('/v1/kyc/iban', IBAN, key, { apiKey: TEST_CLIENTS.basic.key }));
-    expectProblem(await post('/v1/kyc/shahkar', SHAHKAR, key, { apiKey: TEST_CLIENTS.basic.key }), 422, 'idempotency_key_reused');
+    expectProblem(
+      await post('/v1/kyc/shahkar', SHAHKAR, key, { apiKey: TEST_CLIENTS.basic.key }),
+      422,
+      'idempotency_key_reused',
+    );
     expect(sim.inquiryCalls).toBe(calls + 3);
   });
 
@@ -301,7 +318,9 @@ describe('Idempotency-Key', () => {
 
   it('50 concurrent requests without a key across 3 replicas: 50 inquiries, 50 trackIds, each charged once', async () => {
     const calls = sim.inquiryCalls;
-    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => post('/v1/kyc/iban', IBAN, undefined, { url: replicas[i % 3].url })));
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => post('/v1/kyc/iban', IBAN, undefined, { url: replicas[i % 3].url })),
+    );
     const trackIds = results.map(expectFirst);
     expect(new Set(trackIds).size).toBe(50);
     expect(sim.inquiryCalls).toBe(calls + 50);

@@ -18,7 +18,12 @@ import {
 } from './support/gateway.js';
 import { expectEveryChargeTraceable, expectNoSecretInExchanges, expectProblemShape } from './support/invariants.js';
 import { RedisServer } from './support/redis-server.js';
-import { CHECK_SHAHKAR_PATH, IBAN_INQUIRY_PATH, UpstreamSimulator, type InquiryEvent } from './upstream-simulator/upstream-simulator.js';
+import {
+  CHECK_SHAHKAR_PATH,
+  IBAN_INQUIRY_PATH,
+  UpstreamSimulator,
+  type InquiryEvent,
+} from './upstream-simulator/upstream-simulator.js';
 import { UUID_V4, ISO_8601, UPSTREAM_PASSWORD, NATIONAL_CODE, MOBILE, IBAN, SHAHKAR } from './support/fixtures.js';
 
 const PERSONAL_VALUES = [NATIONAL_CODE, MOBILE, '9121234567', IBAN, '820540102680020817909002'];
@@ -69,7 +74,11 @@ function expectSucceeded(res: Exchange): string {
 }
 
 /** The record as GET /v1/inquiries/{trackId} shows it. */
-async function expectRecord(trackId: string, expected: Record<string, unknown>, url?: string): Promise<Record<string, unknown>> {
+async function expectRecord(
+  trackId: string,
+  expected: Record<string, unknown>,
+  url?: string,
+): Promise<Record<string, unknown>> {
   const res = await record(trackId, url);
   expect(res.status).toBe(200);
   expect(res.body).toEqual({
@@ -112,9 +121,17 @@ describe('success and the retry after a 401', () => {
     const trackId = expectSucceeded(res);
     expect(res.body).toEqual({ trackId, status: 'succeeded', data: { isMatch: true } });
     expect(requestsSince(from)).toEqual([
-      expect.objectContaining({ path: CHECK_SHAHKAR_PATH, trackId, body: { ...SHAHKAR, requestHandlingType: 'standard', trackId } }),
+      expect.objectContaining({
+        path: CHECK_SHAHKAR_PATH,
+        trackId,
+        body: { ...SHAHKAR, requestHandlingType: 'standard', trackId },
+      }),
     ]);
-    await expectRecord(trackId, { status: 'succeeded', upstream: { code: 0, message: 'Operation completed successfully' }, data: { isMatch: true } });
+    await expectRecord(trackId, {
+      status: 'succeeded',
+      upstream: { code: 0, message: 'Operation completed successfully' },
+      data: { isMatch: true },
+    });
     expect(sim.chargeCount(trackId)).toBe(1);
   });
 
@@ -142,7 +159,11 @@ describe('success and the retry after a 401', () => {
       ]);
       expect(sim.tokenCalls.refresh).toBe(refreshes + 1);
       expect(sim.chargeCount(trackId)).toBe(1);
-      await expectRecord(trackId, { status: 'succeeded', upstream: { code: 0, message: 'Operation completed successfully' }, data: { isMatch: true } });
+      await expectRecord(trackId, {
+        status: 'succeeded',
+        upstream: { code: 0, message: 'Operation completed successfully' },
+        data: { isMatch: true },
+      });
     } finally {
       sim.off('inquiry', collect);
     }
@@ -185,7 +206,9 @@ describe('502 upstream_error', () => {
       await expectRecord(trackId, { status: 'failed', upstream: { code, message } });
       expect(sim.chargeCount(trackId)).toBe(0);
       expect(sim.credit).toBe(credit);
-      expect(sim.attemptLog.filter((a) => a.trackId === trackId)).toEqual([{ trackId, supplier: 'primary', outcome: failure }]);
+      expect(sim.attemptLog.filter((a) => a.trackId === trackId)).toEqual([
+        { trackId, supplier: 'primary', outcome: failure },
+      ]);
     } finally {
       sim.setSupplierFailure('primary', null);
     }
@@ -195,12 +218,17 @@ describe('502 upstream_error', () => {
     sim.setSupplierFailure('primary', 'error');
     try {
       const credit = sim.credit;
-      const res = await call(gateway.url, 'POST', '/v1/kyc/iban', { apiKey: TEST_CLIENTS.full.key, json: { iban: IBAN, requestHandlingType: 'advanced' } });
+      const res = await call(gateway.url, 'POST', '/v1/kyc/iban', {
+        apiKey: TEST_CLIENTS.full.key,
+        json: { iban: IBAN, requestHandlingType: 'advanced' },
+      });
       const trackId = expectSucceeded(res);
       expect(sim.attemptLog.filter((a) => a.trackId === trackId).map((a) => a.outcome)).toEqual(['error', 'success']);
       expect(sim.chargeCount(trackId)).toBe(1);
       expect(sim.credit).toBe(credit - 120);
-      expect(sim.requests.filter((r) => r.trackId === trackId)).toEqual([expect.objectContaining({ path: IBAN_INQUIRY_PATH })]);
+      expect(sim.requests.filter((r) => r.trackId === trackId)).toEqual([
+        expect.objectContaining({ path: IBAN_INQUIRY_PATH }),
+      ]);
     } finally {
       sim.setSupplierFailure('primary', null);
     }
@@ -216,7 +244,9 @@ describe('422 upstream_rejected', () => {
   function rejectNextInquiry(): void {
     sim.setFieldValidator(() => {
       sim.setFieldValidator(() => []);
-      return [{ field: 'nationalCode', message: `nationalCode ${NATIONAL_CODE} is not registered; mobile ${MOBILE} unknown` }];
+      return [
+        { field: 'nationalCode', message: `nationalCode ${NATIONAL_CODE} is not registered; mobile ${MOBILE} unknown` },
+      ];
     });
   }
 
@@ -225,10 +255,18 @@ describe('422 upstream_rejected', () => {
     const res = await shahkar();
     const trackId = expectInquiryProblem(res, 422, 'upstream_rejected');
     expect(res.body.detail).toBe('One or more validation errors occurred');
-    expect(res.body.errors).toEqual([{ field: 'nationalCode', message: expect.stringMatching(/^nationalCode \S+ is not registered; mobile \S+ unknown$/) }]);
+    expect(res.body.errors).toEqual([
+      {
+        field: 'nationalCode',
+        message: expect.stringMatching(/^nationalCode \S+ is not registered; mobile \S+ unknown$/),
+      },
+    ]);
     expect(res.text).not.toContain(NATIONAL_CODE);
     expect(res.text).not.toContain(MOBILE);
-    const stored = await expectRecord(trackId, { status: 'failed', upstream: { code: 2, message: 'One or more validation errors occurred' } });
+    const stored = await expectRecord(trackId, {
+      status: 'failed',
+      upstream: { code: 2, message: 'One or more validation errors occurred' },
+    });
     expect(JSON.stringify(stored)).not.toContain(MOBILE);
     expect(sim.chargeCount(trackId)).toBe(0);
   });
@@ -247,7 +285,13 @@ describe('504 upstream_timeout (upstream timeout 300 ms)', () => {
     const res = await shahkar({ url: fast.url });
     const elapsed = Date.now() - started;
     const trackId = expectInquiryProblem(res, 504, 'upstream_timeout');
-    expect(await decided).toEqual({ path: CHECK_SHAHKAR_PATH, trackId, status: 200, code: 0, fault: 'hang-after-processing' });
+    expect(await decided).toEqual({
+      path: CHECK_SHAHKAR_PATH,
+      trackId,
+      status: 200,
+      code: 0,
+      fault: 'hang-after-processing',
+    });
     expect(elapsed).toBeGreaterThanOrEqual(290);
     expect(elapsed).toBeLessThan(3000);
     await expectRecord(trackId, { status: 'unknown' }, fast.url);
@@ -356,7 +400,12 @@ describe('503 upstream_unavailable', () => {
     try {
       const firstAttempt = nextSimEvent(sim, 'token', (e) => !e.ok && e.variant === 'credentials');
       // Its own key prefix: it cannot adopt the token the other instances share in Redis.
-      cold = await startGateway({ UPSTREAM_BASE_URL: sim.baseUrl, REDIS_URL: redis.url, REDIS_KEY_PREFIX: 'vgw-cold', UPSTREAM_TIMEOUT_MS: '5000' });
+      cold = await startGateway({
+        UPSTREAM_BASE_URL: sim.baseUrl,
+        REDIS_URL: redis.url,
+        REDIS_KEY_PREFIX: 'vgw-cold',
+        UPSTREAM_TIMEOUT_MS: '5000',
+      });
       extraGateways.push(cold);
       await untilStoreReady(cold);
       expect(await firstAttempt).toEqual({ variant: 'credentials', ok: false, status: 401 });
@@ -409,7 +458,11 @@ describe('503 store_unavailable (Redis killed)', () => {
     await untilStoreReady(gateway);
     expect((await call(gateway.url, 'GET', '/health/ready')).status).toBe(200);
     const after = expectSucceeded(await shahkar());
-    await expectRecord(after, { status: 'succeeded', upstream: { code: 0, message: 'Operation completed successfully' }, data: { isMatch: true } });
+    await expectRecord(after, {
+      status: 'succeeded',
+      upstream: { code: 0, message: 'Operation completed successfully' },
+      data: { isMatch: true },
+    });
   });
 });
 

@@ -5,13 +5,28 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { MESSAGES } from '../src/inquiry/validation/decorators.js';
-import { callGateway, startGateway, TEST_CLIENTS, untilStoreReady, type CallOptions, type Exchange, type RunningGateway } from './support/gateway.js';
+import {
+  callGateway,
+  startGateway,
+  TEST_CLIENTS,
+  untilStoreReady,
+  type CallOptions,
+  type Exchange,
+  type RunningGateway,
+} from './support/gateway.js';
 import { expectEveryChargeTraceable, expectNoSecretInExchanges, expectProblemShape } from './support/invariants.js';
 import { RedisServer } from './support/redis-server.js';
 import { CHECK_SHAHKAR_PATH, IBAN_INQUIRY_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
-import { UUID_V4, ISO_8601, UPSTREAM_PASSWORD, UPSTREAM_USERNAME, NATIONAL_CODE, MOBILE, IBAN, SHAHKAR } from './support/fixtures.js';
-
-
+import {
+  UUID_V4,
+  ISO_8601,
+  UPSTREAM_PASSWORD,
+  UPSTREAM_USERNAME,
+  NATIONAL_CODE,
+  MOBILE,
+  IBAN,
+  SHAHKAR,
+} from './support/fixtures.js';
 
 /** Every personal value this file sends: none may appear in an error body. */
 const PERSONAL_VALUES = [
@@ -41,9 +56,12 @@ async function call(method: string, path: string, options: CallOptions = {}): Pr
   return exchange;
 }
 
-const shahkar = (json: unknown, options: CallOptions = {}) => call('POST', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key, json, ...options });
-const iban = (json: unknown, options: CallOptions = {}) => call('POST', '/v1/kyc/iban', { apiKey: TEST_CLIENTS.full.key, json, ...options });
-const record = (trackId: string, apiKey: string = TEST_CLIENTS.full.key) => call('GET', `/v1/inquiries/${trackId}`, { apiKey });
+const shahkar = (json: unknown, options: CallOptions = {}) =>
+  call('POST', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key, json, ...options });
+const iban = (json: unknown, options: CallOptions = {}) =>
+  call('POST', '/v1/kyc/iban', { apiKey: TEST_CLIENTS.full.key, json, ...options });
+const record = (trackId: string, apiKey: string = TEST_CLIENTS.full.key) =>
+  call('GET', `/v1/inquiries/${trackId}`, { apiKey });
 
 /** RFC 9457 shape of internal-api.md §3; `stamped` says whether a trackId must be present. */
 function expectProblem(res: Exchange, status: number, code: string, stamped: boolean): void {
@@ -93,13 +111,20 @@ describe('400 validation_failed: nothing reaches the upstream', () => {
   const nothingSent = () => expect(sim.inquiryCalls).toBe(callsBefore);
 
   it('rejects a body that is not valid JSON', async () => {
-    const res = await call('POST', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key, raw: '{"nationalCode": "0499370899",' });
+    const res = await call('POST', '/v1/kyc/shahkar', {
+      apiKey: TEST_CLIENTS.full.key,
+      raw: '{"nationalCode": "0499370899",',
+    });
     expectValidation(res, [{ field: 'body', message: 'The body is not valid JSON.' }]);
     nothingSent();
   });
 
   it('rejects a body sent as text/plain', async () => {
-    const res = await call('POST', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key, raw: 'nationalCode=0499370899', contentType: 'text/plain' });
+    const res = await call('POST', '/v1/kyc/shahkar', {
+      apiKey: TEST_CLIENTS.full.key,
+      raw: 'nationalCode=0499370899',
+      contentType: 'text/plain',
+    });
     expectProblem(res, 400, 'validation_failed', false);
     expect(res.body.errors).toEqual([{ field: 'body', message: expect.any(String) }]);
     nothingSent();
@@ -145,7 +170,9 @@ describe('400 validation_failed: nothing reaches the upstream', () => {
   });
 
   it('reports a number sent instead of a string (no implicit conversion)', async () => {
-    expectValidation(await shahkar({ nationalCode: 499370899, mobileNumber: MOBILE }), [{ field: 'nationalCode', message: MESSAGES.notString }]);
+    expectValidation(await shahkar({ nationalCode: 499370899, mobileNumber: MOBILE }), [
+      { field: 'nationalCode', message: MESSAGES.notString },
+    ]);
     expectValidation(await shahkar({ nationalCode: NATIONAL_CODE, mobileNumber: 9121234567 }), [
       { field: 'mobileNumber', message: MESSAGES.notString },
     ]);
@@ -153,7 +180,12 @@ describe('400 validation_failed: nothing reaches the upstream', () => {
   });
 
   it('reports every bad field of one body, each once', async () => {
-    const res = await shahkar({ nationalCode: '0499370898', mobileNumber: '08121234567', requestHandlingType: 'fast', extra: true });
+    const res = await shahkar({
+      nationalCode: '0499370898',
+      mobileNumber: '08121234567',
+      requestHandlingType: 'fast',
+      extra: true,
+    });
     expectProblem(res, 400, 'validation_failed', false);
     const errors = res.body.errors as Array<{ field: string; message: string }>;
     expect([...errors].sort((a, b) => a.field.localeCompare(b.field))).toEqual([
@@ -175,7 +207,9 @@ describe('400 validation_failed: nothing reaches the upstream', () => {
     ['empty', ''],
     ['Persian digits, wrong check digit', '۰۴۹۹۳۷۰۸۹۸'],
   ])('rejects the national code (%s)', async (_name, nationalCode) => {
-    expectValidation(await shahkar({ nationalCode, mobileNumber: MOBILE }), [{ field: 'nationalCode', message: MESSAGES.nationalCode }]);
+    expectValidation(await shahkar({ nationalCode, mobileNumber: MOBILE }), [
+      { field: 'nationalCode', message: MESSAGES.nationalCode },
+    ]);
     nothingSent();
   });
 
@@ -190,7 +224,9 @@ describe('400 validation_failed: nothing reaches the upstream', () => {
     ['letters', '0912abc4567'],
     ['empty', ''],
   ])('rejects the mobile number (%s)', async (_name, mobileNumber) => {
-    expectValidation(await shahkar({ nationalCode: NATIONAL_CODE, mobileNumber }), [{ field: 'mobileNumber', message: MESSAGES.mobile }]);
+    expectValidation(await shahkar({ nationalCode: NATIONAL_CODE, mobileNumber }), [
+      { field: 'mobileNumber', message: MESSAGES.mobile },
+    ]);
     nothingSent();
   });
 
@@ -207,11 +243,18 @@ describe('400 validation_failed: nothing reaches the upstream', () => {
     nothingSent();
   });
 
-  it.each([['fast'], ['Advanced'], ['STANDARD'], [''], [null], [1]])('rejects requestHandlingType %p', async (requestHandlingType) => {
-    expectValidation(await shahkar({ ...SHAHKAR, requestHandlingType }), [{ field: 'requestHandlingType', message: MESSAGES.requestHandlingType }]);
-    expectValidation(await iban({ iban: IBAN, requestHandlingType }), [{ field: 'requestHandlingType', message: MESSAGES.requestHandlingType }]);
-    nothingSent();
-  });
+  it.each([['fast'], ['Advanced'], ['STANDARD'], [''], [null], [1]])(
+    'rejects requestHandlingType %p',
+    async (requestHandlingType) => {
+      expectValidation(await shahkar({ ...SHAHKAR, requestHandlingType }), [
+        { field: 'requestHandlingType', message: MESSAGES.requestHandlingType },
+      ]);
+      expectValidation(await iban({ iban: IBAN, requestHandlingType }), [
+        { field: 'requestHandlingType', message: MESSAGES.requestHandlingType },
+      ]);
+      nothingSent();
+    },
+  );
 
   it.each([
     ['with a space', 'key one'],
@@ -220,7 +263,9 @@ describe('400 validation_failed: nothing reaches the upstream', () => {
     ['empty', ''],
   ])('rejects an Idempotency-Key %s', async (_name, key) => {
     const res = await shahkar(SHAHKAR, { headers: { 'idempotency-key': key } });
-    expectValidation(res, [{ field: 'Idempotency-Key', message: 'must be 1 to 255 visible ASCII characters (0x21-0x7E)' }]);
+    expectValidation(res, [
+      { field: 'Idempotency-Key', message: 'must be 1 to 255 visible ASCII characters (0x21-0x7E)' },
+    ]);
     nothingSent();
   });
 
@@ -245,7 +290,12 @@ describe('401 unauthenticated, 403 forbidden, 404 not_found, 413 payload_too_lar
   ])('answers 401 for %s on every inquiry endpoint', async (_name, headers: Record<string, string>) => {
     expectProblem(await call('POST', '/v1/kyc/shahkar', { json: SHAHKAR, headers }), 401, 'unauthenticated', false);
     expectProblem(await call('POST', '/v1/kyc/iban', { json: { iban: IBAN }, headers }), 401, 'unauthenticated', false);
-    expectProblem(await call('GET', '/v1/inquiries/6f1c1d4e-3a2b-4c5d-8e9f-0a1b2c3d4e5f', { headers }), 401, 'unauthenticated', false);
+    expectProblem(
+      await call('GET', '/v1/inquiries/6f1c1d4e-3a2b-4c5d-8e9f-0a1b2c3d4e5f', { headers }),
+      401,
+      'unauthenticated',
+      false,
+    );
     expect(sim.inquiryCalls).toBe(callsBefore);
   });
 
@@ -253,14 +303,29 @@ describe('401 unauthenticated, 403 forbidden, 404 not_found, 413 payload_too_lar
     const key = TEST_CLIENTS.none.key;
     expectProblem(await call('POST', '/v1/kyc/shahkar', { apiKey: key, json: SHAHKAR }), 403, 'forbidden', false);
     expectProblem(await call('POST', '/v1/kyc/iban', { apiKey: key, json: { iban: IBAN } }), 403, 'forbidden', false);
-    expectProblem(await call('GET', '/v1/inquiries/6f1c1d4e-3a2b-4c5d-8e9f-0a1b2c3d4e5f', { apiKey: key }), 403, 'forbidden', false);
+    expectProblem(
+      await call('GET', '/v1/inquiries/6f1c1d4e-3a2b-4c5d-8e9f-0a1b2c3d4e5f', { apiKey: key }),
+      403,
+      'forbidden',
+      false,
+    );
     expect(sim.inquiryCalls).toBe(callsBefore);
   });
 
   it('answers 403 to `advanced` without kyc:advanced, and sends `advanced` upstream for a client that has it', async () => {
     const basic = TEST_CLIENTS.basic.key;
-    expectProblem(await shahkar({ ...SHAHKAR, requestHandlingType: 'advanced' }, { apiKey: basic }), 403, 'forbidden', false);
-    expectProblem(await iban({ iban: IBAN, requestHandlingType: 'advanced' }, { apiKey: basic }), 403, 'forbidden', false);
+    expectProblem(
+      await shahkar({ ...SHAHKAR, requestHandlingType: 'advanced' }, { apiKey: basic }),
+      403,
+      'forbidden',
+      false,
+    );
+    expectProblem(
+      await iban({ iban: IBAN, requestHandlingType: 'advanced' }, { apiKey: basic }),
+      403,
+      'forbidden',
+      false,
+    );
     expect(sim.inquiryCalls).toBe(callsBefore);
 
     const standard = await shahkar({ ...SHAHKAR, requestHandlingType: 'standard' }, { apiKey: basic });
@@ -284,7 +349,10 @@ describe('401 unauthenticated, 403 forbidden, 404 not_found, 413 payload_too_lar
     ['PUT', '/v1/kyc/iban'],
     ['GET', '/v2/inquiries'],
   ])('answers 404 to %s %s', async (method, path) => {
-    const res = await call(method, path, { apiKey: TEST_CLIENTS.full.key, ...(method === 'GET' ? {} : { json: SHAHKAR }) });
+    const res = await call(method, path, {
+      apiKey: TEST_CLIENTS.full.key,
+      ...(method === 'GET' ? {} : { json: SHAHKAR }),
+    });
     expectProblem(res, 404, 'not_found', false);
     expect(sim.inquiryCalls).toBe(callsBefore);
   });
@@ -323,7 +391,12 @@ describe('accepted spellings, normalised before they go upstream', () => {
     expect(res.headers.get('x-track-id')).toBe(res.body.trackId);
     const upstream = upstreamRequestFor(res.body.trackId as string);
     expect(upstream.path).toBe(CHECK_SHAHKAR_PATH);
-    expect(upstream.body).toEqual({ nationalCode: NATIONAL_CODE, mobileNumber: MOBILE, requestHandlingType: 'standard', trackId: res.body.trackId });
+    expect(upstream.body).toEqual({
+      nationalCode: NATIONAL_CODE,
+      mobileNumber: MOBILE,
+      requestHandlingType: 'standard',
+      trackId: res.body.trackId,
+    });
     expect(sim.inquiryCalls).toBe(callsBefore + 1);
     expect(sim.chargeCount(res.body.trackId as string)).toBe(1);
   });
@@ -332,7 +405,12 @@ describe('accepted spellings, normalised before they go upstream', () => {
     ['upper case', IBAN, IBAN, 'Parsian Bank'],
     ['lower case, spaced in fours', 'ir82 0540 1026 8002 0817 9090 02', IBAN, 'Parsian Bank'],
     ['mixed case with Persian digits', 'iR۸۲۰۵۴۰۱۰۲۶۸۰۰۲۰۸۱۷۹۰۹۰۰۲', IBAN, 'Parsian Bank'],
-    ['another bank, Arabic-Indic digits', 'IR٠٥٠١٧٠٠٠٠٠٠٠١٢٣٤٥٦٧٨٩٠١٢', 'IR050170000000123456789012', 'Bank Melli Iran'],
+    [
+      'another bank, Arabic-Indic digits',
+      'IR٠٥٠١٧٠٠٠٠٠٠٠١٢٣٤٥٦٧٨٩٠١٢',
+      'IR050170000000123456789012',
+      'Bank Melli Iran',
+    ],
   ])('IBAN in %s', async (_name, value, normalised, bankName) => {
     const res = await iban({ iban: value });
     expect(res.status).toBe(200);
@@ -340,7 +418,12 @@ describe('accepted spellings, normalised before they go upstream', () => {
     expect(res.body).toEqual({
       trackId: expect.stringMatching(UUID_V4),
       status: 'succeeded',
-      data: { iban: normalised, bankName, accountStatus: 'ACTIVE', owners: [{ firstName: expect.any(String), lastName: expect.any(String) }] },
+      data: {
+        iban: normalised,
+        bankName,
+        accountStatus: 'ACTIVE',
+        owners: [{ firstName: expect.any(String), lastName: expect.any(String) }],
+      },
     });
     const upstream = upstreamRequestFor(res.body.trackId as string);
     expect(upstream.path).toBe(IBAN_INQUIRY_PATH);
@@ -352,7 +435,11 @@ describe('accepted spellings, normalised before they go upstream', () => {
     try {
       const res = await shahkar({ nationalCode: '0013542419', mobileNumber: '+989351234567' });
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ trackId: res.headers.get('x-track-id'), status: 'succeeded', data: { isMatch: false } });
+      expect(res.body).toEqual({
+        trackId: res.headers.get('x-track-id'),
+        status: 'succeeded',
+        data: { isMatch: false },
+      });
     } finally {
       sim.setShahkarMatcher(() => true);
     }
@@ -415,12 +502,21 @@ describe('GET /v1/inquiries/{trackId}', () => {
     const res = await iban({ iban: IBAN, requestHandlingType: 'advanced' });
     expect(res.status).toBe(200);
     const seen = await record(res.body.trackId as string);
-    expect(seen.body).toMatchObject({ trackId: res.body.trackId, operation: 'iban', status: 'succeeded', requestHandlingType: 'advanced', data: res.body.data });
+    expect(seen.body).toMatchObject({
+      trackId: res.body.trackId,
+      operation: 'iban',
+      status: 'succeeded',
+      requestHandlingType: 'advanced',
+      data: res.body.data,
+    });
   });
 
-  it.each([['not-a-uuid'], ['6f1c1d4e3a2b4c5d8e9f0a1b2c3d4e5f'], ['00000000-0000-0000-0000-000000000000']])('answers 404 to trackId %s', async (trackId) => {
-    expectProblem(await record(trackId), 404, 'not_found', false);
-  });
+  it.each([['not-a-uuid'], ['6f1c1d4e3a2b4c5d8e9f0a1b2c3d4e5f'], ['00000000-0000-0000-0000-000000000000']])(
+    'answers 404 to trackId %s',
+    async (trackId) => {
+      expectProblem(await record(trackId), 404, 'not_found', false);
+    },
+  );
 });
 
 describe('what the responses of this file never carry', () => {

@@ -21,7 +21,10 @@ describe('JWT callers', () => {
   let byJwks: RunningGateway;
   let jwks: Server;
 
-  function sign(payload: JWTPayload, options: { key?: CryptoKey; exp?: string | number; nbf?: string | number; iss?: string; aud?: string } = {}) {
+  function sign(
+    payload: JWTPayload,
+    options: { key?: CryptoKey; exp?: string | number; nbf?: string | number; iss?: string; aud?: string } = {},
+  ) {
     const jwt = new SignJWT(payload)
       .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
       .setIssuedAt()
@@ -33,7 +36,11 @@ describe('JWT callers', () => {
   }
 
   const call = (gateway: RunningGateway, token: string, path = '/v1/kyc/shahkar', body = BODY) =>
-    fetch(`${gateway.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body });
+    fetch(`${gateway.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body,
+    });
 
   beforeAll(async () => {
     keys = await generateKeyPair('RS256', { extractable: true });
@@ -63,11 +70,18 @@ describe('JWT callers', () => {
     ['public key', () => byPublicKey],
     ['JWKS URL', () => byJwks],
   ])('accepts a valid token verified by %s, with scopes from `scope`', async (_name, gateway) => {
-    const response = await call(gateway(), await sign({ azp: 'mobile-app', sub: 'user-1', scope: 'kyc:shahkar inquiries:read' }));
+    const response = await call(
+      gateway(),
+      await sign({ azp: 'mobile-app', sub: 'user-1', scope: 'kyc:shahkar inquiries:read' }),
+    );
     expect(response.status).toBe(200);
     const { trackId } = (await response.json()) as { trackId: string };
     const read = async (claims: JWTPayload) =>
-      (await fetch(`${gateway().url}/v1/inquiries/${trackId}`, { headers: { authorization: `Bearer ${await sign(claims)}` } })).status;
+      (
+        await fetch(`${gateway().url}/v1/inquiries/${trackId}`, {
+          headers: { authorization: `Bearer ${await sign(claims)}` },
+        })
+      ).status;
     // The record belongs to the end user of the JWT's client: readable with a new token of the same user…
     expect(await read({ azp: 'mobile-app', sub: 'user-1', scope: 'inquiries:read' })).toBe(200);
     // …not by another user of the same app, nor by another client.
@@ -83,7 +97,9 @@ describe('JWT callers', () => {
     });
     const { trackId } = (await byService.json()) as { trackId: string };
     const impostor = await sign({ azp: TEST_CLIENTS.full.clientId, scope: 'inquiries:read' });
-    const response = await fetch(`${byPublicKey.url}/v1/inquiries/${trackId}`, { headers: { authorization: `Bearer ${impostor}` } });
+    const response = await fetch(`${byPublicKey.url}/v1/inquiries/${trackId}`, {
+      headers: { authorization: `Bearer ${impostor}` },
+    });
     expect(response.status).toBe(404);
   });
 
@@ -92,7 +108,11 @@ describe('JWT callers', () => {
     const withKey = async (sub: string) =>
       fetch(`${byPublicKey.url}/v1/kyc/shahkar`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${await sign({ azp: 'mobile-app', sub, scope: 'kyc:shahkar' })}`, 'content-type': 'application/json', 'idempotency-key': 'same-key' },
+        headers: {
+          authorization: `Bearer ${await sign({ azp: 'mobile-app', sub, scope: 'kyc:shahkar' })}`,
+          'content-type': 'application/json',
+          'idempotency-key': 'same-key',
+        },
         body: BODY,
       });
     const [a, b] = [await withKey('user-a'), await withKey('user-b')];
@@ -103,18 +123,30 @@ describe('JWT callers', () => {
   });
 
   it('takes scopes from `scp` and the client from `client_id`', async () => {
-    const response = await call(byPublicKey, await sign({ client_id: 'svc', scp: ['kyc:iban'] }), '/v1/kyc/iban', JSON.stringify({ iban: 'IR820540102680020817909002' }));
+    const response = await call(
+      byPublicKey,
+      await sign({ client_id: 'svc', scp: ['kyc:iban'] }),
+      '/v1/kyc/iban',
+      JSON.stringify({ iban: 'IR820540102680020817909002' }),
+    );
     expect(response.status).toBe(200);
   });
 
   it.each([
     ['a foreign signature', () => sign({ azp: 'a', scope: 'kyc:shahkar' }, { key: otherKeys.privateKey })],
     ['an expired token', () => sign({ azp: 'a', scope: 'kyc:shahkar' }, { exp: Math.floor(Date.now() / 1000) - 120 })],
-    ['a token not valid before later', () => sign({ azp: 'a', scope: 'kyc:shahkar' }, { nbf: Math.floor(Date.now() / 1000) + 600 })],
+    [
+      'a token not valid before later',
+      () => sign({ azp: 'a', scope: 'kyc:shahkar' }, { nbf: Math.floor(Date.now() / 1000) + 600 }),
+    ],
     ['a wrong issuer', () => sign({ azp: 'a', scope: 'kyc:shahkar' }, { iss: 'https://evil.test' })],
     ['a wrong audience', () => sign({ azp: 'a', scope: 'kyc:shahkar' }, { aud: 'someone-else' })],
     ['no client id', () => sign({ sub: 'u', scope: 'kyc:shahkar' })],
-    ['an unsigned token', async () => `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(JSON.stringify({ azp: 'a', scope: 'kyc:shahkar', iss: ISSUER, aud: AUDIENCE, exp: 9999999999 })).toString('base64url')}.`],
+    [
+      'an unsigned token',
+      async () =>
+        `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(JSON.stringify({ azp: 'a', scope: 'kyc:shahkar', iss: ISSUER, aud: AUDIENCE, exp: 9999999999 })).toString('base64url')}.`,
+    ],
     ['garbage', async () => 'not-a-jwt'],
   ])('rejects %s with 401 unauthenticated', async (_name, token) => {
     const before = sim.inquiryCalls;
@@ -126,9 +158,24 @@ describe('JWT callers', () => {
 
   it('a valid token without the scope gets 403 forbidden; advanced needs kyc:advanced', async () => {
     expect((await call(byPublicKey, await sign({ azp: 'a', scope: 'kyc:iban' }))).status).toBe(403);
-    const advanced = JSON.stringify({ nationalCode: '0499370899', mobileNumber: '09121234567', requestHandlingType: 'advanced' });
-    expect((await call(byPublicKey, await sign({ azp: 'a', scope: 'kyc:shahkar' }), '/v1/kyc/shahkar', advanced)).status).toBe(403);
-    expect((await call(byPublicKey, await sign({ azp: 'a', scope: 'kyc:shahkar kyc:advanced' }), '/v1/kyc/shahkar', advanced)).status).toBe(200);
+    const advanced = JSON.stringify({
+      nationalCode: '0499370899',
+      mobileNumber: '09121234567',
+      requestHandlingType: 'advanced',
+    });
+    expect(
+      (await call(byPublicKey, await sign({ azp: 'a', scope: 'kyc:shahkar' }), '/v1/kyc/shahkar', advanced)).status,
+    ).toBe(403);
+    expect(
+      (
+        await call(
+          byPublicKey,
+          await sign({ azp: 'a', scope: 'kyc:shahkar kyc:advanced' }),
+          '/v1/kyc/shahkar',
+          advanced,
+        )
+      ).status,
+    ).toBe(200);
   });
 
   it('API keys keep working beside JWT', async () => {

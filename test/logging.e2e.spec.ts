@@ -91,7 +91,8 @@ describe('logs and metrics never carry secrets or personal data', () => {
   const exchanges: Record<string, Exchange> = {};
   let metricsText = '';
 
-  const post = (path: string, json: unknown, apiKey: string = API_KEY) => callGateway(gateway.url, 'POST', path, { apiKey, json });
+  const post = (path: string, json: unknown, apiKey: string = API_KEY) =>
+    callGateway(gateway.url, 'POST', path, { apiKey, json });
 
   beforeAll(async () => {
     sim = new UpstreamSimulator({ username: USERNAME, password: PASSWORD });
@@ -99,7 +100,12 @@ describe('logs and metrics never carry secrets or personal data', () => {
     issued = sim.issuedTokenValues;
     await sim.start();
     gateway = await startLoggedGateway(
-      { UPSTREAM_BASE_URL: sim.baseUrl, UPSTREAM_USERNAME: USERNAME, UPSTREAM_PASSWORD: PASSWORD, UPSTREAM_TIMEOUT_MS: '2000' },
+      {
+        UPSTREAM_BASE_URL: sim.baseUrl,
+        UPSTREAM_USERNAME: USERNAME,
+        UPSTREAM_PASSWORD: PASSWORD,
+        UPSTREAM_TIMEOUT_MS: '2000',
+      },
       new JsonLogger('trace', collector),
     );
 
@@ -108,19 +114,38 @@ describe('logs and metrics never carry secrets or personal data', () => {
 
     // 2. Successful inquiries, ASCII and Persian/Arabic digits, every mobile form, spaced IBANs.
     exchanges.shahkar = await post('/v1/kyc/shahkar', { nationalCode: NATIONAL_CODE, mobileNumber: MOBILE });
-    exchanges.shahkarPersian = await post('/v1/kyc/shahkar', { nationalCode: persian(NATIONAL_CODE), mobileNumber: `+${persian('989121234567')}` });
-    exchanges.shahkarArabic = await post('/v1/kyc/shahkar', { nationalCode: arabic(NATIONAL_CODE), mobileNumber: '9121234567' });
+    exchanges.shahkarPersian = await post('/v1/kyc/shahkar', {
+      nationalCode: persian(NATIONAL_CODE),
+      mobileNumber: `+${persian('989121234567')}`,
+    });
+    exchanges.shahkarArabic = await post('/v1/kyc/shahkar', {
+      nationalCode: arabic(NATIONAL_CODE),
+      mobileNumber: '9121234567',
+    });
     exchanges.iban = await post('/v1/kyc/iban', { iban: IBAN });
     exchanges.ibanPersian = await post('/v1/kyc/iban', { iban: `IR${persian(IBAN.slice(2))}` });
     exchanges.ibanSpaced = await post('/v1/kyc/iban', { iban: spaced(IBAN_2).toLowerCase() });
-    exchanges.read = await callGateway(gateway.url, 'GET', `/v1/inquiries/${String(exchanges.iban.body.trackId)}`, { apiKey: API_KEY });
+    exchanges.read = await callGateway(gateway.url, 'GET', `/v1/inquiries/${String(exchanges.iban.body.trackId)}`, {
+      apiKey: API_KEY,
+    });
 
     // 3. Validation errors (bad check digit, bad mobile, bad IBAN, unknown field, not JSON).
-    exchanges.invalidShahkar = await post('/v1/kyc/shahkar', { nationalCode: '0499370898', mobileNumber: '0812123456', extra: NATIONAL_CODE });
+    exchanges.invalidShahkar = await post('/v1/kyc/shahkar', {
+      nationalCode: '0499370898',
+      mobileNumber: '0812123456',
+      extra: NATIONAL_CODE,
+    });
     exchanges.invalidIban = await post('/v1/kyc/iban', { iban: `${IBAN.slice(0, -1)}3` });
-    exchanges.notJson = await callGateway(gateway.url, 'POST', '/v1/kyc/shahkar', { apiKey: API_KEY, raw: `{"nationalCode":"${NATIONAL_CODE}",` });
+    exchanges.notJson = await callGateway(gateway.url, 'POST', '/v1/kyc/shahkar', {
+      apiKey: API_KEY,
+      raw: `{"nationalCode":"${NATIONAL_CODE}",`,
+    });
     // Callers without a valid key, and an unknown route carrying an identifier.
-    exchanges.badKey = await post('/v1/kyc/shahkar', { nationalCode: NATIONAL_CODE, mobileNumber: MOBILE }, `${API_KEY}-wrong`);
+    exchanges.badKey = await post(
+      '/v1/kyc/shahkar',
+      { nationalCode: NATIONAL_CODE, mobileNumber: MOBILE },
+      `${API_KEY}-wrong`,
+    );
     exchanges.noKey = await callGateway(gateway.url, 'POST', '/v1/kyc/iban', { json: { iban: IBAN } });
     exchanges.notFound = await callGateway(gateway.url, 'GET', `/v1/kyc/${NATIONAL_CODE}`, { apiKey: API_KEY });
 
@@ -135,7 +160,10 @@ describe('logs and metrics never carry secrets or personal data', () => {
     //    and the access token expires, so the next inquiry forces a renewal that is refused.
     sim.setPassword('x');
     sim.expireAllAccessTokens();
-    exchanges.credentialsRejected = await post('/v1/kyc/shahkar', { nationalCode: NATIONAL_CODE, mobileNumber: MOBILE });
+    exchanges.credentialsRejected = await post('/v1/kyc/shahkar', {
+      nationalCode: NATIONAL_CODE,
+      mobileNumber: MOBILE,
+    });
 
     for (const request of sim.requests) {
       const match = /^Bearer\s+(\S+)$/i.exec(request.authorization ?? '');
@@ -208,7 +236,12 @@ describe('logs and metrics never carry secrets or personal data', () => {
     for (const line of collector.all()) {
       let parsed: unknown;
       expect(() => (parsed = JSON.parse(line))).not.toThrow();
-      expect(parsed).toMatchObject({ level: expect.any(Number), time: expect.any(String), msg: expect.any(String), service: 'verification-gateway' });
+      expect(parsed).toMatchObject({
+        level: expect.any(Number),
+        time: expect.any(String),
+        msg: expect.any(String),
+        service: 'verification-gateway',
+      });
     }
   });
 

@@ -75,10 +75,21 @@ describe('operations endpoints', () => {
   });
 
   it('OpenAPI 3 describes every endpoint of the contract', async () => {
-    const document = (await (await fetch(`${gateway.url}/docs-json`)).json()) as { openapi: string; paths: Record<string, object> };
+    const document = (await (await fetch(`${gateway.url}/docs-json`)).json()) as {
+      openapi: string;
+      paths: Record<string, object>;
+    };
     expect(document.openapi).toMatch(/^3\./);
     expect(Object.keys(document.paths).sort()).toEqual(
-      ['/health/live', '/health/ready', '/health/startup', '/metrics', '/v1/inquiries/{trackId}', '/v1/kyc/iban', '/v1/kyc/shahkar'].sort(),
+      [
+        '/health/live',
+        '/health/ready',
+        '/health/startup',
+        '/metrics',
+        '/v1/inquiries/{trackId}',
+        '/v1/kyc/iban',
+        '/v1/kyc/shahkar',
+      ].sort(),
     );
     expect((await fetch(`${gateway.url}/docs`)).status).toBe(200);
   });

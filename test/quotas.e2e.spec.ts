@@ -5,7 +5,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SignJWT, exportSPKI, generateKeyPair, type CryptoKey } from 'jose';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
-import { TEST_CLIENTS, callGateway, sha256, startGateway, startGateways, type RunningGateway } from './support/gateway.js';
+import {
+  TEST_CLIENTS,
+  callGateway,
+  sha256,
+  startGateway,
+  startGateways,
+  type RunningGateway,
+} from './support/gateway.js';
 import { RedisServer } from './support/redis-server.js';
 import { SHAHKAR } from './support/fixtures.js';
 
@@ -81,6 +88,7 @@ describe('quotas', () => {
     expect(refused.body.code).toBe('rate_limited');
     expect((await inquiry(jwtGateway, bob)).status).toBe(200);
     // API-key callers have no end user: the user quota does not apply to them.
-    for (let i = 0; i < 4; i++) expect((await inquiry(jwtGateway, { 'x-api-key': TEST_CLIENTS.full.key })).status).toBe(200);
+    for (let i = 0; i < 4; i++)
+      expect((await inquiry(jwtGateway, { 'x-api-key': TEST_CLIENTS.full.key })).status).toBe(200);
   });
 });

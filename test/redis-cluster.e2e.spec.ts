@@ -9,7 +9,6 @@ import { TEST_CLIENTS, callGateway, startGateways, type RunningGateway } from '.
 import { RedisCluster } from './support/redis-cluster.js';
 import { SHAHKAR } from './support/fixtures.js';
 
-
 describe('gateway on a Redis Cluster', () => {
   let cluster: RedisCluster;
   let sim: UpstreamSimulator;
@@ -28,12 +27,16 @@ describe('gateway on a Redis Cluster', () => {
   });
 
   it('one GetToken for 150 concurrent token requests over 3 replicas, then one renewal after a 401', async () => {
-    const tokens = await Promise.all(replicas.flatMap((g) => Array.from({ length: 50 }, () => g.tokens.getAccessToken())));
+    const tokens = await Promise.all(
+      replicas.flatMap((g) => Array.from({ length: 50 }, () => g.tokens.getAccessToken())),
+    );
     expect(new Set(tokens).size).toBe(1);
     expect(sim.tokenCalls).toEqual({ credentials: 1, refresh: 0, failed: 0 });
 
     sim.expireAllAccessTokens();
-    const renewed = await Promise.all(replicas.flatMap((g) => Array.from({ length: 20 }, () => g.tokens.renewAfterRejection(tokens[0]))));
+    const renewed = await Promise.all(
+      replicas.flatMap((g) => Array.from({ length: 20 }, () => g.tokens.renewAfterRejection(tokens[0]))),
+    );
     expect(new Set(renewed).size).toBe(1);
     expect(sim.tokenCalls).toEqual({ credentials: 1, refresh: 1, failed: 0 });
   });
@@ -43,7 +46,11 @@ describe('gateway on a Redis Cluster', () => {
     const responses = await Promise.all(
       replicas.flatMap((g) =>
         Array.from({ length: 10 }, () =>
-          callGateway(g.url, 'POST', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key, json: SHAHKAR, headers: { 'idempotency-key': 'cluster-key' } }),
+          callGateway(g.url, 'POST', '/v1/kyc/shahkar', {
+            apiKey: TEST_CLIENTS.full.key,
+            json: SHAHKAR,
+            headers: { 'idempotency-key': 'cluster-key' },
+          }),
         ),
       ),
     );
@@ -57,7 +64,9 @@ describe('gateway on a Redis Cluster', () => {
     });
     expect(replay.text).toBe(first.text);
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
-    const record = await callGateway(replicas[1].url, 'GET', `/v1/inquiries/${String(first.body.trackId)}`, { apiKey: TEST_CLIENTS.full.key });
+    const record = await callGateway(replicas[1].url, 'GET', `/v1/inquiries/${String(first.body.trackId)}`, {
+      apiKey: TEST_CLIENTS.full.key,
+    });
     expect(record.body).toMatchObject({ status: 'succeeded', trackId: first.body.trackId });
     expect((await callGateway(replicas[0].url, 'GET', '/health/ready')).status).toBe(200);
   });

@@ -32,12 +32,18 @@ describe('gateway behind Redis Sentinel', () => {
   });
 
   it('shares one token and one idempotent answer between replicas, stored on the master', async () => {
-    const tokens = await Promise.all(replicas.flatMap((g) => Array.from({ length: 50 }, () => g.tokens.getAccessToken())));
+    const tokens = await Promise.all(
+      replicas.flatMap((g) => Array.from({ length: 50 }, () => g.tokens.getAccessToken())),
+    );
     expect(new Set(tokens).size).toBe(1);
     expect(sim.tokenCalls.credentials + sim.tokenCalls.refresh).toBe(1);
 
     const post = (g: RunningGateway) =>
-      callGateway(g.url, 'POST', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key, json: SHAHKAR, headers: { 'idempotency-key': 'sentinel-1' } });
+      callGateway(g.url, 'POST', '/v1/kyc/shahkar', {
+        apiKey: TEST_CLIENTS.full.key,
+        json: SHAHKAR,
+        headers: { 'idempotency-key': 'sentinel-1' },
+      });
     const first = await post(replicas[0]);
     const replay = await post(replicas[1]);
     expect(first.status).toBe(200);

@@ -18,7 +18,11 @@ import { TEST_API_KEYS, TEST_CLIENTS, callGateway, startGateway } from './suppor
 /** Reads work; every write of a renewed record fails as if Redis had just gone away. */
 class WriteFailingTokenStore extends MemoryTokenStore {
   writes = 0;
-  override async writeIfOwner(_owner: string, _generation: number, _record: Omit<TokenRecord, 'generation'>): Promise<number | null> {
+  override async writeIfOwner(
+    _owner: string,
+    _generation: number,
+    _record: Omit<TokenRecord, 'generation'>,
+  ): Promise<number | null> {
     this.writes += 1;
     throw new StoreUnavailableError('token write');
   }
@@ -32,7 +36,12 @@ describe('resilience', () => {
     sim = new UpstreamSimulator();
     await sim.start();
     const store = new WriteFailingTokenStore();
-    const config = loadConfig({ UPSTREAM_BASE_URL: sim.baseUrl, UPSTREAM_USERNAME: 'sandbox-user', UPSTREAM_PASSWORD: 'sandbox-password', API_KEYS: TEST_API_KEYS });
+    const config = loadConfig({
+      UPSTREAM_BASE_URL: sim.baseUrl,
+      UPSTREAM_USERNAME: 'sandbox-user',
+      UPSTREAM_PASSWORD: 'sandbox-password',
+      API_KEYS: TEST_API_KEYS,
+    });
     const moduleRef = await Test.createTestingModule({ imports: [AppModule.register(config)] })
       .overrideProvider(TokenStore)
       .useValue(store)

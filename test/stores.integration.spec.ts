@@ -16,7 +16,13 @@ import { RedisTokenStore } from '../src/token/redis-token.store.js';
 import type { TokenStore } from '../src/token/token.store.js';
 import { RedisServer } from './support/redis-server.js';
 
-const RECORD = { accessToken: 'a1', refreshToken: 'r1', accessExpiresAt: 2_000, renewAt: 1_000, refreshExpiresAt: 9_000 };
+const RECORD = {
+  accessToken: 'a1',
+  refreshToken: 'r1',
+  accessExpiresAt: 2_000,
+  renewAt: 1_000,
+  refreshExpiresAt: 9_000,
+};
 
 let redis: RedisServer;
 const clients: Redis[] = [];
@@ -41,7 +47,9 @@ async function ready(client: Redis): Promise<Redis> {
   return client;
 }
 
-const implementations: Array<[string, () => Promise<{ tokens: TokenStore; inquiries: InquiryStore; idempotency: IdempotencyStore }>]> = [
+const implementations: Array<
+  [string, () => Promise<{ tokens: TokenStore; inquiries: InquiryStore; idempotency: IdempotencyStore }>]
+> = [
   [
     'redis',
     async () => {
@@ -55,7 +63,14 @@ const implementations: Array<[string, () => Promise<{ tokens: TokenStore; inquir
       };
     },
   ],
-  ['memory', async () => ({ tokens: new MemoryTokenStore(), inquiries: new MemoryInquiryStore(), idempotency: new MemoryIdempotencyStore() })],
+  [
+    'memory',
+    async () => ({
+      tokens: new MemoryTokenStore(),
+      inquiries: new MemoryInquiryStore(),
+      idempotency: new MemoryIdempotencyStore(),
+    }),
+  ],
 ];
 
 describe.each(implementations)('%s stores', (_name, make) => {
@@ -93,7 +108,12 @@ describe.each(implementations)('%s stores', (_name, make) => {
       expect(await tokens.invalidateIfCurrent('not-current')).toBe(false);
       expect((await tokens.read())?.accessExpiresAt).toBe(RECORD.accessExpiresAt);
       expect(await tokens.invalidateIfCurrent('a1')).toBe(true);
-      expect(await tokens.read()).toMatchObject({ accessToken: 'a1', refreshToken: 'r1', accessExpiresAt: 0, renewAt: 0 });
+      expect(await tokens.read()).toMatchObject({
+        accessToken: 'a1',
+        refreshToken: 'r1',
+        accessExpiresAt: 0,
+        renewAt: 0,
+      });
     });
 
     it('announces renewals to subscribers', async () => {
@@ -139,7 +159,9 @@ describe.each(implementations)('%s stores', (_name, make) => {
 
     it('of 50 concurrent claims on one key exactly one wins; the others see it', async () => {
       const { idempotency } = await make();
-      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => idempotency.claim('c1', 'k', claim(`t${i}`), 60)));
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => idempotency.claim('c1', 'k', claim(`t${i}`), 60)),
+      );
       const winners = results.filter((r) => r === null);
       expect(winners).toHaveLength(1);
       const winner = results.findIndex((r) => r === null);
@@ -158,7 +180,11 @@ describe.each(implementations)('%s stores', (_name, make) => {
       await idempotency.release('c1', 'k', 'other');
       expect(await idempotency.claim('c1', 'k', claim('t2'), 60)).toMatchObject({ trackId: 't1' });
       const response = { status: 200, contentType: 'application/json', body: { ok: true }, trackId: 't1' };
-      await idempotency.complete('c1', 'k', { ...claim('other'), state: 'done', response: { ...response, trackId: 'other' } });
+      await idempotency.complete('c1', 'k', {
+        ...claim('other'),
+        state: 'done',
+        response: { ...response, trackId: 'other' },
+      });
       expect(await idempotency.claim('c1', 'k', claim('t3'), 60)).toEqual(claim('t1')); // not its claim: unchanged
       await idempotency.complete('c1', 'k', { ...claim('t1'), state: 'done', response });
       expect(await idempotency.claim('c1', 'k', claim('t3'), 60)).toEqual({ ...claim('t1'), state: 'done', response });
@@ -184,7 +210,11 @@ describe('Redis key layout', () => {
 describe('Redis outage', () => {
   it('store calls fail fast with StoreUnavailableError while Redis is down', async () => {
     const server = await RedisServer.start();
-    const client = new Redis(server.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+    const client = new Redis(server.url, {
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+    });
     await ready(client);
     const store = new RedisInquiryStore(client, new RedisKeys('o'));
     const closed = new Promise((resolve) => client.once('close', resolve));

@@ -13,7 +13,6 @@ import { TEST_CLIENTS, startGateway, startGateways, untilStoreReady, type Runnin
 import { RedisServer } from './support/redis-server.js';
 import { SHAHKAR } from './support/fixtures.js';
 
-
 function shahkar(gateway: RunningGateway): Promise<Response> {
   return fetch(`${gateway.url}/v1/kyc/shahkar`, {
     method: 'POST',
@@ -38,7 +37,11 @@ describe('token lifecycle with three replicas sharing one Redis', () => {
   afterAll(() => redis.stop());
 
   /** A fresh simulator and fresh replicas; a new key prefix keeps tests apart in one Redis. */
-  async function startReplicas(count: number, simOptions: ConstructorParameters<typeof UpstreamSimulator>[0] = {}, env: Record<string, string> = {}) {
+  async function startReplicas(
+    count: number,
+    simOptions: ConstructorParameters<typeof UpstreamSimulator>[0] = {},
+    env: Record<string, string> = {},
+  ) {
     sim = new UpstreamSimulator(simOptions);
     await sim.start();
     gateways = await startGateways(count, {
@@ -62,7 +65,9 @@ describe('token lifecycle with three replicas sharing one Redis', () => {
   it('300 concurrent token requests on 3 cold replicas make exactly one GetToken call', async () => {
     // Slow GetToken, so every request arrives while the first acquisition is in flight.
     await startReplicas(3, { latencyMs: 150 });
-    const tokens = await Promise.all(gateways.flatMap((g) => Array.from({ length: 100 }, () => g.tokens.getAccessToken())));
+    const tokens = await Promise.all(
+      gateways.flatMap((g) => Array.from({ length: 100 }, () => g.tokens.getAccessToken())),
+    );
     expect(new Set(tokens).size).toBe(1);
     expect(sim.tokenCalls).toEqual({ credentials: 1, refresh: 0, failed: 0 });
   });
@@ -130,7 +135,9 @@ describe('token lifecycle with three replicas sharing one Redis', () => {
     expect(new Set(before).size).toBe(1);
     sim.expireAllAccessTokens();
     upstreamRevokedTokens = true;
-    const renewed = await Promise.all(gateways.flatMap((g) => Array.from({ length: 20 }, () => g.tokens.renewAfterRejection(before[0]))));
+    const renewed = await Promise.all(
+      gateways.flatMap((g) => Array.from({ length: 20 }, () => g.tokens.renewAfterRejection(before[0]))),
+    );
     expect(new Set(renewed).size).toBe(1);
     expect(renewed[0]).not.toBe(before[0]);
     expect(sim.tokenCalls).toEqual({ credentials: 1, refresh: 1, failed: 0 });
@@ -172,7 +179,10 @@ describe('token failures are typed and not retried in a loop', () => {
   let sim: UpstreamSimulator;
   let gateway: RunningGateway;
 
-  async function start(options: ConstructorParameters<typeof UpstreamSimulator>[0], prepare: (sim: UpstreamSimulator) => void = () => {}) {
+  async function start(
+    options: ConstructorParameters<typeof UpstreamSimulator>[0],
+    prepare: (sim: UpstreamSimulator) => void = () => {},
+  ) {
     sim = new UpstreamSimulator(options);
     prepare(sim);
     await sim.start();
@@ -231,7 +241,9 @@ describe('single replica with the in-process store', () => {
       const tokens = await Promise.all(Array.from({ length: 100 }, () => gateway.tokens.getAccessToken()));
       expect(new Set(tokens).size).toBe(1);
       sim.expireAllAccessTokens();
-      const renewed = await Promise.all(Array.from({ length: 50 }, () => gateway.tokens.renewAfterRejection(tokens[0])));
+      const renewed = await Promise.all(
+        Array.from({ length: 50 }, () => gateway.tokens.renewAfterRejection(tokens[0])),
+      );
       expect(new Set(renewed).size).toBe(1);
       expect(sim.tokenCalls).toEqual({ credentials: 1, refresh: 1, failed: 0 });
       expect(sim.rejectedExpiredTokens).toBe(0);

@@ -5,7 +5,10 @@ export function table(headers: string[], rows: (string | number)[][], leftColumn
   const cells = [headers, ...rows.map((row) => row.map(String))];
   const widths = headers.map((_, i) => Math.max(...cells.map((row) => (row[i] ?? '').length)));
   const line = (row: string[]) =>
-    row.map((cell, i) => (leftColumns.includes(i) ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ').trimEnd();
+    row
+      .map((cell, i) => (leftColumns.includes(i) ? cell.padEnd(widths[i]) : cell.padStart(widths[i])))
+      .join('  ')
+      .trimEnd();
   const rule = widths.map((w) => '-'.repeat(w)).join('  ');
   return [line(cells[0]), rule, ...cells.slice(1).map(line)].join('\n');
 }

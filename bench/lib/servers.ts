@@ -44,7 +44,10 @@ export class ServerProcess {
       serialization: 'json',
     });
     const report = await new Promise<Report>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${name}: not ready within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`${name}: not ready within ${READY_TIMEOUT_MS} ms`)),
+        READY_TIMEOUT_MS,
+      );
       child.on('message', (message) => {
         const r = message as Report;
         if (r.type === 'ready' || r.type === 'failed') {
@@ -100,7 +103,10 @@ export class ServerProcess {
     const timer = setTimeout(() => this.child.kill('SIGKILL'), STOP_TIMEOUT_MS);
     const code = await this.exited;
     clearTimeout(timer);
-    if (code !== 0) throw new Error(`${this.name} (pid ${this.pid}) did not stop cleanly (exit ${code}, signal ${this.child.signalCode})`);
+    if (code !== 0)
+      throw new Error(
+        `${this.name} (pid ${this.pid}) did not stop cleanly (exit ${code}, signal ${this.child.signalCode})`,
+      );
   }
 
   kill(): void {

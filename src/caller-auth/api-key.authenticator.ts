@@ -16,7 +16,9 @@ export class ApiKeyAuthenticator implements CallerAuthenticator {
   private readonly entries: Array<ApiKeyEntry & { hash: Buffer }>;
 
   constructor(config: ConfigService<AppConfig, true>) {
-    this.entries = config.get('callers', { infer: true }).apiKeys.map((entry) => ({ ...entry, hash: Buffer.from(entry.keySha256, 'hex') }));
+    this.entries = config
+      .get('callers', { infer: true })
+      .apiKeys.map((entry) => ({ ...entry, hash: Buffer.from(entry.keySha256, 'hex') }));
   }
 
   appliesTo(headers: Record<string, string | string[] | undefined>): boolean {
@@ -33,6 +35,11 @@ export class ApiKeyAuthenticator implements CallerAuthenticator {
       if (timingSafeEqual(presented, entry.hash) && match === null) match = entry;
     }
     if (!match) return null;
-    return { clientId: match.clientId, scopes: new Set(match.scopes), credential: 'api_key', quotaPerMinute: match.quotaPerMinute };
+    return {
+      clientId: match.clientId,
+      scopes: new Set(match.scopes),
+      credential: 'api_key',
+      quotaPerMinute: match.quotaPerMinute,
+    };
   }
 }

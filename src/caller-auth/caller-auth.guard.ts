@@ -1,4 +1,11 @@
-import { Inject, Injectable, SetMetadata, createParamDecorator, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  SetMetadata,
+  createParamDecorator,
+  type CanActivate,
+  type ExecutionContext,
+} from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import type { Scope } from '../config/app-config.js';
@@ -34,14 +41,20 @@ export class CallerAuthGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
     const authenticator = this.authenticators.find((a) => a.appliesTo(request.headers));
-    if (!authenticator) throw new ProblemException('unauthenticated', 'A credential is required: X-Api-Key or Authorization: Bearer.');
+    if (!authenticator)
+      throw new ProblemException('unauthenticated', 'A credential is required: X-Api-Key or Authorization: Bearer.');
     const caller = await authenticator.authenticate(request.headers);
     if (!caller) throw new ProblemException('unauthenticated', 'The credential is not valid.');
     request.caller = caller;
 
-    const required = this.reflector.getAllAndOverride<Scope[] | undefined>(REQUIRED_SCOPES, [context.getHandler(), context.getClass()]) ?? [];
+    const required =
+      this.reflector.getAllAndOverride<Scope[] | undefined>(REQUIRED_SCOPES, [
+        context.getHandler(),
+        context.getClass(),
+      ]) ?? [];
     const missing = required.filter((scope) => !caller.scopes.has(scope));
-    if (missing.length > 0) throw new ProblemException('forbidden', `The credential lacks the scope ${missing.join(', ')}.`);
+    if (missing.length > 0)
+      throw new ProblemException('forbidden', `The credential lacks the scope ${missing.join(', ')}.`);
     return true;
   }
 }

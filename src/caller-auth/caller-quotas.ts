@@ -34,7 +34,11 @@ export class CallerQuotas {
     if (caller.quotaPerMinute) checks.push(['client', caller.clientId, caller.quotaPerMinute]);
     if (caller.subject && this.userQuotaPerMinute > 0) {
       // Hashed: a `sub` may be personal data (a phone number), and it ends up in a key name.
-      checks.push(['user', createHash('sha256').update(`${caller.clientId}\u0000${caller.subject}`).digest('hex').slice(0, 32), this.userQuotaPerMinute]);
+      checks.push([
+        'user',
+        createHash('sha256').update(`${caller.clientId}\u0000${caller.subject}`).digest('hex').slice(0, 32),
+        this.userQuotaPerMinute,
+      ]);
     }
     for (const [scope, key, perMinute] of checks) {
       try {
@@ -42,13 +46,19 @@ export class CallerQuotas {
       } catch (rejection) {
         if (!(rejection instanceof RateLimiterRes)) {
           // Neither Redis nor the in-process fallback answered: let the inquiry through.
-          this.logger.warn(`quota check failed (${rejection instanceof Error ? rejection.message : 'unknown'}); not enforced for this request`);
+          this.logger.warn(
+            `quota check failed (${rejection instanceof Error ? rejection.message : 'unknown'}); not enforced for this request`,
+          );
           continue;
         }
         const retryAfter = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-        throw new ProblemException('rate_limited', `The ${scope === 'client' ? 'client' : 'user'} quota of ${perMinute} inquiries per minute is used up.`, {
-          headers: { 'Retry-After': String(retryAfter) },
-        });
+        throw new ProblemException(
+          'rate_limited',
+          `The ${scope === 'client' ? 'client' : 'user'} quota of ${perMinute} inquiries per minute is used up.`,
+          {
+            headers: { 'Retry-After': String(retryAfter) },
+          },
+        );
       }
     }
   }
@@ -58,9 +68,18 @@ export class CallerQuotas {
     const id = `${scope}:${perMinute}`;
     let limiter = this.limiters.get(id);
     if (!limiter) {
-      const options = { points: perMinute, duration: WINDOW_SECONDS, keyPrefix: `${this.redis.keys.quotaPrefix()}:${perMinute}` };
+      const options = {
+        points: perMinute,
+        duration: WINDOW_SECONDS,
+        keyPrefix: `${this.redis.keys.quotaPrefix()}:${perMinute}`,
+      };
       limiter = this.redis.client
-        ? new RateLimiterRedis({ ...options, storeClient: this.redis.client, rejectIfRedisNotReady: true, insuranceLimiter: new RateLimiterMemory(options) })
+        ? new RateLimiterRedis({
+            ...options,
+            storeClient: this.redis.client,
+            rejectIfRedisNotReady: true,
+            insuranceLimiter: new RateLimiterMemory(options),
+          })
         : new RateLimiterMemory(options);
       this.limiters.set(id, limiter);
     }

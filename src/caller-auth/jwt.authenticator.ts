@@ -27,7 +27,11 @@ export class JwtAuthenticator implements CallerAuthenticator {
     if (!jwt) throw new Error('JwtAuthenticator needs JWT configuration');
     this.settings = jwt;
     this.key = jwt.jwksUrl
-      ? createRemoteJWKSet(new URL(jwt.jwksUrl), { timeoutDuration: 2000, cooldownDuration: 30_000, cacheMaxAge: 600_000 })
+      ? createRemoteJWKSet(new URL(jwt.jwksUrl), {
+          timeoutDuration: 2000,
+          cooldownDuration: 30_000,
+          cacheMaxAge: 600_000,
+        })
       : createPublicKey(jwt.publicKey!.replace(/\\n/g, '\n'));
   }
 
@@ -71,6 +75,7 @@ function stringClaim(value: unknown): string | undefined {
 }
 
 function scopesOf(payload: JWTPayload): Set<Scope> {
-  const raw = typeof payload.scope === 'string' ? payload.scope.split(' ') : Array.isArray(payload.scp) ? payload.scp : [];
+  const raw =
+    typeof payload.scope === 'string' ? payload.scope.split(' ') : Array.isArray(payload.scp) ? payload.scp : [];
   return new Set(raw.filter((s): s is Scope => (SCOPES as readonly unknown[]).includes(s)));
 }

@@ -61,7 +61,9 @@ describe('loadConfig: a valid minimal environment', () => {
     expect(config.store).toEqual({ mode: 'memory', keyPrefix: 'vgw' });
     expect(config.idempotency.ttlSeconds).toBe(86_400);
     expect(config.logging.level).toBe('info');
-    expect(config.callers.apiKeys).toEqual([{ clientId: 'app-a', keySha256: HASH_A, scopes: ['kyc:shahkar', 'inquiries:read'] }]);
+    expect(config.callers.apiKeys).toEqual([
+      { clientId: 'app-a', keySha256: HASH_A, scopes: ['kyc:shahkar', 'inquiries:read'] },
+    ]);
     expect(config.callers.jwt).toBeUndefined();
   });
 
@@ -75,7 +77,11 @@ describe('loadConfig: a valid minimal environment', () => {
 
   it('never exposes a credential when the whole configuration is serialised', () => {
     const config = loadConfig(MINIMAL);
-    for (const text of [JSON.stringify(config), inspect(config, { depth: 10 }), `${String(config.upstream.password)}`]) {
+    for (const text of [
+      JSON.stringify(config),
+      inspect(config, { depth: 10 }),
+      `${String(config.upstream.password)}`,
+    ]) {
       expect(text).not.toContain(PASSWORD);
       expect(text).not.toContain(USERNAME);
     }
@@ -114,8 +120,11 @@ describe('loadConfig: every problem named by variable, in one error', () => {
   it('lists every missing required variable at once', () => {
     const error = configError({});
     expect(error.name).toBe('ConfigError');
-    expect(namesIn(error)).toEqual(expect.arrayContaining(['UPSTREAM_BASE_URL', 'UPSTREAM_USERNAME', 'UPSTREAM_PASSWORD', 'API_KEYS']));
-    for (const name of ['UPSTREAM_BASE_URL', 'UPSTREAM_USERNAME', 'UPSTREAM_PASSWORD']) expect(error.message).toContain(name);
+    expect(namesIn(error)).toEqual(
+      expect.arrayContaining(['UPSTREAM_BASE_URL', 'UPSTREAM_USERNAME', 'UPSTREAM_PASSWORD', 'API_KEYS']),
+    );
+    for (const name of ['UPSTREAM_BASE_URL', 'UPSTREAM_USERNAME', 'UPSTREAM_PASSWORD'])
+      expect(error.message).toContain(name);
   });
 
   it('lists several malformed variables in one ConfigError', () => {
@@ -169,7 +178,14 @@ describe('loadConfig: secrets are never echoed in errors', () => {
   const SECRET_PUBLIC_KEY = '-----BEGIN PUBLIC KEY-----\nPK-SENTINEL-5e6f7a\n-----END PUBLIC KEY-----';
 
   const expectNoSecretIn = (error: ConfigError, secrets: string[]) => {
-    const texts = [error.message, String(error), inspect(error), JSON.stringify(error), error.problems.join('\n'), error.stack ?? ''];
+    const texts = [
+      error.message,
+      String(error),
+      inspect(error),
+      JSON.stringify(error),
+      error.problems.join('\n'),
+      error.stack ?? '',
+    ];
     for (const text of texts) for (const secret of secrets) expect(text).not.toContain(secret);
   };
 
@@ -181,12 +197,18 @@ describe('loadConfig: secrets are never echoed in errors', () => {
       API_KEYS: '[{"clientId":"ok","keySha256":"SENTINEL-not-hex","scopes":["kyc:shahkar"]}]',
       JWT_PUBLIC_KEY: SECRET_PUBLIC_KEY,
     });
-    expect(namesIn(error)).toEqual(expect.arrayContaining(['UPSTREAM_BASE_URL', 'API_KEYS[0].keySha256', 'JWT_ISSUER', 'JWT_AUDIENCE']));
+    expect(namesIn(error)).toEqual(
+      expect.arrayContaining(['UPSTREAM_BASE_URL', 'API_KEYS[0].keySha256', 'JWT_ISSUER', 'JWT_AUDIENCE']),
+    );
     expectNoSecretIn(error, [SECRET_USERNAME, SECRET_PASSWORD, 'SENTINEL-not-hex', 'PK-SENTINEL-5e6f7a']);
   });
 
   it('when API_KEYS itself is invalid JSON or the wrong shape', () => {
-    for (const raw of ['{"clientId": "SENTINEL-broken', '"SENTINEL-string"', '[{"clientId":"SENTINEL-id!!","keySha256":"x","scopes":"SENTINEL-scope"}]']) {
+    for (const raw of [
+      '{"clientId": "SENTINEL-broken',
+      '"SENTINEL-string"',
+      '[{"clientId":"SENTINEL-id!!","keySha256":"x","scopes":"SENTINEL-scope"}]',
+    ]) {
       const error = configError({ ...MINIMAL, API_KEYS: raw });
       expect(namesIn(error).some((name) => name.startsWith('API_KEYS'))).toBe(true);
       expectNoSecretIn(error, ['SENTINEL', raw]);
@@ -203,12 +225,18 @@ describe('loadConfig: secrets are never echoed in errors', () => {
       JWT_PUBLIC_KEY: SECRET_PUBLIC_KEY,
       JWT_JWKS_URL: 'https://idp.example.com/jwks',
     });
-    expect(namesIn(error)).toEqual(expect.arrayContaining(['UPSTREAM_USERNAME', 'JWT_JWKS_URL', 'JWT_ISSUER', 'JWT_AUDIENCE']));
+    expect(namesIn(error)).toEqual(
+      expect.arrayContaining(['UPSTREAM_USERNAME', 'JWT_JWKS_URL', 'JWT_ISSUER', 'JWT_AUDIENCE']),
+    );
     expectNoSecretIn(error, [SECRET_PASSWORD, 'PK-SENTINEL-5e6f7a']);
   });
 
   it('when a secret is set twice (plain and _FILE)', () => {
-    const error = configError({ ...MINIMAL, UPSTREAM_PASSWORD: SECRET_PASSWORD, UPSTREAM_PASSWORD_FILE: tempFile('pw-FROM-FILE-SENTINEL\n') });
+    const error = configError({
+      ...MINIMAL,
+      UPSTREAM_PASSWORD: SECRET_PASSWORD,
+      UPSTREAM_PASSWORD_FILE: tempFile('pw-FROM-FILE-SENTINEL\n'),
+    });
     expect(namesIn(error)).toContain('UPSTREAM_PASSWORD');
     expectNoSecretIn(error, [SECRET_PASSWORD, 'pw-FROM-FILE-SENTINEL']);
   });
@@ -229,21 +257,35 @@ describe('loadConfig: *_FILE variants', () => {
   });
 
   it('keeps a file without a trailing newline as it is, and inner spaces of a password', () => {
-    const config = loadConfig({ ...MINIMAL, UPSTREAM_PASSWORD: undefined, UPSTREAM_PASSWORD_FILE: tempFile(' pass with spaces ') });
+    const config = loadConfig({
+      ...MINIMAL,
+      UPSTREAM_PASSWORD: undefined,
+      UPSTREAM_PASSWORD_FILE: tempFile(' pass with spaces '),
+    });
     expect(config.upstream.password.reveal()).toBe(' pass with spaces ');
   });
 
-  it.each(['UPSTREAM_USERNAME', 'UPSTREAM_PASSWORD', 'API_KEYS'])('%s and %s_FILE together → error naming it', (name) => {
-    const file = tempFile(name === 'API_KEYS' ? API_KEYS : 'from-file');
-    const error = configError({ ...MINIMAL, [`${name}_FILE`]: file });
-    expect(namesIn(error)).toContain(name);
-    expect(error.message).toContain(`${name}_FILE`);
-  });
+  it.each(['UPSTREAM_USERNAME', 'UPSTREAM_PASSWORD', 'API_KEYS'])(
+    '%s and %s_FILE together → error naming it',
+    (name) => {
+      const file = tempFile(name === 'API_KEYS' ? API_KEYS : 'from-file');
+      const error = configError({ ...MINIMAL, [`${name}_FILE`]: file });
+      expect(namesIn(error)).toContain(name);
+      expect(error.message).toContain(`${name}_FILE`);
+    },
+  );
 
-  it.each(['UPSTREAM_USERNAME', 'UPSTREAM_PASSWORD', 'API_KEYS'])('an unreadable %s_FILE → error naming %s_FILE', (name) => {
-    const error = configError({ ...MINIMAL, [name]: undefined, [`${name}_FILE`]: join(tmp, 'does-not-exist', 'secret') });
-    expect(namesIn(error)).toContain(`${name}_FILE`);
-  });
+  it.each(['UPSTREAM_USERNAME', 'UPSTREAM_PASSWORD', 'API_KEYS'])(
+    'an unreadable %s_FILE → error naming %s_FILE',
+    (name) => {
+      const error = configError({
+        ...MINIMAL,
+        [name]: undefined,
+        [`${name}_FILE`]: join(tmp, 'does-not-exist', 'secret'),
+      });
+      expect(namesIn(error)).toContain(`${name}_FILE`);
+    },
+  );
 
   it('a directory, or a file without read permission, is unreadable too', () => {
     const dirError = configError({ ...MINIMAL, UPSTREAM_PASSWORD: undefined, UPSTREAM_PASSWORD_FILE: tmp });
@@ -266,13 +308,19 @@ describe('loadConfig: *_FILE variants', () => {
       UPSTREAM_PASSWORD_FILE: missing,
       API_KEYS_FILE: missing,
     });
-    expect(namesIn(error)).toEqual(expect.arrayContaining(['UPSTREAM_USERNAME_FILE', 'UPSTREAM_PASSWORD_FILE', 'API_KEYS_FILE']));
+    expect(namesIn(error)).toEqual(
+      expect.arrayContaining(['UPSTREAM_USERNAME_FILE', 'UPSTREAM_PASSWORD_FILE', 'API_KEYS_FILE']),
+    );
   });
 });
 
 describe('loadConfig: Redis store modes', () => {
   it.each(['redis://redis:6379', 'rediss://user:pw@redis.example.com:6380/2'])('REDIS_URL=%s → standalone', (url) => {
-    expect(loadConfig({ ...MINIMAL, REDIS_URL: url, REDIS_KEY_PREFIX: 'p' }).store).toEqual({ mode: 'standalone', keyPrefix: 'p', url });
+    expect(loadConfig({ ...MINIMAL, REDIS_URL: url, REDIS_KEY_PREFIX: 'p' }).store).toEqual({
+      mode: 'standalone',
+      keyPrefix: 'p',
+      url,
+    });
   });
 
   it.each(['http://redis:6379', 'redis:6379', 'redis://'])('REDIS_URL=%s is rejected', (url) => {
@@ -280,7 +328,11 @@ describe('loadConfig: Redis store modes', () => {
   });
 
   it('REDIS_SENTINELS with REDIS_SENTINEL_NAME → sentinel mode with parsed hosts (IPv6 too)', () => {
-    const config = loadConfig({ ...MINIMAL, REDIS_SENTINELS: 's1:26379,10.0.0.2:26380,[::1]:26381', REDIS_SENTINEL_NAME: 'mymaster' });
+    const config = loadConfig({
+      ...MINIMAL,
+      REDIS_SENTINELS: 's1:26379,10.0.0.2:26380,[::1]:26381',
+      REDIS_SENTINEL_NAME: 'mymaster',
+    });
     expect(config.store).toEqual({
       mode: 'sentinel',
       keyPrefix: 'vgw',
@@ -311,26 +363,48 @@ describe('loadConfig: Redis store modes', () => {
     });
   });
 
-  it.each(['n1', 'n1:7000,', 'n1:7000;n2:7001', 'n1:port', ',n1:7000'])('malformed host list %j is rejected', (list) => {
-    expect(namesIn(configError({ ...MINIMAL, REDIS_CLUSTER_NODES: list }))).toContain('REDIS_CLUSTER_NODES');
-    expect(namesIn(configError({ ...MINIMAL, REDIS_SENTINELS: list, REDIS_SENTINEL_NAME: 'm' }))).toContain('REDIS_SENTINELS');
-  });
+  it.each(['n1', 'n1:7000,', 'n1:7000;n2:7001', 'n1:port', ',n1:7000'])(
+    'malformed host list %j is rejected',
+    (list) => {
+      expect(namesIn(configError({ ...MINIMAL, REDIS_CLUSTER_NODES: list }))).toContain('REDIS_CLUSTER_NODES');
+      expect(namesIn(configError({ ...MINIMAL, REDIS_SENTINELS: list, REDIS_SENTINEL_NAME: 'm' }))).toContain(
+        'REDIS_SENTINELS',
+      );
+    },
+  );
 
   it.each([
     [{ REDIS_URL: 'redis://r:6379', REDIS_SENTINELS: 's:26379', REDIS_SENTINEL_NAME: 'm' }],
     [{ REDIS_URL: 'redis://r:6379', REDIS_CLUSTER_NODES: 'n:7000' }],
     [{ REDIS_SENTINELS: 's:26379', REDIS_SENTINEL_NAME: 'm', REDIS_CLUSTER_NODES: 'n:7000' }],
-    [{ REDIS_URL: 'redis://r:6379', REDIS_SENTINELS: 's:26379', REDIS_SENTINEL_NAME: 'm', REDIS_CLUSTER_NODES: 'n:7000' }],
+    [
+      {
+        REDIS_URL: 'redis://r:6379',
+        REDIS_SENTINELS: 's:26379',
+        REDIS_SENTINEL_NAME: 'm',
+        REDIS_CLUSTER_NODES: 'n:7000',
+      },
+    ],
   ])('more than one Redis mode at once is rejected (%j)', (redis) => {
     const error = configError({ ...MINIMAL, ...redis });
-    expect(error.problems.some((p) => /set only one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES/.test(p))).toBe(true);
-    expect(namesIn(error).some((name) => ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'].includes(name))).toBe(true);
+    expect(error.problems.some((p) => /set only one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES/.test(p))).toBe(
+      true,
+    );
+    expect(namesIn(error).some((name) => ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'].includes(name))).toBe(
+      true,
+    );
   });
 });
 
 describe('loadConfig: API_KEYS', () => {
-  const entry = (over: Record<string, unknown> = {}) => ({ clientId: 'app-a', keySha256: HASH_A, scopes: ['kyc:iban'], ...over });
-  const keysError = (value: unknown) => configError({ ...MINIMAL, API_KEYS: typeof value === 'string' ? value : JSON.stringify(value) });
+  const entry = (over: Record<string, unknown> = {}) => ({
+    clientId: 'app-a',
+    keySha256: HASH_A,
+    scopes: ['kyc:iban'],
+    ...over,
+  });
+  const keysError = (value: unknown) =>
+    configError({ ...MINIMAL, API_KEYS: typeof value === 'string' ? value : JSON.stringify(value) });
 
   it('accepts several entries, lower-cases hashes and de-duplicates scopes', () => {
     const config = loadConfig({
@@ -366,7 +440,11 @@ describe('loadConfig: API_KEYS', () => {
     ['hash not hex', [entry({ keySha256: 'g'.repeat(64) })], 'API_KEYS[0].keySha256'],
     ['scopes not an array', [entry({ scopes: 'kyc:iban' })], 'API_KEYS[0].scopes'],
     ['unknown scope', [entry({ scopes: ['kyc:iban', 'kyc:everything'] })], 'API_KEYS[0].scopes'],
-    ['second entry bad', [entry(), entry({ clientId: 'b', keySha256: HASH_B, scopes: ['admin'] })], 'API_KEYS[1].scopes'],
+    [
+      'second entry bad',
+      [entry(), entry({ clientId: 'b', keySha256: HASH_B, scopes: ['admin'] })],
+      'API_KEYS[1].scopes',
+    ],
   ])('%s → %s', (_label, value, name) => {
     expect(namesIn(keysError(value))).toContain(name);
   });
@@ -379,7 +457,9 @@ describe('loadConfig: API_KEYS', () => {
 
   it('lists the problems of several entries at once', () => {
     const error = keysError([entry({ clientId: '' }), entry({ clientId: 'b', keySha256: 'x', scopes: ['nope'] })]);
-    expect(namesIn(error)).toEqual(expect.arrayContaining(['API_KEYS[0].clientId', 'API_KEYS[1].keySha256', 'API_KEYS[1].scopes']));
+    expect(namesIn(error)).toEqual(
+      expect.arrayContaining(['API_KEYS[0].clientId', 'API_KEYS[1].keySha256', 'API_KEYS[1].scopes']),
+    );
   });
 });
 
@@ -392,25 +472,32 @@ describe('loadConfig: quotas and the circuit breaker', () => {
   });
 
   it('reads a client quota from its API key entry', () => {
-    const keys = JSON.stringify([{ clientId: 'app-a', keySha256: HASH_A, scopes: ['kyc:shahkar'], quotaPerMinute: 120 }]);
+    const keys = JSON.stringify([
+      { clientId: 'app-a', keySha256: HASH_A, scopes: ['kyc:shahkar'], quotaPerMinute: 120 },
+    ]);
     expect(loadConfig({ ...MINIMAL, API_KEYS: keys }).callers.apiKeys[0].quotaPerMinute).toBe(120);
   });
 
   it.each([0, -1, 1.5, '10', 2_000_000])('rejects quotaPerMinute %p by its place in API_KEYS', (quota) => {
-    const keys = JSON.stringify([{ clientId: 'app-a', keySha256: HASH_A, scopes: ['kyc:shahkar'], quotaPerMinute: quota }]);
+    const keys = JSON.stringify([
+      { clientId: 'app-a', keySha256: HASH_A, scopes: ['kyc:shahkar'], quotaPerMinute: quota },
+    ]);
     expect(namesIn(configError({ ...MINIMAL, API_KEYS: keys }))).toEqual(['API_KEYS[0].quotaPerMinute']);
   });
 
   it('rejects a bad USER_QUOTA_PER_MINUTE and UPSTREAM_CIRCUIT_RESET_MS by name', () => {
-    expect(namesIn(configError({ ...MINIMAL, USER_QUOTA_PER_MINUTE: '-1', UPSTREAM_CIRCUIT_RESET_MS: 'soon' })).sort()).toEqual([
-      'UPSTREAM_CIRCUIT_RESET_MS',
-      'USER_QUOTA_PER_MINUTE',
-    ]);
+    expect(
+      namesIn(configError({ ...MINIMAL, USER_QUOTA_PER_MINUTE: '-1', UPSTREAM_CIRCUIT_RESET_MS: 'soon' })).sort(),
+    ).toEqual(['UPSTREAM_CIRCUIT_RESET_MS', 'USER_QUOTA_PER_MINUTE']);
   });
 });
 
 describe('loadConfig: callers must be configurable', () => {
-  const base = { UPSTREAM_BASE_URL: 'https://verify.example.com', UPSTREAM_USERNAME: USERNAME, UPSTREAM_PASSWORD: PASSWORD };
+  const base = {
+    UPSTREAM_BASE_URL: 'https://verify.example.com',
+    UPSTREAM_USERNAME: USERNAME,
+    UPSTREAM_PASSWORD: PASSWORD,
+  };
 
   it('neither API keys nor JWT → error', () => {
     const error = configError(base);
@@ -424,7 +511,12 @@ describe('loadConfig: callers must be configurable', () => {
   });
 
   it('JWT alone (JWKS URL, issuer, audience) is enough', () => {
-    const config = loadConfig({ ...base, JWT_JWKS_URL: 'https://idp.example.com/.well-known/jwks.json', JWT_ISSUER: 'https://idp.example.com/', JWT_AUDIENCE: 'vgw' });
+    const config = loadConfig({
+      ...base,
+      JWT_JWKS_URL: 'https://idp.example.com/.well-known/jwks.json',
+      JWT_ISSUER: 'https://idp.example.com/',
+      JWT_AUDIENCE: 'vgw',
+    });
     expect(config.callers.apiKeys).toEqual([]);
     expect(config.callers.jwt).toEqual({
       jwksUrl: 'https://idp.example.com/.well-known/jwks.json',
@@ -451,7 +543,13 @@ describe('loadConfig: callers must be configurable', () => {
   });
 
   it('both JWT_JWKS_URL and JWT_PUBLIC_KEY → error', () => {
-    const error = configError({ ...MINIMAL, JWT_JWKS_URL: 'https://idp/jwks', JWT_PUBLIC_KEY: 'PEM', JWT_ISSUER: 'i', JWT_AUDIENCE: 'a' });
+    const error = configError({
+      ...MINIMAL,
+      JWT_JWKS_URL: 'https://idp/jwks',
+      JWT_PUBLIC_KEY: 'PEM',
+      JWT_ISSUER: 'i',
+      JWT_AUDIENCE: 'a',
+    });
     expect(namesIn(error)).toContain('JWT_JWKS_URL');
   });
 });
@@ -487,7 +585,13 @@ describe('Secret', () => {
 describe('startup fails fast on a bad configuration', () => {
   it('createGateway throws ConfigError before building or listening, and names the variables only', async () => {
     const error = await createGateway(
-      { UPSTREAM_BASE_URL: 'not a url', UPSTREAM_USERNAME: USERNAME, UPSTREAM_PASSWORD: PASSWORD, API_KEYS: '{oops', PORT: '70000' },
+      {
+        UPSTREAM_BASE_URL: 'not a url',
+        UPSTREAM_USERNAME: USERNAME,
+        UPSTREAM_PASSWORD: PASSWORD,
+        API_KEYS: '{oops',
+        PORT: '70000',
+      },
       { logger: false },
     ).then(
       () => null,

@@ -34,7 +34,9 @@ export function loadConfig(env: Env): AppConfig {
   const jwt = jwtConfig(vars, problems);
   // A malformed API_KEYS is already reported: no second, misleading "none configured".
   if (apiKeys.length === 0 && !jwt && !problems.some((p) => p.startsWith('API_KEYS'))) {
-    problems.push('API_KEYS: at least one of API_KEYS / API_KEYS_FILE and JWT (JWT_JWKS_URL or JWT_PUBLIC_KEY) must be configured');
+    problems.push(
+      'API_KEYS: at least one of API_KEYS / API_KEYS_FILE and JWT (JWT_JWKS_URL or JWT_PUBLIC_KEY) must be configured',
+    );
   }
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -79,14 +81,23 @@ function resolveFileVariables(env: Env, problems: string[]): Env {
 
 function storeConfig(vars: EnvironmentVariables, problems: string[]): StoreConfig {
   const keyPrefix = vars.REDIS_KEY_PREFIX;
-  const chosen = [vars.REDIS_URL && 'REDIS_URL', vars.REDIS_SENTINELS && 'REDIS_SENTINELS', vars.REDIS_CLUSTER_NODES && 'REDIS_CLUSTER_NODES'].filter(Boolean);
+  const chosen = [
+    vars.REDIS_URL && 'REDIS_URL',
+    vars.REDIS_SENTINELS && 'REDIS_SENTINELS',
+    vars.REDIS_CLUSTER_NODES && 'REDIS_CLUSTER_NODES',
+  ].filter(Boolean);
   if (chosen.length > 1) {
     problems.push(`${chosen[0]}: set only one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES`);
     return { mode: 'memory', keyPrefix };
   }
   if (vars.REDIS_SENTINELS) {
     if (!vars.REDIS_SENTINEL_NAME) problems.push('REDIS_SENTINEL_NAME: required with REDIS_SENTINELS');
-    return { mode: 'sentinel', keyPrefix, sentinels: hostPorts(vars.REDIS_SENTINELS), name: vars.REDIS_SENTINEL_NAME ?? '' };
+    return {
+      mode: 'sentinel',
+      keyPrefix,
+      sentinels: hostPorts(vars.REDIS_SENTINELS),
+      name: vars.REDIS_SENTINEL_NAME ?? '',
+    };
   }
   if (vars.REDIS_CLUSTER_NODES) return { mode: 'cluster', keyPrefix, nodes: hostPorts(vars.REDIS_CLUSTER_NODES) };
   if (vars.REDIS_URL) return { mode: 'standalone', keyPrefix, url: vars.REDIS_URL };
@@ -152,8 +163,14 @@ function parseApiKeys(raw: string | undefined, problems: string[]): ApiKeyEntry[
 
 function jwtConfig(vars: EnvironmentVariables, problems: string[]): AppConfig['callers']['jwt'] {
   if (!vars.JWT_JWKS_URL && !vars.JWT_PUBLIC_KEY) return undefined;
-  if (vars.JWT_JWKS_URL && vars.JWT_PUBLIC_KEY) problems.push('JWT_JWKS_URL: set either JWT_JWKS_URL or JWT_PUBLIC_KEY, not both');
+  if (vars.JWT_JWKS_URL && vars.JWT_PUBLIC_KEY)
+    problems.push('JWT_JWKS_URL: set either JWT_JWKS_URL or JWT_PUBLIC_KEY, not both');
   if (!vars.JWT_ISSUER) problems.push('JWT_ISSUER: required when JWT is configured');
   if (!vars.JWT_AUDIENCE) problems.push('JWT_AUDIENCE: required when JWT is configured');
-  return { jwksUrl: vars.JWT_JWKS_URL, publicKey: vars.JWT_PUBLIC_KEY, issuer: vars.JWT_ISSUER ?? '', audience: vars.JWT_AUDIENCE ?? '' };
+  return {
+    jwksUrl: vars.JWT_JWKS_URL,
+    publicKey: vars.JWT_PUBLIC_KEY,
+    issuer: vars.JWT_ISSUER ?? '',
+    audience: vars.JWT_AUDIENCE ?? '',
+  };
 }

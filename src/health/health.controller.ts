@@ -1,6 +1,11 @@
 import { Controller, Get, Res, ServiceUnavailableException } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import { HealthCheckService, HealthIndicatorService, type HealthCheckResult, type HealthIndicatorFunction } from '@nestjs/terminus';
+import {
+  HealthCheckService,
+  HealthIndicatorService,
+  type HealthCheckResult,
+  type HealthIndicatorFunction,
+} from '@nestjs/terminus';
 import type { FastifyReply } from 'fastify';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { RedisConnection } from '../store/redis-connection.js';
@@ -48,7 +53,9 @@ export class HealthController {
   }
 
   @Get('startup')
-  @ApiOperation({ summary: 'Startup: 200 once configuration is loaded and the first upstream token attempt has finished' })
+  @ApiOperation({
+    summary: 'Startup: 200 once configuration is loaded and the first upstream token attempt has finished',
+  })
   startup(@Res() reply: FastifyReply): Promise<void> {
     return this.run(reply, [
       () => {

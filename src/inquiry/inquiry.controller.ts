@@ -21,7 +21,8 @@ import { validateInquiryRequest } from './validation/inquiry-request.validation.
 const IDEMPOTENCY_KEY_DOC = {
   name: 'Idempotency-Key',
   required: false,
-  description: '1–255 visible ASCII characters. A retry with the same key and body replays the first answer without a new charge.',
+  description:
+    '1–255 visible ASCII characters. A retry with the same key and body replays the first answer without a new charge.',
 };
 
 /** `/v1/kyc/*` and `/v1/inquiries/{trackId}` (internal-api.md §2). */
@@ -42,7 +43,10 @@ export class InquiryController {
   @ApiOperation({ summary: 'Does this mobile number belong to this national code (Shahkar)?' })
   @ApiBody({ type: ShahkarRequestDto })
   @ApiHeader(IDEMPOTENCY_KEY_DOC)
-  @ApiOkResponse({ description: '`{ trackId, status: "succeeded", data }` with `X-Track-Id`; data as the upstream sent it (e.g. `{ isMatch }`).' })
+  @ApiOkResponse({
+    description:
+      '`{ trackId, status: "succeeded", data }` with `X-Track-Id`; data as the upstream sent it (e.g. `{ isMatch }`).',
+  })
   @ApiBadRequestResponse({ description: 'problem+json `validation_failed` with one entry per bad field' })
   async shahkar(
     @CurrentCaller() caller: Caller,
@@ -65,7 +69,9 @@ export class InquiryController {
   @ApiOperation({ summary: 'IBAN inquiry' })
   @ApiBody({ type: IbanRequestDto })
   @ApiHeader(IDEMPOTENCY_KEY_DOC)
-  @ApiOkResponse({ description: '`{ trackId, status: "succeeded", data }` with `X-Track-Id`; data as the upstream sent it.' })
+  @ApiOkResponse({
+    description: '`{ trackId, status: "succeeded", data }` with `X-Track-Id`; data as the upstream sent it.',
+  })
   @ApiBadRequestResponse({ description: 'problem+json `validation_failed` with one entry per bad field' })
   async iban(
     @CurrentCaller() caller: Caller,
@@ -85,14 +91,25 @@ export class InquiryController {
   @Get('inquiries/:trackId')
   @RequireScopes('inquiries:read')
   @ApiOperation({ summary: 'The recorded state of one of your inquiries' })
-  @ApiOkResponse({ description: '`{ trackId, operation, status, requestHandlingType, createdAt, completedAt, upstream, data }`' })
-  async inquiry(@CurrentCaller() caller: Caller, @Param('trackId') trackId: string, @Res({ passthrough: true }) reply: FastifyReply) {
+  @ApiOkResponse({
+    description: '`{ trackId, operation, status, requestHandlingType, createdAt, completedAt, upstream, data }`',
+  })
+  async inquiry(
+    @CurrentCaller() caller: Caller,
+    @Param('trackId') trackId: string,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
     const view = await this.inquiries.find(caller, trackId);
     reply.header(TRACK_ID_HEADER, view.trackId);
     return view;
   }
 
-  private async run(caller: Caller, reply: FastifyReply, idempotencyKey: string | undefined, request: InquiryRequest): Promise<void> {
+  private async run(
+    caller: Caller,
+    reply: FastifyReply,
+    idempotencyKey: string | undefined,
+    request: InquiryRequest,
+  ): Promise<void> {
     if (request.requestHandlingType === 'advanced') requireScope(caller, 'kyc:advanced');
     await this.quotas.consume(caller);
     send(reply, await this.inquiries.execute(caller, request, idempotencyKey));

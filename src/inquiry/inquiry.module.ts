@@ -17,7 +17,8 @@ import { RedisIdempotencyStore, RedisInquiryStore } from './redis-inquiry.store.
     {
       provide: InquiryStore,
       inject: [RedisConnection],
-      useFactory: (redis: RedisConnection): InquiryStore => (redis.client ? new RedisInquiryStore(redis.client, redis.keys) : new MemoryInquiryStore()),
+      useFactory: (redis: RedisConnection): InquiryStore =>
+        redis.client ? new RedisInquiryStore(redis.client, redis.keys) : new MemoryInquiryStore(),
     },
     {
       provide: IdempotencyStore,

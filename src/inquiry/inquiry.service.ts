@@ -11,7 +11,13 @@ import { TokenUnavailableError } from '../token/token-unavailable.error.js';
 import { TokenProvider } from '../token/token.provider.js';
 import { UpstreamClient, type InquiryOperation, type UpstreamSuccess } from '../upstream/upstream.client.js';
 import { UpstreamError } from '../upstream/upstream-error.js';
-import { publicView, type IdempotencyClaim, type InquiryRecord, type InquiryStatus, type StoredResponse } from './inquiry-record.js';
+import {
+  publicView,
+  type IdempotencyClaim,
+  type InquiryRecord,
+  type InquiryStatus,
+  type StoredResponse,
+} from './inquiry-record.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
 import type { RequestHandlingType } from './validation/decorators.js';
 
@@ -94,7 +100,11 @@ export class InquiryService {
         if (!earlier) break;
         const answer = await this.answerRepeat(scope, keySha256, earlier, fingerprint);
         if (answer) return answer;
-        if (round > 0) throw new ProblemException('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.');
+        if (round > 0)
+          throw new ProblemException(
+            'idempotency_key_in_use',
+            'A request with this Idempotency-Key is still in progress.',
+          );
       }
     }
 
@@ -124,7 +134,12 @@ export class InquiryService {
       `inquiry ${trackId} ${request.operation}/${request.requestHandlingType} client=${caller.clientId} ` +
         `-> ${outcome.status} http=${outcome.response.status} in ${Math.round(performance.now() - started)} ms`,
     );
-    const settled: InquiryRecord = { ...record, status: outcome.status, completedAt: new Date().toISOString(), ...outcome.record };
+    const settled: InquiryRecord = {
+      ...record,
+      status: outcome.status,
+      completedAt: new Date().toISOString(),
+      ...outcome.record,
+    };
     await this.persist(`record of ${trackId}`, () => this.records.settle(settled));
 
     const response: StoredResponse = { ...outcome.response, trackId };
@@ -169,7 +184,9 @@ export class InquiryService {
    * app's end user (JWT `sub`) only that user: one user never sees another's IBAN owners.
    */
   async find(caller: Caller, trackId: string): Promise<ReturnType<typeof publicView>> {
-    const record = /^[0-9a-f-]{36}$/i.test(trackId) ? await this.guardStore(() => this.records.get(trackId.toLowerCase())) : null;
+    const record = /^[0-9a-f-]{36}$/i.test(trackId)
+      ? await this.guardStore(() => this.records.get(trackId.toLowerCase()))
+      : null;
     const visible =
       record !== null &&
       record.clientId === caller.clientId &&
@@ -182,7 +199,12 @@ export class InquiryService {
    * The key was claimed before. Returns the answer to give, or null when the earlier claim
    * was abandoned before anything was sent and has been released (the caller claims afresh).
    */
-  private async answerRepeat(scope: string, keySha256: string, earlier: IdempotencyClaim, fingerprint: string): Promise<InquiryResponse | null> {
+  private async answerRepeat(
+    scope: string,
+    keySha256: string,
+    earlier: IdempotencyClaim,
+    fingerprint: string,
+  ): Promise<InquiryResponse | null> {
     if (earlier.fingerprint !== fingerprint) {
       throw new ProblemException('idempotency_key_reused', 'This Idempotency-Key was used with a different request.');
     }
@@ -194,7 +216,9 @@ export class InquiryService {
       const concluded = await this.concludeAbandoned(scope, keySha256, earlier);
       return concluded ? { ...concluded, replayed: true } : null;
     }
-    throw new ProblemException('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', { trackId: earlier.trackId });
+    throw new ProblemException('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', {
+      trackId: earlier.trackId,
+    });
   }
 
   /**
@@ -204,7 +228,11 @@ export class InquiryService {
    * made from its record (a success replayed, a failure 502, anything unfinished 504 and the
    * record `unknown`, as it may have been charged) and stored for every later retry.
    */
-  private async concludeAbandoned(scope: string, keySha256: string, claim: IdempotencyClaim): Promise<StoredResponse | null> {
+  private async concludeAbandoned(
+    scope: string,
+    keySha256: string,
+    claim: IdempotencyClaim,
+  ): Promise<StoredResponse | null> {
     const { trackId } = claim;
     const record = await this.guardStore(() => this.records.get(trackId));
     if (!record) {
@@ -214,15 +242,26 @@ export class InquiryService {
     }
     let response: StoredResponse;
     if (record.status === 'succeeded') {
-      response = { status: 200, contentType: JSON_CONTENT_TYPE, trackId, body: { trackId, status: 'succeeded', data: record.data } };
+      response = {
+        status: 200,
+        contentType: JSON_CONTENT_TYPE,
+        trackId,
+        body: { trackId, status: 'succeeded', data: record.data },
+      };
     } else {
       if (record.status === 'pending') {
-        await this.records.settle({ ...record, status: 'unknown', completedAt: new Date().toISOString() }).catch(() => undefined);
+        await this.records
+          .settle({ ...record, status: 'unknown', completedAt: new Date().toISOString() })
+          .catch(() => undefined);
       }
       const problem =
         record.status === 'failed'
           ? new ProblemException('upstream_error', 'The first request with this Idempotency-Key failed.', { trackId })
-          : new ProblemException('upstream_timeout', 'The first request with this Idempotency-Key did not finish; its outcome is unknown.', { trackId });
+          : new ProblemException(
+              'upstream_timeout',
+              'The first request with this Idempotency-Key did not finish; its outcome is unknown.',
+              { trackId },
+            );
       response = { status: problem.status, contentType: PROBLEM_CONTENT_TYPE, trackId, body: problem.toBody() };
     }
     this.logger.warn(`inquiry ${trackId}: abandoned in flight (record ${record.status}); answer concluded`);
@@ -251,7 +290,11 @@ export class InquiryService {
         status: 'succeeded',
         notCharged: false,
         record: { upstream: { code: result.meta.code, message: result.meta.message }, data: result.data },
-        response: { status: 200, contentType: JSON_CONTENT_TYPE, body: { trackId, status: 'succeeded', data: result.data } },
+        response: {
+          status: 200,
+          contentType: JSON_CONTENT_TYPE,
+          body: { trackId, status: 'succeeded', data: result.data },
+        },
       };
     } catch (error) {
       return this.failureOutcome(error, trackId);
@@ -259,7 +302,12 @@ export class InquiryService {
   }
 
   private failureOutcome(error: unknown, trackId: string): Outcome {
-    const fail = (status: InquiryStatus, problem: ProblemException, notCharged: boolean, upstream?: InquiryRecord['upstream']): Outcome => {
+    const fail = (
+      status: InquiryStatus,
+      problem: ProblemException,
+      notCharged: boolean,
+      upstream?: InquiryRecord['upstream'],
+    ): Outcome => {
       problem.trackId = trackId;
       return {
         status,
@@ -276,10 +324,16 @@ export class InquiryService {
 
     if (error instanceof TokenUnavailableError) {
       this.logger.warn(`inquiry ${trackId} not sent: ${error.message}`);
-      return fail('failed', new ProblemException('upstream_unavailable', 'The verification service cannot be used right now.'), true);
+      return fail(
+        'failed',
+        new ProblemException('upstream_unavailable', 'The verification service cannot be used right now.'),
+        true,
+      );
     }
     if (!(error instanceof UpstreamError)) {
-      this.logger.error(`inquiry ${trackId} failed unexpectedly: ${error instanceof Error ? error.name : typeof error}`);
+      this.logger.error(
+        `inquiry ${trackId} failed unexpectedly: ${error instanceof Error ? error.name : typeof error}`,
+      );
       // The request may have gone out: keep it replayable and unknown, never retried blindly.
       return fail('unknown', new ProblemException('internal', 'An unexpected error occurred.'), false);
     }
@@ -291,29 +345,73 @@ export class InquiryService {
     switch (error.kind) {
       case 'not_sent':
         return error.details.circuitOpen
-          ? fail('failed', new ProblemException('upstream_unavailable', 'The verification service is failing; inquiries are paused briefly.', { headers: { 'Retry-After': this.circuitRetryAfter } }), true)
-          : fail('failed', new ProblemException('upstream_unavailable', 'The verification service could not be reached.'), true);
+          ? fail(
+              'failed',
+              new ProblemException(
+                'upstream_unavailable',
+                'The verification service is failing; inquiries are paused briefly.',
+                { headers: { 'Retry-After': this.circuitRetryAfter } },
+              ),
+              true,
+            )
+          : fail(
+              'failed',
+              new ProblemException('upstream_unavailable', 'The verification service could not be reached.'),
+              true,
+            );
       case 'outcome_unknown':
         return error.details.timedOut
-          ? fail('unknown', new ProblemException('upstream_timeout', 'The verification service did not answer in time; the outcome is unknown.'), false)
-          : fail('unknown', new ProblemException('upstream_error', 'The connection to the verification service broke; the outcome is unknown.'), false);
+          ? fail(
+              'unknown',
+              new ProblemException(
+                'upstream_timeout',
+                'The verification service did not answer in time; the outcome is unknown.',
+              ),
+              false,
+            )
+          : fail(
+              'unknown',
+              new ProblemException(
+                'upstream_error',
+                'The connection to the verification service broke; the outcome is unknown.',
+              ),
+              false,
+            );
       case 'malformed':
-        return fail('unknown', new ProblemException('upstream_error', 'The verification service sent an unreadable answer.'), false);
+        return fail(
+          'unknown',
+          new ProblemException('upstream_error', 'The verification service sent an unreadable answer.'),
+          false,
+        );
       case 'rejected':
         break;
     }
     if (httpStatus === 400 || httpStatus === 422) {
-      const problem = new ProblemException('upstream_rejected', message ?? 'The verification service rejected the request.', {
-        errors: error.details.fieldErrors?.map((e) => ({ field: e.field, message: redactText(e.message) })),
-      });
+      const problem = new ProblemException(
+        'upstream_rejected',
+        message ?? 'The verification service rejected the request.',
+        {
+          errors: error.details.fieldErrors?.map((e) => ({ field: e.field, message: redactText(e.message) })),
+        },
+      );
       return fail('failed', problem, false, upstream);
     }
     if (httpStatus === 401 || httpStatus === 403 || httpStatus === 402) {
       // Credentials rejected, account disabled, or credit exhausted: nothing a caller can fix,
       // and refused before the upstream registered the trackId, so nothing was charged.
-      return fail('failed', new ProblemException('upstream_unavailable', 'The verification service cannot be used right now.'), true, upstream);
+      return fail(
+        'failed',
+        new ProblemException('upstream_unavailable', 'The verification service cannot be used right now.'),
+        true,
+        upstream,
+      );
     }
-    return fail('failed', new ProblemException('upstream_error', 'The verification service reported an error.'), false, upstream);
+    return fail(
+      'failed',
+      new ProblemException('upstream_error', 'The verification service reported an error.'),
+      false,
+      upstream,
+    );
   }
 
   /** Store failures become 503 store_unavailable before anything is sent upstream. */
@@ -323,10 +421,14 @@ export class InquiryService {
     } catch (error) {
       if (error instanceof StoreUnavailableError) {
         this.logger.error(`record store unavailable: ${error.message}`);
-        throw new ProblemException('store_unavailable', 'The record store is unavailable; nothing was sent to the verification service.', {
-          trackId,
-          headers: { 'Retry-After': '1' },
-        });
+        throw new ProblemException(
+          'store_unavailable',
+          'The record store is unavailable; nothing was sent to the verification service.',
+          {
+            trackId,
+            headers: { 'Retry-After': '1' },
+          },
+        );
       }
       throw error;
     }

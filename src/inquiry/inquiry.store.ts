@@ -15,7 +15,12 @@ export abstract class IdempotencyStore {
    * Atomically claims `key` for this caller scope (client, or client and end user): returns null when the claim is now ours, or the
    * claim somebody made earlier. One round trip, so concurrent requests cannot both win.
    */
-  abstract claim(scope: string, keySha256: string, claim: IdempotencyClaim, ttlSeconds: number): Promise<IdempotencyClaim | null>;
+  abstract claim(
+    scope: string,
+    keySha256: string,
+    claim: IdempotencyClaim,
+    ttlSeconds: number,
+  ): Promise<IdempotencyClaim | null>;
   /**
    * Stores the final answer for replay, only while the claim is still the in-flight one made
    * for the same trackId: the first answer stored is the one every retry gets.

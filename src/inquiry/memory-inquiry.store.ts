@@ -34,7 +34,12 @@ export class MemoryInquiryStore extends InquiryStore {
 export class MemoryIdempotencyStore extends IdempotencyStore {
   private readonly claims = expiringCache<IdempotencyClaim>();
 
-  async claim(scope: string, keySha256: string, claim: IdempotencyClaim, ttlSeconds: number): Promise<IdempotencyClaim | null> {
+  async claim(
+    scope: string,
+    keySha256: string,
+    claim: IdempotencyClaim,
+    ttlSeconds: number,
+  ): Promise<IdempotencyClaim | null> {
     const key = `${scope}:${keySha256}`;
     const existing = this.claims.get(key);
     if (existing) return structuredClone(existing);
@@ -45,7 +50,8 @@ export class MemoryIdempotencyStore extends IdempotencyStore {
   async complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<void> {
     const key = `${scope}:${keySha256}`;
     const existing = this.claims.get(key);
-    if (existing?.trackId === done.trackId && existing.state === 'in_flight') this.claims.set(key, structuredClone(done), { noUpdateTTL: true });
+    if (existing?.trackId === done.trackId && existing.state === 'in_flight')
+      this.claims.set(key, structuredClone(done), { noUpdateTTL: true });
   }
 
   async release(scope: string, keySha256: string, trackId: string): Promise<void> {

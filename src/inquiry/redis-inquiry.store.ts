@@ -14,7 +14,13 @@ export class RedisInquiryStore extends InquiryStore {
 
   create(record: InquiryRecord, ttlSeconds: number): Promise<void> {
     return storeCall('inquiry create', async () => {
-      const done = await this.client.set(this.keys.inquiry(record.trackId), JSON.stringify(record), 'EX', ttlSeconds, 'NX');
+      const done = await this.client.set(
+        this.keys.inquiry(record.trackId),
+        JSON.stringify(record),
+        'EX',
+        ttlSeconds,
+        'NX',
+      );
       if (done !== 'OK') throw new Error('trackId collision');
     });
   }
@@ -75,9 +81,18 @@ export class RedisIdempotencyStore extends IdempotencyStore {
     this.scripts = client as unknown as IdempotencyScripts;
   }
 
-  claim(scope: string, keySha256: string, claim: IdempotencyClaim, ttlSeconds: number): Promise<IdempotencyClaim | null> {
+  claim(
+    scope: string,
+    keySha256: string,
+    claim: IdempotencyClaim,
+    ttlSeconds: number,
+  ): Promise<IdempotencyClaim | null> {
     return storeCall('idempotency claim', async () => {
-      const existing = await this.scripts.vgwIdemClaim(this.keys.idempotency(scope, keySha256), JSON.stringify(claim), ttlSeconds);
+      const existing = await this.scripts.vgwIdemClaim(
+        this.keys.idempotency(scope, keySha256),
+        JSON.stringify(claim),
+        ttlSeconds,
+      );
       return existing ? (JSON.parse(existing) as IdempotencyClaim) : null;
     });
   }

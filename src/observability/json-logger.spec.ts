@@ -6,7 +6,11 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from '@jest/globals';
 import { JsonLogger } from './json-logger.js';
 
-function capture(level = 'trace'): { logger: JsonLogger; lines: () => Array<Record<string, unknown>>; raw: () => string } {
+function capture(level = 'trace'): {
+  logger: JsonLogger;
+  lines: () => Array<Record<string, unknown>>;
+  raw: () => string;
+} {
   let text = '';
   const stream = new Writable({
     write(chunk: Buffer | string, _encoding, callback) {
@@ -25,14 +29,20 @@ function capture(level = 'trace'): { logger: JsonLogger; lines: () => Array<Reco
   };
 }
 
-const STACK = 'Error: boom 0499370899\n    at handler (/app/dist/inquiry/inquiry.service.js:10:5)\n    at process (node:internal)';
+const STACK =
+  'Error: boom 0499370899\n    at handler (/app/dist/inquiry/inquiry.service.js:10:5)\n    at process (node:internal)';
 
 describe('JsonLogger', () => {
   it('writes one JSON object per call with level, context and the redacted message', () => {
     const { logger, lines } = capture();
     logger.log('mobile 09121234567 and Bearer abc.def', 'InquiryService');
     expect(lines()).toEqual([
-      expect.objectContaining({ level: 30, context: 'InquiryService', msg: 'mobile 09*******67 and Bearer [redacted]', service: 'verification-gateway' }),
+      expect.objectContaining({
+        level: 30,
+        context: 'InquiryService',
+        msg: 'mobile 09*******67 and Bearer [redacted]',
+        service: 'verification-gateway',
+      }),
     ]);
   });
 

@@ -15,7 +15,17 @@ export class JsonLogger implements LoggerService {
         level,
         base: { service: 'verification-gateway' },
         redact: {
-          paths: ['password', '*.password', 'accessToken', '*.accessToken', 'refreshToken', '*.refreshToken', 'authorization', '*.authorization', 'headers["x-api-key"]'],
+          paths: [
+            'password',
+            '*.password',
+            'accessToken',
+            '*.accessToken',
+            'refreshToken',
+            '*.refreshToken',
+            'authorization',
+            '*.authorization',
+            'headers["x-api-key"]',
+          ],
           censor: '[redacted]',
         },
         timestamp: pino.stdTimeFunctions.isoTime,
@@ -46,7 +56,11 @@ export class JsonLogger implements LoggerService {
     // The level comes from LOG_LEVEL alone.
   }
 
-  private write(level: 'info' | 'error' | 'warn' | 'debug' | 'trace' | 'fatal', message: unknown, params: unknown[]): void {
+  private write(
+    level: 'info' | 'error' | 'warn' | 'debug' | 'trace' | 'fatal',
+    message: unknown,
+    params: unknown[],
+  ): void {
     if (!this.pino.isLevelEnabled(level)) return;
     // Nest passes the context (logger name) as the last string parameter; error() may add a
     // stack before it, which is dropped: stacks can carry input and never reach the logs.
@@ -54,7 +68,12 @@ export class JsonLogger implements LoggerService {
     // no context name, so it is dropped too rather than logged as one.
     const last = params[params.length - 1];
     const context = typeof last === 'string' && /^[\w.:@/-]{1,128}$/.test(last) ? last : undefined;
-    const text = message instanceof Error ? `${message.name}: ${message.message}` : typeof message === 'string' ? message : describe(message);
+    const text =
+      message instanceof Error
+        ? `${message.name}: ${message.message}`
+        : typeof message === 'string'
+          ? message
+          : describe(message);
     this.pino[level]({ context }, redactText(text));
   }
 }

@@ -77,11 +77,21 @@ describe('redactText: personal identifiers', () => {
 
 describe('redactText: credentials', () => {
   it.each([
-    ['Bearer token', 'Authorization: Bearer eyJhbGciOi.payload-part_x.sig~+/=', 'eyJhbGciOi', 'Authorization: Bearer [redacted]'],
+    [
+      'Bearer token',
+      'Authorization: Bearer eyJhbGciOi.payload-part_x.sig~+/=',
+      'eyJhbGciOi',
+      'Authorization: Bearer [redacted]',
+    ],
     ['bearer (lower case)', 'sent bearer abc.DEF-123_x', 'abc.DEF-123_x', 'sent bearer [redacted]'],
     ['password=…', 'login password=hunter2!x and more', 'hunter2', 'login password=[redacted] and more'],
     ['password: …', 'password: s3cret', 's3cret', 'password: [redacted]'],
-    ['"accessToken":"…"', '{"accessToken":"aT0k.en-value","expiresTn":3600}', 'aT0k.en-value', '{"accessToken":"[redacted]","expiresTn":3600}'],
+    [
+      '"accessToken":"…"',
+      '{"accessToken":"aT0k.en-value","expiresTn":3600}',
+      'aT0k.en-value',
+      '{"accessToken":"[redacted]","expiresTn":3600}',
+    ],
     ['"refreshToken": "…"', '{"refreshToken": "rT0ken"}', 'rT0ken', '{"refreshToken": "[redacted]"}'],
     ['access_token=…', 'access_token=abc123 x=1', 'abc123', 'access_token=[redacted] x=1'],
     ["'password': '…'", "{'password': 'p4ss'}", 'p4ss', "{'password': '[redacted]'}"],
@@ -119,7 +129,9 @@ describe('redactText: what stays readable', () => {
 
   it('masks digits next to a UUID while keeping the UUID', () => {
     const uuid = '3aa71531-26f9-441f-a01a-493f40f0ea1a';
-    expect(redactText(`inquiry ${uuid}: nationalCode ${NATIONAL_CODE}`)).toBe(`inquiry ${uuid}: nationalCode 04******99`);
+    expect(redactText(`inquiry ${uuid}: nationalCode ${NATIONAL_CODE}`)).toBe(
+      `inquiry ${uuid}: nationalCode 04******99`,
+    );
   });
 
   it('does not treat a long digit run as a UUID just because a UUID-like tail follows it', () => {

@@ -8,7 +8,10 @@ const DIGIT = '[0-9\\u06F0-\\u06F9\\u0660-\\u0669]';
 const PATTERNS: Array<[RegExp, (match: string) => string]> = [
   // Bearer tokens and anything labelled as a token, password or key.
   [/\b(Bearer)\s+[A-Za-z0-9._~+/=-]+/gi, (m) => `${m.split(/\s+/)[0]} [redacted]`],
-  [/\b(access[-_]?token|refresh[-_]?token|password|api[-_]?key|secret)(["']?\s*[:=]\s*["']?)[^\s"',}]+/gi, (m) => m.replace(/([:=]\s*["']?)[^\s"',}]+$/, '$1[redacted]')],
+  [
+    /\b(access[-_]?token|refresh[-_]?token|password|api[-_]?key|secret)(["']?\s*[:=]\s*["']?)[^\s"',}]+/gi,
+    (m) => m.replace(/([:=]\s*["']?)[^\s"',}]+$/, '$1[redacted]'),
+  ],
   // IBANs (IR + 24 digits, possibly spaced, ASCII or Persian/Arabic digits) before plain digit runs.
   [new RegExp(`\\bIR(?:\\s?${DIGIT}){24}(?!${DIGIT})`, 'gi'), (m) => maskMiddle(m.replace(/\s/g, ''))],
 ];

@@ -29,7 +29,8 @@ export function toProblem(error: unknown): ProblemException {
   if (error instanceof HttpException) {
     // Nest wraps fastify's own request errors (body parsing, limits) and keeps them as cause.
     const cause = error.cause as FastifyLikeError | undefined;
-    if (typeof cause?.code === 'string' && cause.code.startsWith('FST_')) return fromFastifyError({ ...cause, statusCode: error.getStatus() });
+    if (typeof cause?.code === 'string' && cause.code.startsWith('FST_'))
+      return fromFastifyError({ ...cause, statusCode: error.getStatus() });
     const status = error.getStatus();
     const code = CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal' : 'validation_failed');
     if (code === 'not_found') return new ProblemException(code, 'No such resource.');
@@ -56,9 +57,15 @@ function fromFastifyError(error: FastifyLikeError): ProblemException {
         'The request body is not JSON.',
       );
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return ProblemException.validation([{ field: 'body', message: 'The JSON body is empty.' }], 'The request body is empty.');
+      return ProblemException.validation(
+        [{ field: 'body', message: 'The JSON body is empty.' }],
+        'The request body is empty.',
+      );
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return ProblemException.validation([{ field: 'body', message: 'The body is not valid JSON.' }], 'The request body is not valid JSON.');
+      return ProblemException.validation(
+        [{ field: 'body', message: 'The body is not valid JSON.' }],
+        'The request body is not valid JSON.',
+      );
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return ProblemException.validation([{ field: 'body', message: 'Content-Length does not match the body.' }]);
     default:
@@ -67,7 +74,10 @@ function fromFastifyError(error: FastifyLikeError): ProblemException {
   const code = CODE_BY_STATUS[error.statusCode ?? 400] ?? 'validation_failed';
   if (code === 'validation_failed') {
     // Fastify reports malformed JSON as a plain 400 (a SyntaxError from the JSON parser).
-    return ProblemException.validation([{ field: 'body', message: 'The body is not valid JSON.' }], 'The request body is not valid JSON.');
+    return ProblemException.validation(
+      [{ field: 'body', message: 'The body is not valid JSON.' }],
+      'The request body is not valid JSON.',
+    );
   }
   return new ProblemException(code, defaultDetail(code));
 }

@@ -54,7 +54,10 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
     }
     this.client = createClient(store, 'vgw-commands');
     this.subscriber = createClient(store, 'vgw-subscriber');
-    for (const [name, client] of [['commands', this.client], ['subscriber', this.subscriber]] as const) {
+    for (const [name, client] of [
+      ['commands', this.client],
+      ['subscriber', this.subscriber],
+    ] as const) {
       // Without a listener ioredis prints every reconnect error; one line per state change is enough.
       client.on('error', (error: Error) => this.logger.debug(`${name} connection error: ${error.message}`));
       client.on('ready', () => this.logger.log(`${name} connection ready`));

@@ -23,7 +23,11 @@ export class MemoryTokenStore extends TokenStore {
     if (this.lock?.owner === owner) this.lock = null;
   }
 
-  async writeIfOwner(owner: string, expectedGeneration: number, record: Omit<TokenRecord, 'generation'>): Promise<number | null> {
+  async writeIfOwner(
+    owner: string,
+    expectedGeneration: number,
+    record: Omit<TokenRecord, 'generation'>,
+  ): Promise<number | null> {
     if (this.lock?.owner !== owner || this.lock.expiresAt <= Date.now()) return null;
     if ((this.record?.generation ?? 0) !== expectedGeneration) return null;
     this.record = { ...record, generation: expectedGeneration + 1 };

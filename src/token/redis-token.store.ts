@@ -68,7 +68,10 @@ export class RedisTokenStore extends TokenStore {
   }
 
   tryLock(owner: string, ttlMs: number): Promise<boolean> {
-    return storeCall('token lock', async () => (await this.client.set(this.keys.tokenLock(), owner, 'PX', ttlMs, 'NX')) === 'OK');
+    return storeCall(
+      'token lock',
+      async () => (await this.client.set(this.keys.tokenLock(), owner, 'PX', ttlMs, 'NX')) === 'OK',
+    );
   }
 
   unlock(owner: string): Promise<void> {
@@ -77,7 +80,12 @@ export class RedisTokenStore extends TokenStore {
     });
   }
 
-  writeIfOwner(owner: string, expectedGeneration: number, record: Omit<TokenRecord, 'generation'>, ttlMs: number): Promise<number | null> {
+  writeIfOwner(
+    owner: string,
+    expectedGeneration: number,
+    record: Omit<TokenRecord, 'generation'>,
+    ttlMs: number,
+  ): Promise<number | null> {
     return storeCall('token write', async () => {
       const generation = await this.scripts.vgwTokenWrite(
         this.keys.tokenRecord(),
@@ -96,7 +104,10 @@ export class RedisTokenStore extends TokenStore {
   }
 
   invalidateIfCurrent(accessToken: string): Promise<boolean> {
-    return storeCall('token invalidate', async () => (await this.scripts.vgwTokenInvalidate(this.keys.tokenRecord(), accessToken)) === 1);
+    return storeCall(
+      'token invalidate',
+      async () => (await this.scripts.vgwTokenInvalidate(this.keys.tokenRecord(), accessToken)) === 1,
+    );
   }
 
   publishRenewed(generation: number): Promise<void> {
@@ -112,7 +123,11 @@ export class RedisTokenStore extends TokenStore {
     });
     // Subscribe on every (re)connection: the first attempt may come before Redis is
     // reachable. Until a subscription holds, waiting replicas fall back to polling.
-    const subscribe = () => this.subscriber.subscribe(channel).then(() => undefined, () => undefined);
+    const subscribe = () =>
+      this.subscriber.subscribe(channel).then(
+        () => undefined,
+        () => undefined,
+      );
     this.subscriber.on('ready', () => void subscribe());
     if (this.subscriber.status === 'ready') await subscribe();
   }

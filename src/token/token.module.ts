@@ -14,7 +14,9 @@ import { TokenStore } from './token.store.js';
       provide: TokenStore,
       inject: [RedisConnection],
       useFactory: (redis: RedisConnection): TokenStore =>
-        redis.client && redis.subscriber ? new RedisTokenStore(redis.client, redis.subscriber, redis.keys) : new MemoryTokenStore(),
+        redis.client && redis.subscriber
+          ? new RedisTokenStore(redis.client, redis.subscriber, redis.keys)
+          : new MemoryTokenStore(),
     },
     TokenProvider,
   ],

@@ -116,7 +116,8 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
     let fresh = await this.renew();
     // A renewal already in flight may have adopted the very token that was just rejected.
     if (fresh.accessToken === rejectedToken) fresh = await this.renew();
-    if (fresh.accessToken === rejectedToken) throw new TokenUnavailableError('upstream_failure', 'renewed token was rejected');
+    if (fresh.accessToken === rejectedToken)
+      throw new TokenUnavailableError('upstream_failure', 'renewed token was rejected');
     return fresh.accessToken;
   }
 
@@ -141,7 +142,8 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
       return token;
     } catch (error) {
       if (!(error instanceof StoreUnavailableError)) throw error;
-      if (!this.storeDegraded) this.logger.warn('token store unreachable: renewing in this process only until it returns');
+      if (!this.storeDegraded)
+        this.logger.warn('token store unreachable: renewing in this process only until it returns');
       this.storeDegraded = true;
       return this.adopt(await this.callUpstream(this.held), this.held?.generation ?? 0);
     }
@@ -163,7 +165,12 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
           const renewed = await this.callUpstream(latest ?? this.held);
           let generation: number | null;
           try {
-            generation = await this.store.writeIfOwner(owner, latest?.generation ?? 0, renewed, renewed.refreshExpiresAt - Date.now());
+            generation = await this.store.writeIfOwner(
+              owner,
+              latest?.generation ?? 0,
+              renewed,
+              renewed.refreshExpiresAt - Date.now(),
+            );
           } catch (error) {
             // Redis failed after the upstream issued the pair: keep it (a second GetToken
             // here could be refused, if the upstream rotates refresh tokens).
@@ -214,7 +221,11 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
       if (base?.refreshToken && base.refreshExpiresAt > now) {
         data = await this.grant({ kind: 'refresh', refreshToken: base.refreshToken }).catch((error: unknown) => {
           // 400/401: the refresh token is invalid, expired or revoked (§4.1 rule 4, §7.1).
-          if (error instanceof UpstreamError && error.kind === 'rejected' && (error.httpStatus === 401 || error.httpStatus === 400)) {
+          if (
+            error instanceof UpstreamError &&
+            error.kind === 'rejected' &&
+            (error.httpStatus === 401 || error.httpStatus === 400)
+          ) {
             this.logger.log('refresh token rejected by the upstream; renewing with credentials');
             return null;
           }
@@ -229,7 +240,9 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
       const attempts = (this.failure?.attempts ?? 0) + 1;
       const delay = Math.min(MIN_BACKOFF_MS * 2 ** (attempts - 1), MAX_BACKOFF_MS);
       this.failure = { error: failure, retryAt: Date.now() + delay, attempts };
-      this.logger.error(`token renewal failed (${failure.reason}${failure.upstreamMessage ? `: ${failure.upstreamMessage}` : ''}); next attempt in ${delay} ms`);
+      this.logger.error(
+        `token renewal failed (${failure.reason}${failure.upstreamMessage ? `: ${failure.upstreamMessage}` : ''}); next attempt in ${delay} ms`,
+      );
       this.schedule(Date.now() + delay);
       throw failure;
     }
@@ -286,7 +299,10 @@ function toTokenFailure(error: unknown): TokenUnavailableError {
     const message = error.details.upstreamMessage;
     if (error.httpStatus === 403) return new TokenUnavailableError('account_disabled', message);
     if (error.httpStatus === 401) {
-      return new TokenUnavailableError(message?.includes(PASSWORD_NOT_SET) ? 'password_not_set' : 'credentials_rejected', message);
+      return new TokenUnavailableError(
+        message?.includes(PASSWORD_NOT_SET) ? 'password_not_set' : 'credentials_rejected',
+        message,
+      );
     }
   }
   return new TokenUnavailableError('upstream_failure', error instanceof Error ? error.message : undefined);

@@ -6,7 +6,13 @@ import axios, { AxiosError, type AxiosInstance } from 'axios';
 import CircuitBreaker from 'opossum';
 import type { AppConfig } from '../config/app-config.js';
 import { GatewayMetrics } from '../observability/metrics.js';
-import { fieldErrors, isTokenData, parseEnvelope, type UpstreamMeta, type UpstreamTokenData } from './upstream-envelope.js';
+import {
+  fieldErrors,
+  isTokenData,
+  parseEnvelope,
+  type UpstreamMeta,
+  type UpstreamTokenData,
+} from './upstream-envelope.js';
 import { UpstreamError } from './upstream-error.js';
 
 export const TOKEN_PATH = '/api/v5/Authentication/GetToken';
@@ -28,7 +34,14 @@ export interface UpstreamSuccess {
 }
 
 /** Connection errors that prove nothing was sent. */
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ERR_INVALID_URL']);
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ERR_INVALID_URL',
+]);
 
 /**
  * The only place that talks HTTP to the upstream. It owns the keep-alive connection pool
@@ -78,7 +91,8 @@ export class UpstreamClient implements OnApplicationShutdown {
         rollingCountTimeout: 10_000,
         resetTimeout: this.settings.circuitResetMs,
         // true = not a failure of the upstream: it answered, and the answer is a business one.
-        errorFilter: (error: unknown) => error instanceof UpstreamError && error.kind === 'rejected' && (error.httpStatus ?? 500) < 500,
+        errorFilter: (error: unknown) =>
+          error instanceof UpstreamError && error.kind === 'rejected' && (error.httpStatus ?? 500) < 500,
       },
     );
     this.circuit.on('open', () => {
@@ -116,7 +130,11 @@ export class UpstreamClient implements OnApplicationShutdown {
   }
 
   /** §4.2: an inquiry, with the gateway-stamped trackId already in `body`. */
-  async inquire(operation: InquiryOperation, body: Record<string, unknown>, accessToken: string): Promise<UpstreamSuccess> {
+  async inquire(
+    operation: InquiryOperation,
+    body: Record<string, unknown>,
+    accessToken: string,
+  ): Promise<UpstreamSuccess> {
     try {
       return await this.circuit.fire(operation, body, accessToken);
     } catch (error) {
@@ -127,7 +145,12 @@ export class UpstreamClient implements OnApplicationShutdown {
     }
   }
 
-  private async post(path: string, body: unknown, accessToken: string | undefined, label: string): Promise<UpstreamSuccess> {
+  private async post(
+    path: string,
+    body: unknown,
+    accessToken: string | undefined,
+    label: string,
+  ): Promise<UpstreamSuccess> {
     const started = performance.now();
     let outcome = 'error';
     try {
@@ -177,7 +200,8 @@ export function classifyTransportError(error: unknown): UpstreamError {
   const code = axiosError?.code ?? (error as { cause?: { code?: string } })?.cause?.code;
   if (code && NOT_SENT_CODES.has(code)) return new UpstreamError('not_sent');
   const request = axiosError?.request as { writableFinished?: boolean } | undefined;
-  const timedOut = code === 'ECONNABORTED' || code === 'ETIMEDOUT' || code === 'ERR_CANCELED' || axiosError?.name === 'CanceledError';
+  const timedOut =
+    code === 'ECONNABORTED' || code === 'ETIMEDOUT' || code === 'ERR_CANCELED' || axiosError?.name === 'CanceledError';
   if (request && request.writableFinished === false) return new UpstreamError('not_sent', { timedOut });
   return new UpstreamError('outcome_unknown', { timedOut });
 }

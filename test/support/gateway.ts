@@ -10,9 +10,17 @@ export const sha256 = (text: string): string => createHash('sha256').update(text
 
 /** Test callers: the raw keys are what a client sends in `X-Api-Key`. */
 export const TEST_CLIENTS = {
-  full: { clientId: 'app-full', key: 'key-full-0123456789', scopes: ['kyc:shahkar', 'kyc:iban', 'inquiries:read', 'kyc:advanced'] },
+  full: {
+    clientId: 'app-full',
+    key: 'key-full-0123456789',
+    scopes: ['kyc:shahkar', 'kyc:iban', 'inquiries:read', 'kyc:advanced'],
+  },
   basic: { clientId: 'app-basic', key: 'key-basic-0123456789', scopes: ['kyc:shahkar', 'kyc:iban', 'inquiries:read'] },
-  other: { clientId: 'app-other', key: 'key-other-0123456789', scopes: ['kyc:shahkar', 'kyc:iban', 'inquiries:read', 'kyc:advanced'] },
+  other: {
+    clientId: 'app-other',
+    key: 'key-other-0123456789',
+    scopes: ['kyc:shahkar', 'kyc:iban', 'inquiries:read', 'kyc:advanced'],
+  },
   none: { clientId: 'app-none', key: 'key-none-0123456789', scopes: [] as string[] },
 } as const;
 
@@ -30,7 +38,13 @@ export interface RunningGateway {
 /** Starts one gateway instance on a free loopback port. */
 export async function startGateway(env: Record<string, string | undefined>): Promise<RunningGateway> {
   const { app } = await createGateway(
-    { UPSTREAM_USERNAME: 'sandbox-user', UPSTREAM_PASSWORD: 'sandbox-password', API_KEYS: TEST_API_KEYS, LOG_LEVEL: 'silent', ...env },
+    {
+      UPSTREAM_USERNAME: 'sandbox-user',
+      UPSTREAM_PASSWORD: 'sandbox-password',
+      API_KEYS: TEST_API_KEYS,
+      LOG_LEVEL: 'silent',
+      ...env,
+    },
     { logger: false },
   );
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -67,7 +81,12 @@ export interface CallOptions {
 }
 
 /** One request with Node's fetch; the body is read completely and parsed when it is JSON. */
-export async function callGateway(baseUrl: string, method: string, path: string, options: CallOptions = {}): Promise<Exchange> {
+export async function callGateway(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: CallOptions = {},
+): Promise<Exchange> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.apiKey !== undefined) headers['x-api-key'] = options.apiKey;
   let body: string | undefined;

@@ -27,8 +27,22 @@ export class RedisCluster {
       ports.map(async (port) => {
         const child = spawn(
           'redis-server',
-          ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`,
-            '--dir', dir, '--save', '', '--appendonly', 'no'],
+          [
+            '--port',
+            String(port),
+            '--bind',
+            '127.0.0.1',
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            `nodes-${port}.conf`,
+            '--dir',
+            dir,
+            '--save',
+            '',
+            '--appendonly',
+            'no',
+          ],
           { stdio: ['ignore', 'pipe', 'ignore'] },
         );
         let output = '';
@@ -44,7 +58,14 @@ export class RedisCluster {
       }),
     );
     const cluster = new RedisCluster(ports, processes, dir);
-    await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
+    await run('redis-cli', [
+      '--cluster',
+      'create',
+      ...ports.map((p) => `127.0.0.1:${p}`),
+      '--cluster-replicas',
+      '0',
+      '--cluster-yes',
+    ]);
     // Slots are assigned; wait until every node agrees the cluster is up.
     for (const port of ports) {
       for (let attempt = 0; ; attempt++) {

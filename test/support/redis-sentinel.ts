@@ -26,7 +26,14 @@ export class RedisSentinel {
     // Sentinel rewrites its configuration file, so it lives in a folder of its own.
     writeFileSync(
       config,
-      [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, `sentinel monitor ${name} 127.0.0.1 ${master.port} 1`, `sentinel down-after-milliseconds ${name} 5000`, ''].join('\n'),
+      [
+        `port ${port}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        `sentinel monitor ${name} 127.0.0.1 ${master.port} 1`,
+        `sentinel down-after-milliseconds ${name} 5000`,
+        '',
+      ].join('\n'),
     );
     const child = spawn('redis-server', [config, '--sentinel'], { stdio: ['ignore', 'pipe', 'ignore'] });
     let output = '';

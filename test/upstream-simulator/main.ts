@@ -13,7 +13,8 @@ import { UpstreamSimulator } from './upstream-simulator.js';
 
 export async function runSimulator(env: NodeJS.ProcessEnv = process.env): Promise<UpstreamSimulator> {
   const port = Number(env.SIMULATOR_PORT ?? 4010);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid SIMULATOR_PORT ${env.SIMULATOR_PORT}`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`invalid SIMULATOR_PORT ${env.SIMULATOR_PORT}`);
   const host = env.SIMULATOR_HOST || '127.0.0.1';
   const simulator = new UpstreamSimulator({
     username: env.SIMULATOR_USERNAME || 'sandbox-user',
@@ -55,8 +56,10 @@ function isEntryPoint(): boolean {
 }
 
 if (isEntryPoint()) {
-  runSimulator().then(stopOnSignals).catch((err: unknown) => {
-    console.error('Upstream simulator failed to start:', err instanceof Error ? err.message : err);
-    process.exit(1);
-  });
+  runSimulator()
+    .then(stopOnSignals)
+    .catch((err: unknown) => {
+      console.error('Upstream simulator failed to start:', err instanceof Error ? err.message : err);
+      process.exit(1);
+    });
 }

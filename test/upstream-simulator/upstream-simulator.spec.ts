@@ -118,7 +118,7 @@ describe('UpstreamSimulator: §4.1 GetToken', () => {
     expect(sim.issuedAccessTokens).toBe(3);
   });
 
-  it("single-use rotation invalidates a refresh token once it is used", async () => {
+  it('single-use rotation invalidates a refresh token once it is used', async () => {
     const single = new UpstreamSimulator({ refreshTokenRotation: 'single-use' });
     const url = await single.start();
     try {
@@ -126,9 +126,15 @@ describe('UpstreamSimulator: §4.1 GetToken', () => {
       const rt = login.data.data!.refreshToken;
       const ok = await axios.post<Envelope<TokenData>>(`${url}${GET_TOKEN_PATH}`, { refreshToken: rt });
       expect(ok.status).toBe(200);
-      const again = await axios.post<Envelope>(`${url}${GET_TOKEN_PATH}`, { refreshToken: rt }, { validateStatus: () => true });
+      const again = await axios.post<Envelope>(
+        `${url}${GET_TOKEN_PATH}`,
+        { refreshToken: rt },
+        { validateStatus: () => true },
+      );
       expectError(again, 401, 6, 'UnAuthorized');
-      const next = await axios.post<Envelope<TokenData>>(`${url}${GET_TOKEN_PATH}`, { refreshToken: ok.data.data!.refreshToken });
+      const next = await axios.post<Envelope<TokenData>>(`${url}${GET_TOKEN_PATH}`, {
+        refreshToken: ok.data.data!.refreshToken,
+      });
       expect(next.status).toBe(200);
     } finally {
       await single.stop();
@@ -136,8 +142,20 @@ describe('UpstreamSimulator: §4.1 GetToken', () => {
   });
 
   it('wrong username or password → 401 code 6 UnAuthorized', async () => {
-    expectError(await getToken({ ...CREDENTIALS, password: 'nope' }), 401, 6, 'UnAuthorized', 'Username or password is incorrect');
-    expectError(await getToken({ ...CREDENTIALS, username: 'other' }), 401, 6, 'UnAuthorized', 'Username or password is incorrect');
+    expectError(
+      await getToken({ ...CREDENTIALS, password: 'nope' }),
+      401,
+      6,
+      'UnAuthorized',
+      'Username or password is incorrect',
+    );
+    expectError(
+      await getToken({ ...CREDENTIALS, username: 'other' }),
+      401,
+      6,
+      'UnAuthorized',
+      'Username or password is incorrect',
+    );
     expect(sim.tokenCalls).toEqual({ credentials: 2, refresh: 0, failed: 2 });
     expect(sim.issuedAccessTokens).toBe(0);
   });
@@ -152,7 +170,9 @@ describe('UpstreamSimulator: §4.1 GetToken', () => {
     expectError(empty, 400, 2, 'BadRequest');
     expect(fieldsOf(empty)).toEqual(['password', 'username']);
 
-    const notJson = await http.post(GET_TOKEN_PATH, '{"username": ', { headers: { 'Content-Type': 'application/json' } });
+    const notJson = await http.post(GET_TOKEN_PATH, '{"username": ', {
+      headers: { 'Content-Type': 'application/json' },
+    });
     expectError(notJson, 400, 2, 'BadRequest');
     expect(fieldsOf(notJson)).toEqual(['body']);
 
@@ -171,13 +191,20 @@ describe('UpstreamSimulator: §4.1 GetToken', () => {
     const unset = new UpstreamSimulator({ password: null });
     const url = await unset.start();
     try {
-      const post = (body: unknown) => axios.post<Envelope<TokenData>>(`${url}${GET_TOKEN_PATH}`, body, { validateStatus: () => true });
+      const post = (body: unknown) =>
+        axios.post<Envelope<TokenData>>(`${url}${GET_TOKEN_PATH}`, body, { validateStatus: () => true });
       const res = await post({ username: 'sandbox-user', password: 'anything' });
       expectError(res, 401, 6, 'UnAuthorized', 'Api password has not been set');
       unset.setPassword('new-secret');
       expect((await post({ username: 'sandbox-user', password: 'new-secret' })).status).toBe(200);
       unset.setPassword(null);
-      expectError(await post({ username: 'sandbox-user', password: 'new-secret' }), 401, 6, 'UnAuthorized', 'Api password has not been set');
+      expectError(
+        await post({ username: 'sandbox-user', password: 'new-secret' }),
+        401,
+        6,
+        'UnAuthorized',
+        'Api password has not been set',
+      );
     } finally {
       await unset.stop();
     }
@@ -186,7 +213,13 @@ describe('UpstreamSimulator: §4.1 GetToken', () => {
   it('rule 4: a password change invalidates earlier refresh tokens at once; credentials work; access tokens live on', async () => {
     const before = (await getToken()).data.data!;
     sim.setPassword('changed');
-    expectError(await getToken({ refreshToken: before.refreshToken }), 401, 6, 'UnAuthorized', 'Refresh token is invalid');
+    expectError(
+      await getToken({ refreshToken: before.refreshToken }),
+      401,
+      6,
+      'UnAuthorized',
+      'Refresh token is invalid',
+    );
     expectError(await getToken(CREDENTIALS), 401, 6, 'UnAuthorized');
     const after = await getToken({ username: 'sandbox-user', password: 'changed' });
     expect(after.status).toBe(200);
@@ -236,7 +269,13 @@ describe('UpstreamSimulator: §4.1 GetToken', () => {
     const renewed = await getToken({ refreshToken: pair.refreshToken });
     expect(renewed.status).toBe(200);
     clock = START + 365 * 24 * 3600 * 1000;
-    expectError(await getToken({ refreshToken: pair.refreshToken }), 401, 6, 'UnAuthorized', 'Refresh token has expired');
+    expectError(
+      await getToken({ refreshToken: pair.refreshToken }),
+      401,
+      6,
+      'UnAuthorized',
+      'Refresh token has expired',
+    );
   });
 
   it('refresh token lifetime setting and revokeAllRefreshTokens', async () => {
@@ -266,7 +305,13 @@ describe('UpstreamSimulator: §5.1 Bearer token', () => {
     expectError(await inquire(CHECK_SHAHKAR_PATH, SHAHKAR), 401, 6, 'UnAuthorized');
     const basic = await http.post(CHECK_SHAHKAR_PATH, SHAHKAR, { headers: { Authorization: 'Basic abc' } });
     expectError(basic, 401, 6, 'UnAuthorized');
-    expectError(await inquire(CHECK_SHAHKAR_PATH, SHAHKAR, 'unknown-token'), 401, 6, 'UnAuthorized', 'Access token is invalid');
+    expectError(
+      await inquire(CHECK_SHAHKAR_PATH, SHAHKAR, 'unknown-token'),
+      401,
+      6,
+      'UnAuthorized',
+      'Access token is invalid',
+    );
     expect(sim.rejectedExpiredTokens).toBe(0);
     expect(sim.inquiryCalls).toBe(3);
     expect(sim.attemptLog).toHaveLength(0);
@@ -288,7 +333,13 @@ describe('UpstreamSimulator: §5.1 Bearer token', () => {
     await inquire(CHECK_SHAHKAR_PATH, { ...SHAHKAR, trackId, extra: 1 }, token);
     await inquire(IBAN_INQUIRY_PATH, { iban: IBAN });
     expect(sim.requests).toEqual([
-      { path: CHECK_SHAHKAR_PATH, body: { ...SHAHKAR, trackId, extra: 1 }, authorization: `Bearer ${token}`, trackId, at: START },
+      {
+        path: CHECK_SHAHKAR_PATH,
+        body: { ...SHAHKAR, trackId, extra: 1 },
+        authorization: `Bearer ${token}`,
+        trackId,
+        at: START,
+      },
       { path: IBAN_INQUIRY_PATH, body: { iban: IBAN }, at: START },
     ]);
   });
@@ -379,7 +430,7 @@ describe('UpstreamSimulator: body validation', () => {
     token = await accessToken();
   });
 
-  it("rule 11: requestHandlingType other than standard/advanced → 400 field error (case-sensitive)", async () => {
+  it('rule 11: requestHandlingType other than standard/advanced → 400 field error (case-sensitive)', async () => {
     for (const value of ['premium', 'Advanced', 1]) {
       const res = await inquire(CHECK_SHAHKAR_PATH, { ...SHAHKAR, requestHandlingType: value }, token);
       expectError(res, 400, 2, 'BadRequest');
@@ -391,12 +442,18 @@ describe('UpstreamSimulator: body validation', () => {
   });
 
   it('missing or non-string operation fields → 400 code 2 with one error per field', async () => {
-    const shahkar = await inquire(CHECK_SHAHKAR_PATH, { nationalCode: 12, trackId: 'x', requestHandlingType: 'x' }, token);
+    const shahkar = await inquire(
+      CHECK_SHAHKAR_PATH,
+      { nationalCode: 12, trackId: 'x', requestHandlingType: 'x' },
+      token,
+    );
     expectError(shahkar, 400, 2, 'BadRequest');
     expect(fieldsOf(shahkar)).toEqual(['mobileNumber', 'nationalCode', 'requestHandlingType', 'trackId']);
     const iban = await inquire(IBAN_INQUIRY_PATH, { iban: ['IR'] }, token);
     expectError(iban, 400, 2, 'BadRequest');
-    expect(iban.data.meta.errors).toEqual([{ field: 'iban', message: 'iban is required and must be a non-empty string' }]);
+    expect(iban.data.meta.errors).toEqual([
+      { field: 'iban', message: 'iban is required and must be a non-empty string' },
+    ]);
     const empty = await inquire(IBAN_INQUIRY_PATH, { iban: '' }, token);
     expect(fieldsOf(empty)).toEqual(['iban']);
   });
@@ -430,7 +487,11 @@ describe('UpstreamSimulator: suppliers and credit (§4.4 rules 6-10)', () => {
   });
 
   it('standard: success charges exactly the first supplier', async () => {
-    const res = await inquire<{ isMatch: boolean }>(CHECK_SHAHKAR_PATH, { ...SHAHKAR, requestHandlingType: 'standard' }, token);
+    const res = await inquire<{ isMatch: boolean }>(
+      CHECK_SHAHKAR_PATH,
+      { ...SHAHKAR, requestHandlingType: 'standard' },
+      token,
+    );
     expect(res.status).toBe(200);
     expect(res.data.data).toEqual({ isMatch: true });
     expect(sim.credit).toBe(1_000_000 - 100);
@@ -488,10 +549,20 @@ describe('UpstreamSimulator: suppliers and credit (§4.4 rules 6-10)', () => {
     sim.setSupplierFailure('primary', 'timeout');
     sim.setSupplierFailure('secondary', 'timeout');
     sim.setSupplierFailure('tertiary', 'error');
-    expectError(await inquire(CHECK_SHAHKAR_PATH, { ...SHAHKAR, requestHandlingType: 'advanced' }, token), 502, 15, 'ProviderError');
+    expectError(
+      await inquire(CHECK_SHAHKAR_PATH, { ...SHAHKAR, requestHandlingType: 'advanced' }, token),
+      502,
+      15,
+      'ProviderError',
+    );
     sim.setSupplierFailure('tertiary', 'timeout');
     sim.setSupplierFailure('primary', 'error');
-    expectError(await inquire(CHECK_SHAHKAR_PATH, { ...SHAHKAR, requestHandlingType: 'advanced' }, token), 504, 14, 'RequestTimeOut');
+    expectError(
+      await inquire(CHECK_SHAHKAR_PATH, { ...SHAHKAR, requestHandlingType: 'advanced' }, token),
+      504,
+      14,
+      'RequestTimeOut',
+    );
     expect(sim.attemptLog).toHaveLength(6);
     expect(sim.credit).toBe(1_000_000);
     expect(sim.chargesByTrackId.size).toBe(0);
@@ -510,7 +581,9 @@ describe('UpstreamSimulator: suppliers and credit (§4.4 rules 6-10)', () => {
     expect((await inquire(CHECK_SHAHKAR_PATH, SHAHKAR, token)).status).toBe(200);
     expect(sim.credit).toBe(269);
     sim.setCredit(370);
-    expect((await inquire(CHECK_SHAHKAR_PATH, { ...SHAHKAR, requestHandlingType: 'advanced' }, token)).status).toBe(200);
+    expect((await inquire(CHECK_SHAHKAR_PATH, { ...SHAHKAR, requestHandlingType: 'advanced' }, token)).status).toBe(
+      200,
+    );
     expect(sim.credit).toBe(270);
   });
 
@@ -640,7 +713,11 @@ describe('UpstreamSimulator: faults, latency and events', () => {
     const controller = new AbortController();
     const decided = once(sim, 'inquiry') as Promise<[InquiryEvent]>;
     const pending = http
-      .post(CHECK_SHAHKAR_PATH, { ...SHAHKAR, trackId }, { headers: { Authorization: `Bearer ${token}` }, signal: controller.signal })
+      .post(
+        CHECK_SHAHKAR_PATH,
+        { ...SHAHKAR, trackId },
+        { headers: { Authorization: `Bearer ${token}` }, signal: controller.signal },
+      )
       .then(
         () => 'answered',
         (e: unknown) => e,
@@ -665,7 +742,11 @@ describe('UpstreamSimulator: faults, latency and events', () => {
     const controller = new AbortController();
     const decided = once(sim, 'inquiry') as Promise<[InquiryEvent]>;
     const pending = http
-      .post(CHECK_SHAHKAR_PATH, { ...SHAHKAR, trackId }, { headers: { Authorization: `Bearer ${token}` }, signal: controller.signal })
+      .post(
+        CHECK_SHAHKAR_PATH,
+        { ...SHAHKAR, trackId },
+        { headers: { Authorization: `Bearer ${token}` }, signal: controller.signal },
+      )
       .catch((e: unknown) => e);
     const [event] = await decided;
     expect(event).toEqual({ path: CHECK_SHAHKAR_PATH, trackId, status: 200, code: 0, fault: 'hang-after-processing' });
@@ -682,7 +763,11 @@ describe('UpstreamSimulator: faults, latency and events', () => {
     sim.setLatency(5_000);
     const trackId = randomUUID();
     const err = await http
-      .post(CHECK_SHAHKAR_PATH, { ...SHAHKAR, trackId }, { headers: { Authorization: `Bearer ${token}` }, timeout: 100 })
+      .post(
+        CHECK_SHAHKAR_PATH,
+        { ...SHAHKAR, trackId },
+        { headers: { Authorization: `Bearer ${token}` }, timeout: 100 },
+      )
       .catch((e: unknown) => e);
     expect(axios.isAxiosError(err) && err.code).toBe('ECONNABORTED');
     expect(sim.chargeCount(trackId)).toBe(1);
@@ -762,7 +847,13 @@ describe('UpstreamSimulator: /__simulator control surface', () => {
     expectError(await getToken({ refreshToken: pair.refreshToken }), 401, 6, 'UnAuthorized');
     expect((await getToken({ username: 'sandbox-user', password: 'p2' })).status).toBe(200);
     await post('password', { password: null });
-    expectError(await getToken({ username: 'sandbox-user', password: 'p2' }), 401, 6, 'UnAuthorized', 'Api password has not been set');
+    expectError(
+      await getToken({ username: 'sandbox-user', password: 'p2' }),
+      401,
+      6,
+      'UnAuthorized',
+      'Api password has not been set',
+    );
 
     await post('disable', { disabled: true });
     expectError(await inquire(CHECK_SHAHKAR_PATH, SHAHKAR, pair.accessToken), 403, 9, 'Inaccessible');
@@ -809,7 +900,9 @@ describe('UpstreamSimulator: lifecycle', () => {
     own.injectFault({ kind: 'hang' });
     const decided = once(own, 'inquiry');
     const pending = axios
-      .post(`${url}${CHECK_SHAHKAR_PATH}`, SHAHKAR, { headers: { Authorization: `Bearer ${login.data.data!.accessToken}` } })
+      .post(`${url}${CHECK_SHAHKAR_PATH}`, SHAHKAR, {
+        headers: { Authorization: `Bearer ${login.data.data!.accessToken}` },
+      })
       .catch((e: unknown) => e);
     await decided;
     await own.stop();
@@ -825,13 +918,20 @@ describe('UpstreamSimulator: lifecycle', () => {
     try {
       const { runSimulator } = await import('./main.js');
       expect(log).not.toHaveBeenCalled(); // importing has no side effects
-      const running = await runSimulator({ SIMULATOR_PORT: '0', SIMULATOR_USERNAME: 'u1', SIMULATOR_PASSWORD: 'very-secret' });
+      const running = await runSimulator({
+        SIMULATOR_PORT: '0',
+        SIMULATOR_USERNAME: 'u1',
+        SIMULATOR_PASSWORD: 'very-secret',
+      });
       try {
         expect(log).toHaveBeenCalledTimes(1);
         const line = String(log.mock.calls[0][0]);
         expect(line).toContain(running.baseUrl);
         expect(line).not.toContain('very-secret');
-        const res = await axios.post<Envelope<TokenData>>(`${running.baseUrl}${GET_TOKEN_PATH}`, { username: 'u1', password: 'very-secret' });
+        const res = await axios.post<Envelope<TokenData>>(`${running.baseUrl}${GET_TOKEN_PATH}`, {
+          username: 'u1',
+          password: 'very-secret',
+        });
         expect(res.status).toBe(200);
       } finally {
         await running.stop();

@@ -439,7 +439,8 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     const address = app.server.address();
     if (address === null || typeof address === 'string') throw new Error('unexpected server address');
     this.app = app;
-    const shownHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host;
+    const shownHost =
+      host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host;
     this.url = `http://${shownHost}:${address.port}`;
     return this.url;
   }
@@ -644,7 +645,8 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     });
 
     app.setErrorHandler(async (error: { statusCode?: number }, request, reply) => {
-      const err = error.statusCode === 413 ? new ApiError(413, 2, 'BadRequest', 'Request body too large') : serverError();
+      const err =
+        error.statusCode === 413 ? new ApiError(413, 2, 'BadRequest', 'Request body too large') : serverError();
       const trackId = randomUUID();
       return reply.code(err.http).header('X-Track-Id', trackId).send(errorEnvelope(trackId, err));
     });
@@ -686,7 +688,8 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
   private async handleApi(kind: 'token' | 'inquiry', request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
     const path = request.url.split('?')[0];
     const body: unknown = request.body;
-    const variant: 'credentials' | 'refresh' = isPlainObject(body) && 'refreshToken' in body ? 'refresh' : 'credentials';
+    const variant: 'credentials' | 'refresh' =
+      isPlainObject(body) && 'refreshToken' in body ? 'refresh' : 'credentials';
     const bodyTrackId = isPlainObject(body) && isValidTrackId(body.trackId) ? body.trackId.toLowerCase() : undefined;
 
     if (kind === 'token') {
@@ -798,7 +801,9 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
         ]);
       }
       if (!isNonEmptyString(body.refreshToken)) {
-        throw badRequest('Request body is invalid', [{ field: 'refreshToken', message: 'refreshToken must be a non-empty string' }]);
+        throw badRequest('Request body is invalid', [
+          { field: 'refreshToken', message: 'refreshToken must be a non-empty string' },
+        ]);
       }
       const rec = this.refreshTokens.get(body.refreshToken);
       if (!rec) throw unauthorized('Refresh token is invalid');
@@ -835,7 +840,12 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
 
   // ---------------------------------------------------------------- §4.2/§4.4 inquiries
 
-  private inquiry(path: string, body: unknown, authorization: string | undefined, bodyTrackId: string | undefined): Outcome {
+  private inquiry(
+    path: string,
+    body: unknown,
+    authorization: string | undefined,
+    bodyTrackId: string | undefined,
+  ): Outcome {
     // §5.1 Bearer
     if (authorization === undefined || authorization === '') {
       throw unauthorized('Authorization header with a Bearer token is required', bodyTrackId);
@@ -864,7 +874,8 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     }
     const required = path === CHECK_SHAHKAR_PATH ? ['nationalCode', 'mobileNumber'] : ['iban'];
     for (const field of required) {
-      if (!isNonEmptyString(body[field])) errors.push({ field, message: `${field} is required and must be a non-empty string` });
+      if (!isNonEmptyString(body[field]))
+        errors.push({ field, message: `${field} is required and must be a non-empty string` });
     }
     // The upstream's own checks of the field values ("not shown" in the contract): none by
     // default; tests install rules with setFieldValidator to get its 400 answers.
@@ -880,7 +891,8 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     const chain = handling === 'advanced' ? [...this.suppliers] : this.suppliers.slice(0, 1);
     if (chain.length === 0) throw new ApiError(502, 15, 'ProviderError', 'No supplier available', [], trackId);
     const needed = chain.reduce((sum, s) => sum + s.cost, 0);
-    if (this.balance - this.reserved < needed) throw new ApiError(402, 5, 'LogicError', 'Insufficient credit', [], trackId);
+    if (this.balance - this.reserved < needed)
+      throw new ApiError(402, 5, 'LogicError', 'Insufficient credit', [], trackId);
 
     // §4.4 rules 9-10: attempts
     let lastFailure: SupplierFailure = 'error';
@@ -919,7 +931,9 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
       iban,
       bankName,
       accountStatus: 'ACTIVE',
-      owners: [{ firstName: FIRST_NAMES[hash[0] % FIRST_NAMES.length], lastName: LAST_NAMES[hash[1] % LAST_NAMES.length] }],
+      owners: [
+        { firstName: FIRST_NAMES[hash[0] % FIRST_NAMES.length], lastName: LAST_NAMES[hash[1] % LAST_NAMES.length] },
+      ],
     };
   }
 
@@ -957,7 +971,8 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
       const { path, kind, times } = obj(request);
       if (path !== undefined && typeof path !== 'string') return bad(reply, 'path must be a string');
       if (!FAULT_KINDS.includes(kind as FaultKind)) return bad(reply, `kind must be one of ${FAULT_KINDS.join(', ')}`);
-      if (times !== undefined && (typeof times !== 'number' || !(times >= 1))) return bad(reply, 'times must be a number >= 1');
+      if (times !== undefined && (typeof times !== 'number' || !(times >= 1)))
+        return bad(reply, 'times must be a number >= 1');
       this.injectFault({ path, kind: kind as FaultKind, times });
       return ok();
     });
@@ -987,9 +1002,13 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     app.post(`${CONTROL_PREFIX}/token-lifetimes`, async (request, reply) => {
       const { accessSeconds, refreshSeconds } = obj(request);
       for (const v of [accessSeconds, refreshSeconds]) {
-        if (v !== undefined && (typeof v !== 'number' || !(v >= 0))) return bad(reply, 'lifetimes must be numbers >= 0');
+        if (v !== undefined && (typeof v !== 'number' || !(v >= 0)))
+          return bad(reply, 'lifetimes must be numbers >= 0');
       }
-      this.setTokenLifetimes({ accessSeconds: accessSeconds as number | undefined, refreshSeconds: refreshSeconds as number | undefined });
+      this.setTokenLifetimes({
+        accessSeconds: accessSeconds as number | undefined,
+        refreshSeconds: refreshSeconds as number | undefined,
+      });
       return ok();
     });
     app.post(`${CONTROL_PREFIX}/expire-access-tokens`, async () => {

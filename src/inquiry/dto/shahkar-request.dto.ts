@@ -17,7 +17,8 @@ import { normaliseNationalCode } from '../validation/national-code.js';
  */
 @ApiSchema({
   name: 'ShahkarRequest',
-  description: 'Does this mobile number belong to this national code? Unknown fields (including `trackId`) are rejected.',
+  description:
+    'Does this mobile number belong to this national code? Unknown fields (including `trackId`) are rejected.',
 })
 export class ShahkarRequestDto {
   @ApiProperty({

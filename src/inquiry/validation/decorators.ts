@@ -47,7 +47,11 @@ function stringConstraint(normalise: Normaliser, invalidMessage: string): Valida
   };
 }
 
-function register(name: string, constraint: ValidatorConstraintInterface, options?: ValidationOptions): PropertyDecorator {
+function register(
+  name: string,
+  constraint: ValidatorConstraintInterface,
+  options?: ValidationOptions,
+): PropertyDecorator {
   return (target: object, propertyName: string | symbol) => {
     registerDecorator({
       name,

@@ -44,7 +44,12 @@ describe('normaliseIban', () => {
   });
 
   it('rejects valid IBANs of other countries', () => {
-    for (const iban of ['GB82WEST12345698765432', 'DE89370400440532013000', 'GB82 WEST 1234 5698 7654 32', 'NL91ABNA0417164300']) {
+    for (const iban of [
+      'GB82WEST12345698765432',
+      'DE89370400440532013000',
+      'GB82 WEST 1234 5698 7654 32',
+      'NL91ABNA0417164300',
+    ]) {
       expect(normaliseIban(iban)).toBeNull();
     }
   });

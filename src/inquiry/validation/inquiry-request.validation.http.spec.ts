@@ -53,7 +53,11 @@ describe('inquiry validation over HTTP (Nest + Fastify)', () => {
     });
 
   it('hands the controller a DTO instance with normalised values', async () => {
-    const res = await post('/v1/kyc/shahkar', { nationalCode: '۰۴۹۹۳۷۰۸۹۹', mobileNumber: '+989121234567' }, { 'idempotency-key': 'k-1' });
+    const res = await post(
+      '/v1/kyc/shahkar',
+      { nationalCode: '۰۴۹۹۳۷۰۸۹۹', mobileNumber: '+989121234567' },
+      { 'idempotency-key': 'k-1' },
+    );
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
       type: 'ShahkarRequestDto',
@@ -63,18 +67,34 @@ describe('inquiry validation over HTTP (Nest + Fastify)', () => {
   });
 
   it('uses the parameter type when the pipe has no explicit DTO', async () => {
-    const res = await post('/v1/kyc/iban', { iban: 'ir82 0540 1026 8002 0817 9090 02', requestHandlingType: 'advanced' });
+    const res = await post('/v1/kyc/iban', {
+      iban: 'ir82 0540 1026 8002 0817 9090 02',
+      requestHandlingType: 'advanced',
+    });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ type: 'IbanRequestDto', body: { iban: 'IR820540102680020817909002', requestHandlingType: 'advanced' } });
+    expect(res.json()).toEqual({
+      type: 'IbanRequestDto',
+      body: { iban: 'IR820540102680020817909002', requestHandlingType: 'advanced' },
+    });
   });
 
   it('answers problem+json with one entry per bad field and no raw values', async () => {
-    const res = await post('/v1/kyc/shahkar', { nationalCode: '0499370898', mobileNumber: 9121234567, trackId: 'x', foo: 1 });
+    const res = await post('/v1/kyc/shahkar', {
+      nationalCode: '0499370898',
+      mobileNumber: 9121234567,
+      trackId: 'x',
+      foo: 1,
+    });
     expect(res.statusCode).toBe(400);
     expect(res.headers['content-type']).toContain('application/problem+json');
     const problem = res.json();
     expect(problem).toMatchObject({ status: 400, code: 'validation_failed' });
-    expect(problem.errors.map((e: { field: string }) => e.field)).toEqual(['trackId', 'foo', 'nationalCode', 'mobileNumber']);
+    expect(problem.errors.map((e: { field: string }) => e.field)).toEqual([
+      'trackId',
+      'foo',
+      'nationalCode',
+      'mobileNumber',
+    ]);
     expect(res.body).not.toContain('0499370898');
     expect(res.body).not.toContain('9121234567');
   });
@@ -86,7 +106,11 @@ describe('inquiry validation over HTTP (Nest + Fastify)', () => {
   });
 
   it('rejects a bad Idempotency-Key', async () => {
-    const res = await post('/v1/kyc/shahkar', { nationalCode: '0499370899', mobileNumber: '09121234567' }, { 'idempotency-key': 'has space' });
+    const res = await post(
+      '/v1/kyc/shahkar',
+      { nationalCode: '0499370899', mobileNumber: '09121234567' },
+      { 'idempotency-key': 'has space' },
+    );
     expect(res.statusCode).toBe(400);
     expect(res.json().errors).toEqual([{ field: 'Idempotency-Key', message: expect.any(String) }]);
   });
@@ -94,12 +118,18 @@ describe('inquiry validation over HTTP (Nest + Fastify)', () => {
   it('describes both bodies in OpenAPI with examples and the requestHandlingType enum', () => {
     const doc = SwaggerModule.createDocument(app, new DocumentBuilder().setTitle('t').build());
     const schemas = doc.components?.schemas ?? {};
-    const shahkar = schemas['ShahkarRequest'] as { required?: string[]; properties: Record<string, { example?: unknown; enum?: unknown; default?: unknown }> };
+    const shahkar = schemas['ShahkarRequest'] as {
+      required?: string[];
+      properties: Record<string, { example?: unknown; enum?: unknown; default?: unknown }>;
+    };
     const iban = schemas['IbanRequest'] as typeof shahkar;
     expect(shahkar.required).toEqual(['nationalCode', 'mobileNumber']);
     expect(shahkar.properties.nationalCode.example).toBe('0499370899');
     expect(shahkar.properties.mobileNumber.example).toBe('09121234567');
-    expect(shahkar.properties.requestHandlingType).toMatchObject({ enum: ['standard', 'advanced'], default: 'standard' });
+    expect(shahkar.properties.requestHandlingType).toMatchObject({
+      enum: ['standard', 'advanced'],
+      default: 'standard',
+    });
     expect(iban.required).toEqual(['iban']);
     expect(iban.properties.iban.example).toBe('IR820540102680020817909002');
   });

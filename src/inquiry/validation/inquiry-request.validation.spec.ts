@@ -5,7 +5,6 @@ import { IbanRequestDto } from '../dto/iban-request.dto.js';
 import { ShahkarRequestDto } from '../dto/shahkar-request.dto.js';
 import { validateIdempotencyKey, validateInquiryBody, validateInquiryRequest } from './inquiry-request.validation.js';
 
-
 const NATIONAL_CODE = '0499370899';
 const MOBILE = '09121234567';
 const IBAN = 'IR820540102680020817909002';
@@ -37,13 +36,22 @@ describe('validateInquiryBody: Shahkar', () => {
     expect({ ...dto }).toEqual({ nationalCode: NATIONAL_CODE, mobileNumber: MOBILE, requestHandlingType: 'standard' });
   });
 
-  it.each(['9121234567', '989121234567', '00989121234567', '09121234567'])('normalises mobile %s to 09…', (mobileNumber) => {
-    expect(validateInquiryBody(ShahkarRequestDto, { nationalCode: NATIONAL_CODE, mobileNumber }).mobileNumber).toBe(MOBILE);
-  });
+  it.each(['9121234567', '989121234567', '00989121234567', '09121234567'])(
+    'normalises mobile %s to 09…',
+    (mobileNumber) => {
+      expect(validateInquiryBody(ShahkarRequestDto, { nationalCode: NATIONAL_CODE, mobileNumber }).mobileNumber).toBe(
+        MOBILE,
+      );
+    },
+  );
 
   it('keeps an explicit requestHandlingType', () => {
     for (const requestHandlingType of ['standard', 'advanced'] as const) {
-      const dto = validateInquiryBody(ShahkarRequestDto, { nationalCode: NATIONAL_CODE, mobileNumber: MOBILE, requestHandlingType });
+      const dto = validateInquiryBody(ShahkarRequestDto, {
+        nationalCode: NATIONAL_CODE,
+        mobileNumber: MOBILE,
+        requestHandlingType,
+      });
       expect(dto.requestHandlingType).toBe(requestHandlingType);
     }
   });
@@ -58,7 +66,9 @@ describe('validateInquiryBody: Shahkar', () => {
 
   it('enforces types strictly: numbers, booleans, null, arrays and objects are not strings', () => {
     for (const value of [499370899, 9121234567, true, null, ['0499370899'], { value: '0499370899' }]) {
-      const errors = errorsOf(() => validateInquiryBody(ShahkarRequestDto, { nationalCode: value, mobileNumber: value }));
+      const errors = errorsOf(() =>
+        validateInquiryBody(ShahkarRequestDto, { nationalCode: value, mobileNumber: value }),
+      );
       expect(errors).toEqual([
         { field: 'nationalCode', message: 'must be a string' },
         { field: 'mobileNumber', message: 'must be a string' },
@@ -78,12 +88,19 @@ describe('validateInquiryBody: Shahkar', () => {
     expect(serialised).not.toContain('2112345');
   });
 
-  it.each([null, 'fast', 'Standard', 1, true, ['standard'], {}])('rejects requestHandlingType %p', (requestHandlingType) => {
-    const errors = errorsOf(() =>
-      validateInquiryBody(ShahkarRequestDto, { nationalCode: NATIONAL_CODE, mobileNumber: MOBILE, requestHandlingType }),
-    );
-    expect(errors).toEqual([{ field: 'requestHandlingType', message: 'must be one of: standard, advanced' }]);
-  });
+  it.each([null, 'fast', 'Standard', 1, true, ['standard'], {}])(
+    'rejects requestHandlingType %p',
+    (requestHandlingType) => {
+      const errors = errorsOf(() =>
+        validateInquiryBody(ShahkarRequestDto, {
+          nationalCode: NATIONAL_CODE,
+          mobileNumber: MOBILE,
+          requestHandlingType,
+        }),
+      );
+      expect(errors).toEqual([{ field: 'requestHandlingType', message: 'must be one of: standard, advanced' }]);
+    },
+  );
 
   it('rejects each unknown field by name, and trackId with its own message', () => {
     const errors = errorsOf(() =>
@@ -116,7 +133,9 @@ describe('validateInquiryBody: Shahkar', () => {
   });
 
   it('does not let an own __proto__ or constructor key through', () => {
-    const parsed = JSON.parse(`{"nationalCode":"${NATIONAL_CODE}","mobileNumber":"${MOBILE}","__proto__":{"x":1},"constructor":1}`) as object;
+    const parsed = JSON.parse(
+      `{"nationalCode":"${NATIONAL_CODE}","mobileNumber":"${MOBILE}","__proto__":{"x":1},"constructor":1}`,
+    ) as object;
     const errors = errorsOf(() => validateInquiryBody(ShahkarRequestDto, parsed));
     expect(errors).toEqual([
       { field: '__proto__', message: 'is not allowed' },
@@ -141,7 +160,10 @@ describe('validateInquiryBody: Shahkar', () => {
 
 describe('validateInquiryBody: IBAN', () => {
   it('normalises a friendly, lower-case, Persian-digit IBAN', () => {
-    const dto = validateInquiryBody(IbanRequestDto, { iban: 'ir۸۲ ۰۵۴۰ 1026 8002 0817 9090 02', requestHandlingType: 'advanced' });
+    const dto = validateInquiryBody(IbanRequestDto, {
+      iban: 'ir۸۲ ۰۵۴۰ 1026 8002 0817 9090 02',
+      requestHandlingType: 'advanced',
+    });
     expect(dto).toBeInstanceOf(IbanRequestDto);
     expect({ ...dto }).toEqual({ iban: IBAN, requestHandlingType: 'advanced' });
   });
@@ -156,7 +178,9 @@ describe('validateInquiryBody: IBAN', () => {
       expect(problem.errors).toEqual([{ field: 'iban', message: expect.stringContaining('Iranian IBAN') }]);
       expect(JSON.stringify(problem.toBody())).not.toContain(iban.slice(4, 14));
     }
-    expect(errorsOf(() => validateInquiryBody(IbanRequestDto, {}))).toEqual([{ field: 'iban', message: 'is required' }]);
+    expect(errorsOf(() => validateInquiryBody(IbanRequestDto, {}))).toEqual([
+      { field: 'iban', message: 'is required' },
+    ]);
     expect(errorsOf(() => validateInquiryBody(IbanRequestDto, { iban: 820540102680020817909002 }))).toEqual([
       { field: 'iban', message: 'must be a string' },
     ]);
@@ -175,7 +199,11 @@ describe('validateInquiryBody: IBAN', () => {
 
 describe('validateInquiryRequest', () => {
   it('returns the normalised body and the key', () => {
-    const { body, idempotencyKey } = validateInquiryRequest(ShahkarRequestDto, { nationalCode: NATIONAL_CODE, mobileNumber: '9121234567' }, 'order-42');
+    const { body, idempotencyKey } = validateInquiryRequest(
+      ShahkarRequestDto,
+      { nationalCode: NATIONAL_CODE, mobileNumber: '9121234567' },
+      'order-42',
+    );
     expect(body).toBeInstanceOf(ShahkarRequestDto);
     expect(body.mobileNumber).toBe(MOBILE);
     expect(idempotencyKey).toBe('order-42');
@@ -187,7 +215,9 @@ describe('validateInquiryRequest', () => {
   });
 
   it('keeps the detail of a single failing part', () => {
-    expect(problemOf(() => validateInquiryRequest(IbanRequestDto, [], undefined)).detail).toBe('The request body must be a JSON object.');
+    expect(problemOf(() => validateInquiryRequest(IbanRequestDto, [], undefined)).detail).toBe(
+      'The request body must be a JSON object.',
+    );
     expect(problemOf(() => validateInquiryRequest(IbanRequestDto, { iban: IBAN }, '')).errors).toEqual([
       { field: 'Idempotency-Key', message: expect.any(String) },
     ]);
@@ -199,12 +229,15 @@ describe('validateIdempotencyKey', () => {
     expect(validateIdempotencyKey(undefined)).toBeUndefined();
   });
 
-  it.each(['a', 'order-42', '1b4e28ba-2fa1-41d2-883f-0016d3cca427', '!~"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}', 'x'.repeat(255)])(
-    'accepts %s',
-    (key) => {
-      expect(validateIdempotencyKey(key)).toBe(key);
-    },
-  );
+  it.each([
+    'a',
+    'order-42',
+    '1b4e28ba-2fa1-41d2-883f-0016d3cca427',
+    '!~"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}',
+    'x'.repeat(255),
+  ])('accepts %s', (key) => {
+    expect(validateIdempotencyKey(key)).toBe(key);
+  });
 
   it.each([
     ['empty', ''],

@@ -12,7 +12,11 @@ function declaredFields(dto: ClassConstructor<object>): Set<string> {
   // Decorator metadata is fixed once the class is loaded: read it once, not per request.
   let fields = declaredFieldsByDto.get(dto);
   if (!fields) {
-    fields = new Set(getMetadataStorage().getTargetValidationMetadatas(dto, '', true, false).map((m) => m.propertyName));
+    fields = new Set(
+      getMetadataStorage()
+        .getTargetValidationMetadatas(dto, '', true, false)
+        .map((m) => m.propertyName),
+    );
     declaredFieldsByDto.set(dto, fields);
   }
   return fields;

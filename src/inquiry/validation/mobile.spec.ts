@@ -17,7 +17,7 @@ describe('normaliseIranianMobile', () => {
     expect(normaliseIranianMobile(input)).toBe(expected);
   });
 
-  it('accepts any 09 + 9 digits, including prefixes missing from persian-tools\' operator list', () => {
+  it("accepts any 09 + 9 digits, including prefixes missing from persian-tools' operator list", () => {
     // e.g. 0963…, 0999… (new ranges), 0900…
     for (const m of ['09631234567', '09991234567', '09001234567', '09401234567']) {
       expect(normaliseIranianMobile(m)).toBe(m);
