@@ -1,0 +1,177 @@
+/**
+ * The Idempotency-Key decisions (internal-api.md §2, "Idempotency") against the in-process
+ * stores: claim, replay, in use, reused, the conclusion of an abandoned claim, release and
+ * complete. No Redis, no HTTP.
+ */
+import { beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { Logger } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import type { Caller } from '../caller-auth/caller.js';
+import type { AppConfig } from '../config/app-config.js';
+import { GatewayMetrics } from '../observability/metrics.js';
+import { ProblemException, type ProblemBody } from '../problem/problem.js';
+import { IdempotencyService, type ClaimResult, type HeldKey } from './idempotency.service.js';
+import type { InquiryRecord, StoredResponse } from './inquiry-record.js';
+import { MemoryIdempotencyStore, MemoryInquiryStore } from './memory-inquiry.store.js';
+
+const TIMEOUT_MS = 1000;
+/** 10 timeouts + 30 s: after this an in-flight claim belongs to a request that died. */
+const LEASE_MS = TIMEOUT_MS * 10 + 30_000;
+const CALLER: Caller = { clientId: 'app-a', scopes: [] } as unknown as Caller;
+const FINGERPRINT = 'f'.repeat(64);
+const T1 = '00000000-0000-4000-8000-000000000001';
+const T2 = '00000000-0000-4000-8000-000000000002';
+const T3 = '00000000-0000-4000-8000-000000000003';
+
+const ANSWER: StoredResponse = { status: 200, contentType: 'application/json', trackId: T1, body: { trackId: T1 } };
+
+function held(result: ClaimResult): HeldKey {
+  if (!('held' in result)) throw new Error('expected the key to be claimed');
+  return result.held;
+}
+
+async function problemOf(promise: Promise<unknown>): Promise<ProblemException> {
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  if (!(error instanceof ProblemException)) throw new Error(`expected a problem, got ${String(error)}`);
+  return error;
+}
+
+describe('IdempotencyService', () => {
+  let claims: MemoryIdempotencyStore;
+  let records: MemoryInquiryStore;
+  let metrics: GatewayMetrics;
+  let service: IdempotencyService;
+  let now: number;
+
+  const replays = async () => (await metrics.idempotentReplays.get()).values[0]?.value ?? 0;
+  const record = (trackId: string, status: InquiryRecord['status'], data?: unknown): InquiryRecord => ({
+    trackId,
+    clientId: CALLER.clientId,
+    operation: 'shahkar',
+    requestHandlingType: 'standard',
+    fingerprint: FINGERPRINT,
+    status,
+    createdAt: new Date(0).toISOString(),
+    ...(data !== undefined ? { data } : {}),
+  });
+  /** A claim made by T1 that is older than the lease. */
+  async function abandonedClaim(): Promise<void> {
+    const clock = jest.spyOn(Date, 'now').mockReturnValue(now - LEASE_MS - 1);
+    try {
+      held(await service.claim(CALLER, 'key', T1, FINGERPRINT));
+    } finally {
+      clock.mockRestore();
+    }
+  }
+
+  // The conclusions log warnings by design; not on the test console.
+  beforeAll(() => Logger.overrideLogger(false));
+
+  beforeEach(() => {
+    claims = new MemoryIdempotencyStore();
+    records = new MemoryInquiryStore();
+    metrics = new GatewayMetrics();
+    const config = new ConfigService<AppConfig, true>({
+      idempotency: { ttlSeconds: 3600 },
+      upstream: { timeoutMs: TIMEOUT_MS },
+    });
+    service = new IdempotencyService(config, claims, records, metrics);
+    now = Date.now();
+  });
+
+  it('the first request with a key claims it', async () => {
+    const key = held(await service.claim(CALLER, 'key', T1, FINGERPRINT));
+    expect(key.claim).toMatchObject({ trackId: T1, fingerprint: FINGERPRINT, state: 'in_flight' });
+  });
+
+  it('a repeat while the first is in flight is 409 idempotency_key_in_use, naming its trackId', async () => {
+    await service.claim(CALLER, 'key', T1, FINGERPRINT);
+    const problem = await problemOf(service.claim(CALLER, 'key', T2, FINGERPRINT));
+    expect(problem.toBody()).toMatchObject({ status: 409, code: 'idempotency_key_in_use', trackId: T1 });
+  });
+
+  it('the same key with a different request is 422 idempotency_key_reused', async () => {
+    await service.claim(CALLER, 'key', T1, FINGERPRINT);
+    const problem = await problemOf(service.claim(CALLER, 'key', T2, 'e'.repeat(64)));
+    expect(problem.toBody()).toMatchObject({ status: 422, code: 'idempotency_key_reused' });
+  });
+
+  it('a completed key replays the stored answer and counts the replay', async () => {
+    await service.complete(held(await service.claim(CALLER, 'key', T1, FINGERPRINT)), ANSWER);
+    expect(await service.claim(CALLER, 'key', T2, FINGERPRINT)).toEqual({ replay: ANSWER });
+    expect(await replays()).toBe(1);
+  });
+
+  it('a released key is claimed afresh by the next request', async () => {
+    await service.release(held(await service.claim(CALLER, 'key', T1, FINGERPRINT)));
+    expect(held(await service.claim(CALLER, 'key', T2, FINGERPRINT)).claim.trackId).toBe(T2);
+  });
+
+  it('keys are per client and per end user', async () => {
+    await service.claim(CALLER, 'key', T1, FINGERPRINT);
+    const other = { ...CALLER, clientId: 'app-b' } as Caller;
+    const user = { ...CALLER, subject: 'user-1' } as Caller;
+    expect(held(await service.claim(other, 'key', T2, FINGERPRINT)).scope).toBe('app-b');
+    const userKey = held(await service.claim(user, 'key', T3, FINGERPRINT));
+    expect(userKey.scope).toMatch(/^app-a:u:[0-9a-f]{32}$/);
+    expect(userKey.scope).not.toContain('user-1');
+  });
+
+  it('only the request holding the claim completes or releases it', async () => {
+    const first = held(await service.claim(CALLER, 'key', T1, FINGERPRINT));
+    await service.complete({ ...first, claim: { ...first.claim, trackId: T2 } }, ANSWER);
+    await service.release({ ...first, claim: { ...first.claim, trackId: T2 } });
+    const problem = await problemOf(service.claim(CALLER, 'key', T3, FINGERPRINT));
+    expect(problem.code).toBe('idempotency_key_in_use');
+  });
+
+  describe('an in-flight claim older than the lease (its request died)', () => {
+    it('without a record, nothing was sent: the claim is released and the new request claims it', async () => {
+      await abandonedClaim();
+      expect(held(await service.claim(CALLER, 'key', T2, FINGERPRINT)).claim.trackId).toBe(T2);
+    });
+
+    it('with a succeeded record, the answer is rebuilt from it and kept for later retries', async () => {
+      await abandonedClaim();
+      await records.create(record(T1, 'succeeded', { isMatch: true }), 3600);
+      const expected = {
+        status: 200,
+        trackId: T1,
+        body: { trackId: T1, status: 'succeeded', data: { isMatch: true } },
+      };
+      expect(await service.claim(CALLER, 'key', T2, FINGERPRINT)).toMatchObject({ replay: expected });
+      expect(await service.claim(CALLER, 'key', T3, FINGERPRINT)).toMatchObject({ replay: expected });
+    });
+
+    it('with a failed record, the answer is 502 upstream_error', async () => {
+      await abandonedClaim();
+      await records.create(record(T1, 'failed'), 3600);
+      const result = await service.claim(CALLER, 'key', T2, FINGERPRINT);
+      expect('replay' in result && (result.replay.body as ProblemBody)).toMatchObject({
+        status: 502,
+        code: 'upstream_error',
+        trackId: T1,
+      });
+      expect((await records.get(T1))?.status).toBe('failed');
+    });
+
+    it('with a pending record, it may have been charged: 504 upstream_timeout and the record unknown', async () => {
+      await abandonedClaim();
+      await records.create(record(T1, 'pending'), 3600);
+      const result = await service.claim(CALLER, 'key', T2, FINGERPRINT);
+      expect('replay' in result && result.replay).toMatchObject({ status: 504, trackId: T1 });
+      expect('replay' in result && (result.replay.body as ProblemBody).code).toBe('upstream_timeout');
+      expect((await records.get(T1))?.status).toBe('unknown');
+    });
+  });
+
+  it('a claim inside the lease is still in flight, never concluded', async () => {
+    await service.claim(CALLER, 'key', T1, FINGERPRINT);
+    await records.create(record(T1, 'pending'), 3600);
+    expect((await problemOf(service.claim(CALLER, 'key', T2, FINGERPRINT))).code).toBe('idempotency_key_in_use');
+    expect((await records.get(T1))?.status).toBe('pending');
+  });
+});

@@ -1,0 +1,159 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import type { Caller } from '../caller-auth/caller.js';
+import type { AppConfig } from '../config/app-config.js';
+import { sha256 } from '../crypto/sha256.js';
+import { GatewayMetrics } from '../observability/metrics.js';
+import { ProblemException } from '../problem/problem.js';
+import type { IdempotencyClaim, StoredResponse } from './inquiry-record.js';
+import { JSON_CONTENT_TYPE, problemResponse, succeededBody } from './inquiry-outcome.js';
+import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
+import { guardStore } from './store-guard.js';
+
+/** A key this request holds, in flight, until it is completed with the answer or released. */
+export interface HeldKey {
+  readonly scope: string;
+  readonly keySha256: string;
+  readonly claim: IdempotencyClaim;
+}
+
+/** Claiming a key either makes it ours, or finds the answer an earlier request with it already has. */
+export type ClaimResult = { held: HeldKey } | { replay: StoredResponse };
+
+/**
+ * The `Idempotency-Key` rules of internal-api.md §2 (upstream-api-v5.md §4.4 rules 1, 5 and 9):
+ * the first request with a key claims it; a retry with the same request replays the stored
+ * answer and is never sent again; a different request under the key is refused (422), one
+ * still in flight too (409); a claim left behind by a request that died is concluded.
+ */
+@Injectable()
+export class IdempotencyService {
+  private readonly logger = new Logger(IdempotencyService.name);
+  private readonly ttlSeconds: number;
+  /**
+   * The longest a live request can hold an Idempotency-Key, with room to spare: waiting for a
+   * token renewal (lock TTL: 2 timeouts + 2 s, plus the winner's two GetToken calls), the
+   * inquiry, up to two renewals after a 401 and the retry: about 8 timeouts + 7 s. A claim
+   * still in flight after 10 timeouts + 30 s belongs to a request that died.
+   */
+  private readonly inFlightLeaseMs: number;
+
+  constructor(
+    config: ConfigService<AppConfig, true>,
+    private readonly claims: IdempotencyStore,
+    private readonly records: InquiryStore,
+    private readonly metrics: GatewayMetrics,
+  ) {
+    this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
+    this.inFlightLeaseMs = config.get('upstream', { infer: true }).timeoutMs * 10 + 30_000;
+  }
+
+  /**
+   * Claims `key` for the request stamped `trackId`. A repeat gets the earlier answer, or
+   * 409 `idempotency_key_in_use` / 422 `idempotency_key_reused`. Store failures are 503.
+   */
+  async claim(caller: Caller, key: string, trackId: string, fingerprint: string): Promise<ClaimResult> {
+    const scope = callerScope(caller);
+    const keySha256 = sha256(key);
+    const claim: IdempotencyClaim = { trackId, fingerprint, state: 'in_flight', claimedAt: Date.now() };
+    // A second round only when the first found an abandoned claim that sent nothing.
+    for (let round = 0; ; round++) {
+      const earlier = await guardStore(() => this.claims.claim(scope, keySha256, claim, this.ttlSeconds));
+      if (!earlier) return { held: { scope, keySha256, claim } };
+      const replay = await this.answerRepeat(scope, keySha256, earlier, fingerprint);
+      if (replay) return { replay };
+      if (round > 0)
+        throw new ProblemException(
+          'idempotency_key_in_use',
+          'A request with this Idempotency-Key is still in progress.',
+        );
+    }
+  }
+
+  /** Frees the key: nothing was charged, so a retry runs afresh. */
+  release({ scope, keySha256, claim }: HeldKey): Promise<void> {
+    return this.claims.release(scope, keySha256, claim.trackId);
+  }
+
+  /** Stores the answer every later retry with the key replays. */
+  complete({ scope, keySha256, claim }: HeldKey, response: StoredResponse): Promise<void> {
+    return this.claims.complete(scope, keySha256, { ...claim, state: 'done', response });
+  }
+
+  /**
+   * The key was claimed before. Returns the answer to give, or null when the earlier claim
+   * was abandoned before anything was sent and has been released (the caller claims afresh).
+   */
+  private async answerRepeat(
+    scope: string,
+    keySha256: string,
+    earlier: IdempotencyClaim,
+    fingerprint: string,
+  ): Promise<StoredResponse | null> {
+    if (earlier.fingerprint !== fingerprint) {
+      throw new ProblemException('idempotency_key_reused', 'This Idempotency-Key was used with a different request.');
+    }
+    if (earlier.state === 'done' && earlier.response) {
+      this.metrics.idempotentReplays.inc();
+      return earlier.response;
+    }
+    if (earlier.claimedAt !== undefined && Date.now() - earlier.claimedAt > this.inFlightLeaseMs) {
+      return this.concludeAbandoned(scope, keySha256, earlier);
+    }
+    throw new ProblemException('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', {
+      trackId: earlier.trackId,
+    });
+  }
+
+  /**
+   * The request that claimed this key died before storing its answer (its process crashed,
+   * or the store failed just then). Without a record it never reached the upstream (the record
+   * is written first): the claim is released. Otherwise it is never sent again: the answer is
+   * made from its record (a success replayed, a failure 502, anything unfinished 504 and the
+   * record `unknown`, as it may have been charged) and stored for every later retry.
+   */
+  private async concludeAbandoned(
+    scope: string,
+    keySha256: string,
+    claim: IdempotencyClaim,
+  ): Promise<StoredResponse | null> {
+    const { trackId } = claim;
+    const record = await guardStore(() => this.records.get(trackId));
+    if (!record) {
+      this.logger.warn(`idempotency claim for ${trackId} abandoned before anything was sent; released`);
+      await guardStore(() => this.claims.release(scope, keySha256, trackId));
+      return null;
+    }
+    let response: StoredResponse;
+    if (record.status === 'succeeded') {
+      response = { status: 200, contentType: JSON_CONTENT_TYPE, trackId, body: succeededBody(trackId, record.data) };
+    } else {
+      if (record.status === 'pending') {
+        await this.records
+          .settle({ ...record, status: 'unknown', completedAt: new Date().toISOString() })
+          .catch(() => undefined);
+      }
+      const problem =
+        record.status === 'failed'
+          ? new ProblemException('upstream_error', 'The first request with this Idempotency-Key failed.', { trackId })
+          : new ProblemException(
+              'upstream_timeout',
+              'The first request with this Idempotency-Key did not finish; its outcome is unknown.',
+              { trackId },
+            );
+      response = { ...problemResponse(problem), trackId };
+    }
+    this.logger.warn(`inquiry ${trackId}: abandoned in flight (record ${record.status}); answer concluded`);
+    await this.claims.complete(scope, keySha256, { ...claim, state: 'done', response }).catch(() => undefined);
+    return response;
+  }
+}
+
+/**
+ * Whose Idempotency-Keys these are: the client, and for an app's end user (JWT `sub`) that
+ * user within the client, so two users of one app never share keys or replays. The subject is
+ * hashed: it may be personal data and ends up in a Redis key name.
+ */
+function callerScope(caller: Caller): string {
+  return caller.subject === undefined ? caller.clientId : `${caller.clientId}:u:${sha256(caller.subject).slice(0, 32)}`;
+}
