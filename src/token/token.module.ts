@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { RedisConnection } from '../store/redis-connection.js';
 import { StoreModule } from '../store/store.module.js';
 import { UpstreamModule } from '../upstream/upstream.module.js';
+import { AuthorizedUpstream } from './authorized-upstream.js';
 import { MemoryTokenStore } from './memory-token.store.js';
 import { RedisTokenStore } from './redis-token.store.js';
 import { TokenProvider } from './token.provider.js';
@@ -19,7 +20,8 @@ import { TokenStore } from './token.store.js';
           : new MemoryTokenStore(),
     },
     TokenProvider,
+    AuthorizedUpstream,
   ],
-  exports: [TokenProvider],
+  exports: [TokenProvider, AuthorizedUpstream],
 })
 export class TokenModule {}

@@ -1,0 +1,30 @@
+import { Injectable } from '@nestjs/common';
+import { UpstreamClient, type InquiryOperation, type UpstreamSuccess } from '../upstream/upstream.client.js';
+import { UpstreamError } from '../upstream/upstream-error.js';
+import { TokenProvider } from './token.provider.js';
+
+/**
+ * Upstream inquiries with the shared access token, so no caller ever handles a raw token.
+ * After a 401 the token is renewed once and the call repeated with the same body and
+ * trackId: the upstream rejected the first attempt before registering it (upstream-api-v5.md
+ * §5.1 is checked before the trackId is used). No other failure is retried.
+ */
+@Injectable()
+export class AuthorizedUpstream {
+  constructor(
+    private readonly tokens: TokenProvider,
+    private readonly upstream: UpstreamClient,
+  ) {}
+
+  /** Throws `TokenUnavailableError` when no token can be had, `UpstreamError` for the call itself. */
+  async inquire(operation: InquiryOperation, body: Record<string, unknown>): Promise<UpstreamSuccess> {
+    const token = await this.tokens.getAccessToken();
+    try {
+      return await this.upstream.inquire(operation, body, token);
+    } catch (error) {
+      if (!(error instanceof UpstreamError && error.isUnauthorized)) throw error;
+      const renewed = await this.tokens.renewAfterRejection(token);
+      return this.upstream.inquire(operation, body, renewed);
+    }
+  }
+}
