@@ -3,7 +3,7 @@ import { CallerAuthModule } from '../caller-auth/caller-auth.module.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { StoreModule } from '../store/store.module.js';
 import { TokenModule } from '../token/token.module.js';
-import { UpstreamModule } from '../upstream/upstream.module.js';
+import { IdempotencyService } from './idempotency.service.js';
 import { InquiryController } from './inquiry.controller.js';
 import { InquiryService } from './inquiry.service.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
@@ -11,7 +11,7 @@ import { MemoryIdempotencyStore, MemoryInquiryStore } from './memory-inquiry.sto
 import { RedisIdempotencyStore, RedisInquiryStore } from './redis-inquiry.store.js';
 
 @Module({
-  imports: [CallerAuthModule, StoreModule, TokenModule, UpstreamModule],
+  imports: [CallerAuthModule, StoreModule, TokenModule],
   controllers: [InquiryController],
   providers: [
     {
@@ -26,6 +26,7 @@ import { RedisIdempotencyStore, RedisInquiryStore } from './redis-inquiry.store.
       useFactory: (redis: RedisConnection): IdempotencyStore =>
         redis.client ? new RedisIdempotencyStore(redis.client, redis.keys) : new MemoryIdempotencyStore(),
     },
+    IdempotencyService,
     InquiryService,
   ],
 })
