@@ -1,46 +1,65 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import process from 'node:process';
 import { fileURLToPath } from 'node:url';
-import ts from 'typescript';
 
 // Jest runs the TypeScript sources as native ES modules (NestJS 12, axios and jose ship ESM
 // only): ts-jest transpiles each file on its own (isolatedModules, with decorator metadata,
 // exactly as tsc emits it) and keeps `import`; Node's VM modules load the result (hence
-// --experimental-vm-modules in the `test` script). Jest 29 and ts-jest are plain
+// --experimental-vm-modules in the `test` scripts). Jest 29 and ts-jest are plain
 // JavaScript, so `npm ci` needs no platform-specific binary from the registry.
 const root = dirname(fileURLToPath(import.meta.url));
 
-// ESM-only packages that CommonJS dependencies require() (light-my-request → cookie,
-// @fastify/static → content-disposition). Node >= 20.19 allows require(esm) and so does the
-// gateway at run time, but Jest 29's module loader refuses it. Each is compiled once to a
-// CommonJS copy that the tests resolve instead; the copy is rebuilt on every run.
-const ESM_ONLY_REQUIRED = ['cookie', 'content-disposition'];
-const require = createRequire(import.meta.url);
-const cjsCopies = join(root, 'node_modules', '.cache', 'esm-only-as-cjs');
-mkdirSync(cjsCopies, { recursive: true });
-const moduleNameMapper = {};
-for (const name of ESM_ONLY_REQUIRED) {
-  const source = readFileSync(require.resolve(name), 'utf8');
-  const { outputText } = ts.transpileModule(source, {
-    compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
-  });
-  const target = join(cjsCopies, `${name}.cjs`);
-  writeFileSync(target, outputText);
-  moduleNameMapper[`^${name}$`] = target;
+// Three tiers, told apart by file name only; `npm test` runs all, TEST_TIER=<tier> one
+// (`npm run test:unit` etc.; any jest argument can follow, e.g. `npm run test:unit -- src/config`):
+//   unit         src/**/*.spec.ts beside the code: no Redis, no sockets, no network
+//   integration  test/**/*.integration.spec.ts: components against a real redis-server
+//                and/or the upstream simulator
+//   e2e          test/**/*.e2e.spec.ts: whole gateways over HTTP
+const TIERS = {
+  unit: (path) => path.startsWith('src/') && path.endsWith('.spec.ts'),
+  integration: (path) => path.startsWith('test/') && path.endsWith('.integration.spec.ts'),
+  e2e: (path) => path.startsWith('test/') && path.endsWith('.e2e.spec.ts'),
+};
+
+// A spec file that fits no tier would silently never run: refuse to start instead.
+const misfits = ['src', 'test']
+  .flatMap((dir) => readdirSync(join(root, dir), { recursive: true }).map((file) => `${dir}/${file}`))
+  .filter((path) => /\.(spec|test)\.[cm]?[jt]s$/.test(path))
+  .filter((path) => Object.values(TIERS).filter((fits) => fits(path)).length !== 1);
+if (misfits.length > 0) {
+  throw new Error(`Spec files that fit no test tier (see jest.config.js): ${misfits.join(', ')}`);
 }
 
-export default {
+const common = {
+  rootDir: root,
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.jest.json', diagnostics: false }],
   },
   moduleNameMapper: {
-    ...moduleNameMapper,
+    // ESM-only packages that CommonJS dependencies require() (light-my-request → cookie,
+    // @fastify/static → content-disposition): Jest 29's loader refuses require(esm), Node
+    // does not, so a committed stand-in passes the require() to Node.
+    '^(cookie|content-disposition)$': '<rootDir>/test/support/esm-only/$1.cjs',
     // Sources import siblings as './x.js' (Node ESM rule); map back to the .ts file.
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
-  testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],
+};
+
+const projects = [
+  { ...common, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.spec.ts'] },
+  { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/**/*.integration.spec.ts'] },
+  { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/**/*.e2e.spec.ts'] },
+];
+
+const tier = process.env.TEST_TIER;
+if (tier !== undefined && !(tier in TIERS)) {
+  throw new Error(`TEST_TIER must be one of ${Object.keys(TIERS).join(', ')}`);
+}
+
+export default {
   testTimeout: 30000,
+  projects: tier === undefined ? projects : projects.filter((project) => project.displayName === tier),
 };
