@@ -1,11 +1,15 @@
 import 'reflect-metadata';
+import type { IncomingMessage } from 'node:http';
 import type { LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppModule } from './app.module.js';
 import type { AppConfig } from './config/app-config.js';
 import { loadConfig } from './config/load-config.js';
+import { installHttpObservability } from './observability/http-observability.js';
 import { JsonLogger } from './observability/json-logger.js';
+import { knownSecrets } from './observability/known-secrets.js';
+import { REQUEST_ID_HEADER, requestIdFrom } from './observability/request-context.js';
 import { setupOpenApi } from './openapi.js';
 import { ShutdownState } from './health/shutdown.state.js';
 import { ProblemFilter } from './problem/problem.filter.js';
@@ -30,17 +34,23 @@ export async function createGateway(
   options: GatewayOptions = {},
 ): Promise<Gateway> {
   const config = loadConfig(env);
+  // Scrubbed by value from every log line and problem detail (known-secrets.ts).
+  knownSecrets.add('credential', config.upstream.username.reveal(), config.upstream.password.reveal());
+  const logger = options.logger ?? new JsonLogger(config.logging.level);
   const adapter = new FastifyAdapter({
     bodyLimit: config.http.bodyLimitBytes,
-    // Requests are correlated by trackId; fastify's own request logging stays off.
+    // Fastify's own logger stays off: it would log errors with their stacks. The access log
+    // (one line per request) is written by http-observability.ts with the gateway's pino.
     logger: false,
+    // Fastify's request id, from a well-formed X-Request-Id or fresh (request-context.ts).
+    genReqId: (request: IncomingMessage) => requestIdFrom(request.headers[REQUEST_ID_HEADER]),
     // A body with `__proto__` or `constructor.prototype` is refused (400 validation_failed),
     // not silently altered: unknown fields are rejected, these included.
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config), adapter, {
-    logger: options.logger ?? new JsonLogger(config.logging.level),
+    logger,
     abortOnError: false,
   });
   // Fastify's own request errors (malformed JSON, body too large) reach this filter too:
@@ -56,6 +66,7 @@ export async function createGateway(
       if (shutdown.isShuttingDown) reply.header('connection', 'close');
       return payload;
     });
+  await installHttpObservability(app, { logger: logger instanceof JsonLogger ? logger.pino : undefined });
   setupOpenApi(app);
   await app.init();
   return { app, config };

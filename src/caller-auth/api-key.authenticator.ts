@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { AppConfig, ApiKeyEntry } from '../config/app-config.js';
+import { knownSecrets } from '../observability/known-secrets.js';
 import type { Caller, CallerAuthenticator } from './caller.js';
 
 export const API_KEY_HEADER = 'x-api-key';
@@ -35,6 +36,8 @@ export class ApiKeyAuthenticator implements CallerAuthenticator {
       if (timingSafeEqual(presented, entry.hash) && match === null) match = entry;
     }
     if (!match) return null;
+    // From now on this raw key is scrubbed from any log line or error that might echo it.
+    knownSecrets.add('api_key', key);
     return {
       clientId: match.clientId,
       scopes: new Set(match.scopes),

@@ -38,7 +38,7 @@ describe('JsonLogger', () => {
     logger.log('mobile 09121234567 and Bearer abc.def', 'InquiryService');
     expect(lines()).toEqual([
       expect.objectContaining({
-        level: 30,
+        level: 'info',
         context: 'InquiryService',
         msg: 'mobile 09*******67 and Bearer [redacted]',
         service: 'verification-gateway',
@@ -55,9 +55,9 @@ describe('JsonLogger', () => {
     logger.error('e', 'C');
     logger.fatal('f', 'C');
     expect(lines().map((l) => [l.level, l.msg])).toEqual([
-      [40, 'w'],
-      [50, 'e'],
-      [60, 'f'],
+      ['warn', 'w'],
+      ['error', 'e'],
+      ['fatal', 'f'],
     ]);
   });
 

@@ -1,13 +1,20 @@
 import type { LoggerService, LogLevel } from '@nestjs/common';
 import { pino, type Logger as Pino } from 'pino';
+import { knownSecrets } from './known-secrets.js';
 import { redactText } from './redact.js';
+import { currentRequest } from './request-context.js';
 
 /**
- * Structured JSON logs (pino) for every Nest log call. Messages pass through `redactText`,
- * and pino's own `redact` removes well-known secret fields from any object logged.
+ * Structured JSON logs (pino) for every Nest log call and the access log. Messages pass
+ * through `redactText`, pino's own `redact` removes well-known secret fields from any object
+ * logged, and every finished line is scrubbed of the secret values the gateway knows
+ * (known-secrets.ts). Levels are written as names (`"level":"info"`), which log pipelines
+ * (Loki, Elasticsearch, Cloud Logging) read without configuration; every line written while
+ * a request is served carries its `requestId` (and `traceId` when traced) from the
+ * async-local request context.
  */
 export class JsonLogger implements LoggerService {
-  private readonly pino: Pino;
+  readonly pino: Pino;
 
   constructor(level: string, destination?: NodeJS.WritableStream) {
     this.pino = pino(
@@ -29,6 +36,9 @@ export class JsonLogger implements LoggerService {
           censor: '[redacted]',
         },
         timestamp: pino.stdTimeFunctions.isoTime,
+        formatters: { level: (label) => ({ level: label }) },
+        mixin: requestFields,
+        hooks: { streamWrite: (line) => knownSecrets.scrub(line) },
       },
       destination ?? pino.destination({ sync: false }),
     );
@@ -76,6 +86,16 @@ export class JsonLogger implements LoggerService {
           : describe(message);
     this.pino[level]({ context }, redactText(text));
   }
+}
+
+const NO_FIELDS = {};
+
+/** The request id (and trace id) of the request being served, on every line written for it. */
+function requestFields(): object {
+  const facts = currentRequest();
+  if (!facts) return NO_FIELDS;
+  const traceId = facts.span?.spanContext().traceId;
+  return traceId ? { requestId: facts.requestId, traceId } : { requestId: facts.requestId };
 }
 
 /** JSON for objects; a logging call never throws (undefined, BigInt, cycles). */

@@ -1,3 +1,5 @@
+import { knownSecrets } from '../observability/known-secrets.js';
+
 /**
  * RFC 9457 problem details, with the stable `code`s of internal-api.md §3.
  * Every error the gateway returns is built from a `ProblemException`, so callers can rely
@@ -94,11 +96,13 @@ export class ProblemException extends Error {
       title: TITLES[this.code],
       status: this.status,
       code: this.code,
-      detail: this.detail,
+      // A detail may carry the upstream's own words, which may echo a secret it was sent.
+      detail: knownSecrets.scrub(this.detail),
     };
     if (this.trackId) body.trackId = this.trackId;
-    if (this.code === 'validation_failed') body.errors = this.errors ?? [];
-    else if (this.errors?.length) body.errors = this.errors;
+    const errors = this.errors?.map((e) => ({ field: e.field, message: knownSecrets.scrub(e.message) }));
+    if (this.code === 'validation_failed') body.errors = errors ?? [];
+    else if (errors?.length) body.errors = errors;
     return body;
   }
 }

@@ -3,6 +3,7 @@ import { EventEmitter, once } from 'node:events';
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { AppConfig } from '../config/app-config.js';
+import { knownSecrets } from '../observability/known-secrets.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { StoreUnavailableError } from '../store/store-unavailable.error.js';
 import type { UpstreamTokenData } from '../upstream/upstream-envelope.js';
@@ -261,6 +262,7 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
 
   private adopt(record: Omit<TokenRecord, 'generation'>, generation: number, fromStore = false): HeldToken {
     const held: HeldToken = { ...record, generation, usableUntil: usableUntil(record) };
+    knownSecrets.add('token', record.accessToken, record.refreshToken);
     const changed = this.held?.accessToken !== held.accessToken;
     this.held = held;
     if (fromStore && changed) this.metrics.tokenAdoptions.inc();

@@ -107,7 +107,8 @@ export interface Supplier {
 export type SupplierFailure = 'error' | 'timeout';
 export type RefreshTokenRotation = 'reusable' | 'single-use';
 /** Upstream-side checks of field values: returns the field errors of a request body. */
-export type FieldValidator = (path: string, body: Record<string, unknown>) => FieldError[];
+/** `authorization` lets a test play a hostile upstream that echoes the token it was sent. */
+export type FieldValidator = (path: string, body: Record<string, unknown>, authorization?: string) => FieldError[];
 
 export type FaultKind = 'http500' | 'hang' | 'drop' | 'malformed' | 'hang-after-processing';
 
@@ -165,6 +166,9 @@ export interface RecordedRequest {
   path: string;
   body: unknown;
   authorization?: string;
+  /** W3C Trace Context headers as received (tracing tests). */
+  traceparent?: string;
+  tracestate?: string;
   trackId?: string;
   at: number;
 }
@@ -393,6 +397,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
   private usedTrackIds!: Set<string>;
   private shahkarMatcher!: (nationalCode: string, mobile: string) => boolean;
   private fieldValidator: FieldValidator = () => [];
+  private echoSecrets = false;
   private readonly _issuedTokenValues: string[] = [];
 
   // Simulator controls
@@ -464,6 +469,11 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
   setPassword(password: string | null): void {
     this.password = password;
     this.refreshTokens.clear();
+  }
+
+  /** Error messages echo the credentials they were sent (a hostile upstream; logging tests). */
+  setEchoSecrets(echo = true): void {
+    this.echoSecrets = echo;
   }
 
   disableAccount(disabled = true): void {
@@ -548,6 +558,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     this.usedTrackIds = new Set();
     this.shahkarMatcher = () => true;
     this.fieldValidator = () => [];
+    this.echoSecrets = false;
     this.latency = o.latencyMs;
     this.faults = [];
     this._tokenCalls = { credentials: 0, refresh: 0, failed: 0 };
@@ -702,6 +713,8 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
         path,
         body: body === INVALID_BODY ? '<invalid JSON>' : structuredClone(body),
         ...(authorization !== undefined ? { authorization } : {}),
+        ...(typeof request.headers.traceparent === 'string' ? { traceparent: request.headers.traceparent } : {}),
+        ...(typeof request.headers.tracestate === 'string' ? { tracestate: request.headers.tracestate } : {}),
         ...(rawTrackId !== undefined ? { trackId: rawTrackId } : {}),
         at: this.now(),
       });
@@ -820,9 +833,13 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     if (!isNonEmptyString(body.username)) errors.push({ field: 'username', message: 'username is required' });
     if (!isNonEmptyString(body.password)) errors.push({ field: 'password', message: 'password is required' });
     if (errors.length > 0) throw badRequest('Username and password are required', errors);
-    if (body.username !== this.options.username) throw unauthorized('Username or password is incorrect');
+    // A hostile upstream (setEchoSecrets) repeats what it was sent, as some real ones do.
+    const incorrect = this.echoSecrets
+      ? `Login failed for user ${String(body.username)} with password ${String(body.password)}`
+      : 'Username or password is incorrect';
+    if (body.username !== this.options.username) throw unauthorized(incorrect);
     if (this.password === null) throw unauthorized('Api password has not been set');
-    if (body.password !== this.password) throw unauthorized('Username or password is incorrect');
+    if (body.password !== this.password) throw unauthorized(incorrect);
     if (this.disabled) throw inaccessible('User account is disabled');
     return this.issueTokens();
   }
@@ -879,7 +896,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     }
     // The upstream's own checks of the field values ("not shown" in the contract): none by
     // default; tests install rules with setFieldValidator to get its 400 answers.
-    if (errors.length === 0) errors.push(...this.fieldValidator(path, body));
+    if (errors.length === 0) errors.push(...this.fieldValidator(path, body, authorization));
     if (errors.length > 0) throw badRequest('One or more validation errors occurred', errors);
 
     // §4.4 rules 2 and 5: trackId

@@ -1,0 +1,35 @@
+import { randomUUID } from 'node:crypto';
+import { requestContext } from '@fastify/request-context';
+import type { Span } from '@opentelemetry/api';
+
+export const REQUEST_ID_HEADER = 'x-request-id';
+
+/**
+ * What every log line and span of one request shares, held in an async-local store
+ * (@fastify/request-context: AsyncLocalStorage, re-entered after body parsing) so that
+ * code deep in a service logs it without receiving it as a parameter.
+ */
+export interface RequestFacts {
+  requestId: string;
+  /** The request's server span while tracing is on. */
+  span?: Span;
+}
+
+declare module '@fastify/request-context' {
+  interface RequestContextData {
+    facts: RequestFacts;
+  }
+}
+
+/** Bounded, and only characters that are safe in a header, a log line and a log query. */
+const WELL_FORMED = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+
+/** The caller's `X-Request-Id` when well formed; a fresh UUID otherwise. */
+export function requestIdFrom(header: string | string[] | undefined): string {
+  return typeof header === 'string' && WELL_FORMED.test(header) ? header : randomUUID();
+}
+
+/** The facts of the request being served, or undefined outside a request. */
+export function currentRequest(): RequestFacts | undefined {
+  return requestContext.get('facts');
+}
