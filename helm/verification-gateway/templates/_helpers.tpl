@@ -188,6 +188,19 @@ existing Secret is named, and/or for API keys given as entries.
 {{- end }}
 
 {{/*
+The preStop mode in effect: `auto` becomes the native `sleep` action on Kubernetes >= 1.30
+(PodLifecycleSleepAction, beta and on by default since 1.30) and `exec` before that.
+*/}}
+{{- define "verification-gateway.preStopMode" -}}
+{{- $mode := .Values.lifecycle.preStop.mode | default "none" }}
+{{- if eq $mode "auto" }}
+{{- if semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version }}sleep{{ else }}exec{{ end }}
+{{- else }}
+{{- $mode }}
+{{- end }}
+{{- end }}
+
+{{/*
 Checks of the whole configuration; fails the render with a message naming the value.
 Included once, from the Deployment. Mirrors the gateway's own startup checks (which
 would otherwise surface only as exit code 78 and a CrashLoopBackOff).
@@ -273,9 +286,12 @@ would otherwise surface only as exit code 78 and a CrashLoopBackOff).
 {{- fail "no callers are configured: set apiKeys.entries or apiKeys.existingSecret (API_KEYS_FILE), and/or jwt.jwksUrl or jwt.publicKey (with jwt.issuer and jwt.audience)" }}
 {{- end }}
 {{- /* Shutdown */ -}}
-{{- $mode := .Values.lifecycle.preStop.mode | default "none" }}
+{{- $mode := include "verification-gateway.preStopMode" . }}
 {{- if not (has $mode (list "exec" "sleep" "none")) }}
-{{- fail (printf "lifecycle.preStop.mode must be exec, sleep or none, got %q" $mode) }}
+{{- fail (printf "lifecycle.preStop.mode must be auto, exec, sleep or none, got %q" $mode) }}
+{{- end }}
+{{- if and (eq $mode "sleep") (not (semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version)) }}
+{{- fail (printf "lifecycle.preStop.mode=sleep needs Kubernetes >= 1.30 (this cluster: %s); use auto or exec" .Capabilities.KubeVersion.Version) }}
 {{- end }}
 {{- $sleep := 0 }}
 {{- if ne $mode "none" }}

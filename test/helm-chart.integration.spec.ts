@@ -1,0 +1,188 @@
+/**
+ * The Helm chart (helm/verification-gateway) with a real helm: lint, renders of the
+ * default values and of every file in ci/, every rendered object checked against the
+ * Kubernetes schemas (unknown fields included), and the render-time guards.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { parseAllDocuments } from 'yaml';
+import { CHART_DIR, ensureHelm, helm } from './support/helm.js';
+import { KubernetesSchema, type KubernetesObject } from './support/kubernetes-schema.js';
+
+const CI_FILES = readdirSync(join(CHART_DIR, 'ci'))
+  .filter((name) => name.endsWith('.yaml'))
+  .sort();
+
+/** A minimal valid configuration given on the command line: one replica, existing Secrets. */
+const VALID = [
+  '--set',
+  'upstream.baseUrl=https://verify.example.com',
+  '--set',
+  'upstream.credentials.existingSecret=vgw-upstream',
+  '--set',
+  'apiKeys.existingSecret=vgw-api-keys',
+  '--set',
+  'replicaCount=1',
+];
+
+type Container = { name: string; lifecycle?: { preStop?: Record<string, unknown> } };
+
+describe('Helm chart', () => {
+  let bin: string;
+  let schema: KubernetesSchema;
+  const rendered = new Map<string, KubernetesObject[]>();
+
+  async function template(args: string[]): Promise<{ ok: boolean; objects: KubernetesObject[]; error: string }> {
+    const result = await helm(bin, ['template', 'vgw', CHART_DIR, '--namespace', 'kyc', ...args]);
+    const objects = parseAllDocuments(result.stdout)
+      .map((doc) => doc.toJSON() as KubernetesObject | null)
+      .filter((o): o is KubernetesObject => o !== null);
+    return { ok: result.ok, objects, error: result.stderr };
+  }
+
+  function deployment(objects: KubernetesObject[]): { spec: { template: { spec: { containers: Container[] } } } } {
+    const found = objects.find((o) => o.kind === 'Deployment');
+    if (!found) throw new Error('no Deployment rendered');
+    return found as never;
+  }
+
+  beforeAll(async () => {
+    bin = await ensureHelm();
+    for (const file of CI_FILES) {
+      // --include-crds/--show-only not needed; helm test hooks render with the rest.
+      const result = await template(['-f', join(CHART_DIR, 'ci', file)]);
+      if (!result.ok) throw new Error(`${file} does not render: ${result.error}`);
+      rendered.set(file, result.objects);
+    }
+    schema = KubernetesSchema.load([...rendered.values()].flat());
+  }, 180_000);
+
+  it('passes helm lint --strict with every ci/ values file', async () => {
+    for (const file of CI_FILES) {
+      const result = await helm(bin, ['lint', '--strict', CHART_DIR, '-f', join(CHART_DIR, 'ci', file)]);
+      expect({ file, ok: result.ok, output: result.ok ? '' : result.stdout + result.stderr }).toEqual({
+        file,
+        ok: true,
+        output: '',
+      });
+    }
+  });
+
+  it('refuses the default values with one clear message (the upstream URL is required)', async () => {
+    const result = await template([]);
+    expect(result.ok).toBe(false);
+    expect(result.error).toContain('upstream.baseUrl (UPSTREAM_BASE_URL) is required');
+  });
+
+  it.each(CI_FILES)('renders %s into objects valid against the Kubernetes schemas', async (file) => {
+    const objects = rendered.get(file)!;
+    expect(objects.map((o) => o.kind)).toEqual(expect.arrayContaining(['Deployment', 'Service', 'ConfigMap']));
+    for (const object of objects) {
+      expect({ object: `${object.kind}/${object.metadata?.name}`, problems: await schema.problems(object) }).toEqual({
+        object: `${object.kind}/${object.metadata?.name}`,
+        problems: [],
+      });
+    }
+  });
+
+  it('renders the optional objects: Ingress, HTTPRoute, helm test pod, init containers and extra volumes', () => {
+    const all = [...rendered.values()].flat();
+    const kinds = new Set(all.map((o) => o.kind));
+    for (const kind of ['Ingress', 'HTTPRoute', 'Pod', 'ServiceMonitor', 'NetworkPolicy', 'HorizontalPodAutoscaler']) {
+      expect(kinds).toContain(kind);
+    }
+    const testPod = all.find((o) => o.kind === 'Pod') as KubernetesObject & {
+      metadata: { annotations: Record<string, string> };
+      spec: { containers: Array<{ command: string[] }> };
+    };
+    expect(testPod.metadata.annotations['helm.sh/hook']).toBe('test');
+    expect(testPod.spec.containers[0].command.join(' ')).toContain('/health/ready');
+    const withExtras = deployment(rendered.get('chart-secret-redis-url-values.yaml')!) as never as {
+      spec: { template: { spec: { initContainers: unknown[]; volumes: Array<{ name: string }> } } };
+    };
+    expect(withExtras.spec.template.spec.initContainers).toHaveLength(1);
+    expect(withExtras.spec.template.spec.volumes.map((v) => v.name)).toContain('ca');
+  });
+
+  it('uses the native preStop sleep from Kubernetes 1.30 and node by its absolute path before', async () => {
+    const current = await template([...VALID, '--kube-version', '1.30.0']);
+    expect(current.ok).toBe(true);
+    const [gateway] = deployment(current.objects).spec.template.spec.containers;
+    expect(gateway.lifecycle?.preStop).toEqual({ sleep: { seconds: 10 } });
+
+    const older = await template([...VALID, '--kube-version', '1.29.4']);
+    expect(older.ok).toBe(true);
+    const [olderGateway] = deployment(older.objects).spec.template.spec.containers;
+    expect(olderGateway.lifecycle?.preStop).toEqual({
+      exec: { command: ['/usr/local/bin/node', '-e', 'setTimeout(() => {}, 10000)'] },
+    });
+    for (const object of older.objects) expect(await schema.problems(object)).toEqual([]);
+  });
+
+  it.each([
+    ['several replicas without Redis', ['--set', 'replicaCount=3'], 'no Redis is configured but up to 3 replicas'],
+    [
+      'an autoscaler without Redis',
+      ['--set', 'autoscaling.enabled=true'],
+      'no Redis is configured but up to 6 replicas',
+    ],
+    [
+      'a grace period shorter than preStop + one upstream call',
+      ['--set', 'terminationGracePeriodSeconds=15'],
+      'terminationGracePeriodSeconds (15) must be larger than lifecycle.preStop.sleepSeconds (10) + upstream.timeoutMs (10s)',
+    ],
+    ['no callers', ['--set', 'apiKeys.existingSecret='], 'no callers are configured'],
+    [
+      'a Redis URL with a password in the ConfigMap',
+      ['--set', 'redis.url=redis://:hunter2@redis:6379'],
+      'redis.url contains a password and would be stored in a ConfigMap',
+    ],
+    [
+      'the native sleep action on Kubernetes 1.29',
+      ['--set', 'lifecycle.preStop.mode=sleep', '--kube-version', '1.29.0'],
+      'lifecycle.preStop.mode=sleep needs Kubernetes >= 1.30',
+    ],
+    [
+      'an HTTPRoute without a Gateway',
+      ['--set', 'httpRoute.enabled=true'],
+      'httpRoute.parentRefs must name the Gateway(s)',
+    ],
+    ['a Kubernetes older than kubeVersion', ['--kube-version', '1.24.0'], 'chart requires kubeVersion: >=1.25.0-0'],
+    // values.schema.json: unknown keys fail at every level, with the key named.
+    ['a misspelt top-level key', ['--set', 'replicaCont=3'], '(root): Additional property replicaCont is not allowed'],
+    [
+      'a misspelt nested key',
+      ['--set', 'probes.readiness.periodSecond=5'],
+      'probes.readiness: Additional property periodSecond is not allowed',
+    ],
+    ['a wrong type', ['--set', 'config.port=http'], 'config.port: Invalid type. Expected: integer, given: string'],
+  ])('refuses %s', async (_name, args, message) => {
+    const result = await template([...VALID, ...args]);
+    expect(result.ok).toBe(false);
+    expect(result.error).toContain(message);
+  });
+
+  it('has a values schema that rejects unknown keys in every object it declares', () => {
+    const root = JSON.parse(readFileSync(join(CHART_DIR, 'values.schema.json'), 'utf8')) as Record<string, unknown>;
+    const open: string[] = [];
+    const walk = (node: unknown, path: string): void => {
+      if (typeof node !== 'object' || node === null) return;
+      const schemaNode = node as Record<string, unknown>;
+      if (schemaNode.properties && schemaNode.additionalProperties !== false) open.push(path || '/');
+      for (const [key, child] of Object.entries(schemaNode)) walk(child, `${path}/${key}`);
+    };
+    walk(root, '');
+    expect(open).toEqual([]);
+  });
+
+  it('reports unknown fields in a rendered object (the schema check itself can fail)', async () => {
+    const original = deployment(rendered.get(CI_FILES[0])!) as unknown as KubernetesObject & {
+      spec: Record<string, unknown>;
+    };
+    const typo = { ...original, spec: { ...original.spec, replicaCont: 3 } };
+    expect(await schema.problems(typo)).toEqual(['.spec.replicaCont: unknown field']);
+    const wrongType = { ...original, spec: { ...original.spec, replicas: 'three' } };
+    expect((await schema.problems(wrongType)).join('\n')).toContain('replicas');
+  });
+});
