@@ -6,13 +6,17 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
-import { createHash } from 'node:crypto';
+import { createHash, generateKeyPairSync } from 'node:crypto';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { createGateway } from '../bootstrap.js';
 import { ConfigError, loadConfig } from './load-config.js';
 import { Secret } from './secret.js';
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+const PEM = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({
+  type: 'spki',
+  format: 'pem',
+}) as string;
 
 const USERNAME = 'cfg-user-7f3a9c';
 const PASSWORD = 'cfg-pass-Qw9!x2#zz';
@@ -527,8 +531,8 @@ describe('loadConfig: callers must be configurable', () => {
   });
 
   it('JWT with a public key is enough too', () => {
-    const config = loadConfig({ ...base, JWT_PUBLIC_KEY: 'PEM', JWT_ISSUER: 'iss', JWT_AUDIENCE: 'aud' });
-    expect(config.callers.jwt).toMatchObject({ publicKey: 'PEM', issuer: 'iss', audience: 'aud' });
+    const config = loadConfig({ ...base, JWT_PUBLIC_KEY: PEM, JWT_ISSUER: 'iss', JWT_AUDIENCE: 'aud' });
+    expect(config.callers.jwt).toMatchObject({ publicKey: PEM, issuer: 'iss', audience: 'aud' });
   });
 
   it('JWT without issuer and audience → both named', () => {
@@ -537,7 +541,7 @@ describe('loadConfig: callers must be configurable', () => {
   });
 
   it.each(['JWT_ISSUER', 'JWT_AUDIENCE'])('JWT without %s → error naming it', (missing) => {
-    const env: Record<string, string> = { ...MINIMAL, JWT_PUBLIC_KEY: 'PEM', JWT_ISSUER: 'iss', JWT_AUDIENCE: 'aud' };
+    const env: Record<string, string> = { ...MINIMAL, JWT_PUBLIC_KEY: PEM, JWT_ISSUER: 'iss', JWT_AUDIENCE: 'aud' };
     delete env[missing];
     expect(namesIn(configError(env))).toEqual([missing]);
   });
@@ -546,11 +550,45 @@ describe('loadConfig: callers must be configurable', () => {
     const error = configError({
       ...MINIMAL,
       JWT_JWKS_URL: 'https://idp/jwks',
-      JWT_PUBLIC_KEY: 'PEM',
+      JWT_PUBLIC_KEY: PEM,
       JWT_ISSUER: 'i',
       JWT_AUDIENCE: 'a',
     });
     expect(namesIn(error)).toContain('JWT_JWKS_URL');
+  });
+});
+
+describe('loadConfig: JWT_PUBLIC_KEY must be a usable public key', () => {
+  const base = { ...MINIMAL, JWT_ISSUER: 'iss', JWT_AUDIENCE: 'aud' };
+  const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const rsaPublic = pair.publicKey.export({ type: 'spki', format: 'pem' }) as string;
+  const rsaPrivate = pair.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+
+  it.each([
+    ['not PEM at all', 'PK-SENTINEL-not-a-key'],
+    ['a PEM header around garbage', '-----BEGIN PUBLIC KEY-----\nPK-SENTINEL-garbage\n-----END PUBLIC KEY-----'],
+    ['a truncated key', rsaPublic.slice(0, 120)],
+    ['a private key', rsaPrivate],
+  ])('%s → a ConfigError naming JWT_PUBLIC_KEY only, without its value', (_name, value) => {
+    const error = configError({ ...base, JWT_PUBLIC_KEY: value });
+    expect(namesIn(error)).toEqual(['JWT_PUBLIC_KEY']);
+    const text = [error.message, JSON.stringify(error), error.stack ?? ''].join('\n');
+    expect(text).not.toContain('PK-SENTINEL');
+    expect(text).not.toContain(rsaPrivate.split('\n')[1]);
+  });
+
+  it('accepts PEM with escaped newlines (one-line environment values)', () => {
+    const config = loadConfig({ ...base, JWT_PUBLIC_KEY: rsaPublic.replace(/\n/g, '\\n') });
+    expect(config.callers.jwt?.publicKey).toBe(rsaPublic);
+  });
+
+  it('createGateway refuses it with ConfigError (main.ts exits 78), not a crash in the authenticator', async () => {
+    const error = await createGateway({ ...base, JWT_PUBLIC_KEY: 'PK-SENTINEL-x' }, { logger: false }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(namesIn(error as ConfigError)).toEqual(['JWT_PUBLIC_KEY']);
   });
 });
 

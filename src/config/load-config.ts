@@ -1,3 +1,4 @@
+import { createPublicKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
@@ -167,10 +168,30 @@ function jwtConfig(vars: EnvironmentVariables, problems: string[]): AppConfig['c
     problems.push('JWT_JWKS_URL: set either JWT_JWKS_URL or JWT_PUBLIC_KEY, not both');
   if (!vars.JWT_ISSUER) problems.push('JWT_ISSUER: required when JWT is configured');
   if (!vars.JWT_AUDIENCE) problems.push('JWT_AUDIENCE: required when JWT is configured');
+  const publicKey = vars.JWT_PUBLIC_KEY?.replace(/\\n/g, '\n');
+  if (publicKey !== undefined && !isVerificationKey(publicKey)) {
+    problems.push('JWT_PUBLIC_KEY: must be a PEM public key (RSA, EC or EdDSA), not a private key');
+  }
   return {
     jwksUrl: vars.JWT_JWKS_URL,
-    publicKey: vars.JWT_PUBLIC_KEY,
+    publicKey,
     issuer: vars.JWT_ISSUER ?? '',
     audience: vars.JWT_AUDIENCE ?? '',
   };
+}
+
+/**
+ * True when the text is a public key usable for JWT signatures (internal-api.md §1: asymmetric
+ * only). Parsed here, at startup, so a malformed key is a configuration error naming the
+ * variable (exit 78) rather than a crash with a stack trace when the authenticator is built.
+ * A private key is refused too: it does not belong in the gateway's environment.
+ */
+function isVerificationKey(pem: string): boolean {
+  if (/PRIVATE KEY/.test(pem)) return false;
+  try {
+    const key = createPublicKey(pem);
+    return ['rsa', 'rsa-pss', 'ec', 'ed25519', 'ed448'].includes(key.asymmetricKeyType ?? '');
+  } catch {
+    return false;
+  }
 }
