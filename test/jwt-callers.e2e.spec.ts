@@ -87,6 +87,9 @@ describe('JWT callers', () => {
     // …not by another user of the same app, nor by another client.
     expect(await read({ azp: 'mobile-app', sub: 'user-2', scope: 'inquiries:read' })).toBe(404);
     expect(await read({ azp: 'web-app', sub: 'user-1', scope: 'inquiries:read' })).toBe(404);
+    // A token of the same app without an end user is refused outright, not treated as the whole app.
+    expect(await read({ azp: 'mobile-app', scope: 'inquiries:read' })).toBe(401);
+    expect(await read({ azp: 'mobile-app', sub: '', scope: 'inquiries:read' })).toBe(401);
   });
 
   it('a JWT client never passes for an API-key client of the same name', async () => {
@@ -96,7 +99,7 @@ describe('JWT callers', () => {
       body: BODY,
     });
     const { trackId } = (await byService.json()) as { trackId: string };
-    const impostor = await sign({ azp: TEST_CLIENTS.full.clientId, scope: 'inquiries:read' });
+    const impostor = await sign({ azp: TEST_CLIENTS.full.clientId, sub: 'u', scope: 'inquiries:read' });
     const response = await fetch(`${byPublicKey.url}/v1/inquiries/${trackId}`, {
       headers: { authorization: `Bearer ${impostor}` },
     });
@@ -125,7 +128,7 @@ describe('JWT callers', () => {
   it('takes scopes from `scp` and the client from `client_id`', async () => {
     const response = await call(
       byPublicKey,
-      await sign({ client_id: 'svc', scp: ['kyc:iban'] }),
+      await sign({ client_id: 'svc', sub: 'user-9', scp: ['kyc:iban'] }),
       '/v1/kyc/iban',
       JSON.stringify({ iban: 'IR820540102680020817909002' }),
     );
@@ -133,21 +136,31 @@ describe('JWT callers', () => {
   });
 
   it.each([
-    ['a foreign signature', () => sign({ azp: 'a', scope: 'kyc:shahkar' }, { key: otherKeys.privateKey })],
-    ['an expired token', () => sign({ azp: 'a', scope: 'kyc:shahkar' }, { exp: Math.floor(Date.now() / 1000) - 120 })],
+    ['a foreign signature', () => sign({ azp: 'a', sub: 'u', scope: 'kyc:shahkar' }, { key: otherKeys.privateKey })],
+    [
+      'an expired token',
+      () => sign({ azp: 'a', sub: 'u', scope: 'kyc:shahkar' }, { exp: Math.floor(Date.now() / 1000) - 120 }),
+    ],
     [
       'a token not valid before later',
-      () => sign({ azp: 'a', scope: 'kyc:shahkar' }, { nbf: Math.floor(Date.now() / 1000) + 600 }),
+      () => sign({ azp: 'a', sub: 'u', scope: 'kyc:shahkar' }, { nbf: Math.floor(Date.now() / 1000) + 600 }),
     ],
-    ['a wrong issuer', () => sign({ azp: 'a', scope: 'kyc:shahkar' }, { iss: 'https://evil.test' })],
-    ['a wrong audience', () => sign({ azp: 'a', scope: 'kyc:shahkar' }, { aud: 'someone-else' })],
+    ['a wrong issuer', () => sign({ azp: 'a', sub: 'u', scope: 'kyc:shahkar' }, { iss: 'https://evil.test' })],
+    ['a wrong audience', () => sign({ azp: 'a', sub: 'u', scope: 'kyc:shahkar' }, { aud: 'someone-else' })],
     ['no client id', () => sign({ sub: 'u', scope: 'kyc:shahkar' })],
     [
       'an unsigned token',
       async () =>
-        `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(JSON.stringify({ azp: 'a', scope: 'kyc:shahkar', iss: ISSUER, aud: AUDIENCE, exp: 9999999999 })).toString('base64url')}.`,
+        `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(JSON.stringify({ azp: 'a', sub: 'u', scope: 'kyc:shahkar', iss: ISSUER, aud: AUDIENCE, exp: 9999999999 })).toString('base64url')}.`,
     ],
     ['garbage', async () => 'not-a-jwt'],
+    // The end user must be known (fail closed): otherwise the token would act for all of its app's users.
+    ['no sub', () => sign({ azp: 'a', scope: 'kyc:shahkar' })],
+    ['a numeric sub', () => sign({ azp: 'a', sub: 42 as unknown as string, scope: 'kyc:shahkar' })],
+    ['an object sub', () => sign({ azp: 'a', sub: { id: 'u' } as unknown as string, scope: 'kyc:shahkar' })],
+    ['an empty sub', () => sign({ azp: 'a', sub: '', scope: 'kyc:shahkar' })],
+    ['an over-long sub', () => sign({ azp: 'a', sub: 'u'.repeat(257), scope: 'kyc:shahkar' })],
+    ['a sub with a control character', () => sign({ azp: 'a', sub: 'user\u0000', scope: 'kyc:shahkar' })],
   ])('rejects %s with 401 unauthenticated', async (_name, token) => {
     const before = sim.inquiryCalls;
     const response = await call(byPublicKey, await token());
@@ -157,20 +170,21 @@ describe('JWT callers', () => {
   });
 
   it('a valid token without the scope gets 403 forbidden; advanced needs kyc:advanced', async () => {
-    expect((await call(byPublicKey, await sign({ azp: 'a', scope: 'kyc:iban' }))).status).toBe(403);
+    expect((await call(byPublicKey, await sign({ azp: 'a', sub: 'u', scope: 'kyc:iban' }))).status).toBe(403);
     const advanced = JSON.stringify({
       nationalCode: '0499370899',
       mobileNumber: '09121234567',
       requestHandlingType: 'advanced',
     });
     expect(
-      (await call(byPublicKey, await sign({ azp: 'a', scope: 'kyc:shahkar' }), '/v1/kyc/shahkar', advanced)).status,
+      (await call(byPublicKey, await sign({ azp: 'a', sub: 'u', scope: 'kyc:shahkar' }), '/v1/kyc/shahkar', advanced))
+        .status,
     ).toBe(403);
     expect(
       (
         await call(
           byPublicKey,
-          await sign({ azp: 'a', scope: 'kyc:shahkar kyc:advanced' }),
+          await sign({ azp: 'a', sub: 'u', scope: 'kyc:shahkar kyc:advanced' }),
           '/v1/kyc/shahkar',
           advanced,
         )

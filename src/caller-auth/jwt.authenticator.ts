@@ -14,7 +14,8 @@ const CLOCK_TOLERANCE_SECONDS = 30;
  * `Authorization: Bearer <JWT>` for the company's apps (internal-api.md §1): the signature
  * is checked against the JWKS URL (keys cached and refreshed by jose) or the configured
  * public key, plus `iss`, `aud`, `exp` and `nbf`. Scopes come from `scope` (space-separated)
- * or `scp` (array), the client from `azp` or `client_id`, the end user from `sub`.
+ * or `scp` (array), the client from `azp` or `client_id`, the end user from `sub`, which is
+ * required: a JWT caller is always an app acting for one end user.
  */
 @Injectable()
 export class JwtAuthenticator implements CallerAuthenticator {
@@ -64,14 +65,31 @@ export class JwtAuthenticator implements CallerAuthenticator {
     }
     const azp = stringClaim(payload.azp) ?? stringClaim(payload.client_id);
     if (!azp) return null;
+    // Fail closed on the end user: records, replays, Idempotency-Keys and the user quota are
+    // scoped by `sub`, so a token without a usable one (missing, not a string, empty, over-long
+    // or with control characters) would act for every user of its app. It is refused (401).
+    const subject = stringClaim(payload.sub);
+    if (!subject) {
+      this.logger.debug('JWT rejected: no usable sub claim');
+      return null;
+    }
     // `jwt:` keeps app clients apart from API-key clients (whose ids cannot contain ':'), so
     // no token can claim to be a service and read its inquiries.
-    return { clientId: `jwt:${azp}`, scopes: scopesOf(payload), subject: stringClaim(payload.sub), credential: 'jwt' };
+    return { clientId: `jwt:${azp}`, scopes: scopesOf(payload), subject, credential: 'jwt' };
   }
 }
 
+/** Longest `azp`, `client_id` or `sub` accepted; identity providers use far shorter ids. */
+export const MAX_ID_CLAIM_LENGTH = 256;
+
 function stringClaim(value: unknown): string | undefined {
-  return typeof value === 'string' && value.length > 0 && value.length <= 256 ? value : undefined;
+  return typeof value === 'string' &&
+    value.length > 0 &&
+    value.length <= MAX_ID_CLAIM_LENGTH &&
+    // eslint-disable-next-line no-control-regex
+    !/[\u0000-\u001f\u007f-\u009f]/.test(value)
+    ? value
+    : undefined;
 }
 
 function scopesOf(payload: JWTPayload): Set<Scope> {
