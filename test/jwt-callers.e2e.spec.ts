@@ -20,6 +20,9 @@ describe('JWT callers', () => {
   let byPublicKey: RunningGateway;
   let byJwks: RunningGateway;
   let jwks: Server;
+  let jwksUp = true;
+  let deadJwks: Server;
+  let byDeadJwks: RunningGateway;
 
   function sign(
     payload: JWTPayload,
@@ -49,20 +52,30 @@ describe('JWT callers', () => {
     await sim.start();
     const jwk = { ...(await exportJWK(keys.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
     jwks = createServer((_req, res) => {
+      if (!jwksUp) return res.writeHead(503).end();
       res.setHeader('content-type', 'application/json');
       res.end(JSON.stringify({ keys: [jwk] }));
     }).listen(0, '127.0.0.1');
     await once(jwks, 'listening');
+    // An identity provider that is down from the start: its connections are dropped unanswered.
+    deadJwks = createServer((req) => req.socket.destroy()).listen(0, '127.0.0.1');
+    await once(deadJwks, 'listening');
     const jwksUrl = `http://127.0.0.1:${(jwks.address() as { port: number }).port}/jwks.json`;
     const common = { UPSTREAM_BASE_URL: sim.baseUrl, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE };
     byPublicKey = await startGateway({ ...common, JWT_PUBLIC_KEY: await exportSPKI(keys.publicKey) });
     byJwks = await startGateway({ ...common, JWT_JWKS_URL: jwksUrl });
+    byDeadJwks = await startGateway({
+      ...common,
+      JWT_JWKS_URL: `http://127.0.0.1:${(deadJwks.address() as { port: number }).port}/jwks.json`,
+    });
   });
 
   afterAll(async () => {
     await byPublicKey.close();
     await byJwks.close();
+    await byDeadJwks.close();
     jwks.close();
+    deadJwks.close();
     await sim.stop();
   });
 
@@ -190,6 +203,36 @@ describe('JWT callers', () => {
         )
       ).status,
     ).toBe(200);
+  });
+
+  it('identity provider unreachable with no keys: 503 auth_unavailable with Retry-After, not 401', async () => {
+    const before = sim.inquiryCalls;
+    const response = await call(byDeadJwks, await sign({ azp: 'a', sub: 'u', scope: 'kyc:shahkar' }));
+    expect(response.status).toBe(503);
+    expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(response.headers.get('retry-after')).toBe('5');
+    expect(await response.json()).toMatchObject({ status: 503, code: 'auth_unavailable' });
+    expect(sim.inquiryCalls).toBe(before);
+    // A token that is bad on its face (no JWT at all) is still 401: no key is needed to tell.
+    expect((await call(byDeadJwks, 'not-a-jwt')).status).toBe(401);
+    const metrics = await (await fetch(`${byDeadJwks.url}/metrics`)).text();
+    expect(metrics).toMatch(/^vgw_jwks_state\{state="unavailable"\} 1$/m);
+    expect(metrics).toMatch(/^vgw_jwt_auth_unavailable_total 1$/m);
+  });
+
+  it('identity provider going down after a fetch: the cached keys keep verifying tokens', async () => {
+    const token = await sign({ azp: 'mobile-app', sub: 'user-1', scope: 'kyc:shahkar' });
+    expect((await call(byJwks, token)).status).toBe(200);
+    jwksUp = false;
+    try {
+      expect((await call(byJwks, await sign({ azp: 'mobile-app', sub: 'user-2', scope: 'kyc:shahkar' }))).status).toBe(
+        200,
+      );
+    } finally {
+      jwksUp = true;
+    }
+    const metrics = await (await fetch(`${byJwks.url}/metrics`)).text();
+    expect(metrics).toMatch(/^vgw_jwks_state\{state="ok"\} 1$/m);
   });
 
   it('API keys keep working beside JWT', async () => {

@@ -4,6 +4,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { ApiKeyAuthenticator } from './api-key.authenticator.js';
 import { CALLER_AUTHENTICATORS, type CallerAuthenticator } from './caller.js';
 import { CallerQuotas } from './caller-quotas.js';
+import { GatewayMetrics } from '../observability/metrics.js';
 import { StoreModule } from '../store/store.module.js';
 import { CallerAuthGuard } from './caller-auth.guard.js';
 import { JwtAuthenticator } from './jwt.authenticator.js';
@@ -16,9 +17,13 @@ import { JwtAuthenticator } from './jwt.authenticator.js';
     ApiKeyAuthenticator,
     {
       provide: CALLER_AUTHENTICATORS,
-      inject: [ConfigService, ApiKeyAuthenticator],
-      useFactory: (config: ConfigService<AppConfig, true>, apiKeys: ApiKeyAuthenticator): CallerAuthenticator[] =>
-        config.get('callers', { infer: true }).jwt ? [apiKeys, new JwtAuthenticator(config)] : [apiKeys],
+      inject: [ConfigService, ApiKeyAuthenticator, GatewayMetrics],
+      useFactory: (
+        config: ConfigService<AppConfig, true>,
+        apiKeys: ApiKeyAuthenticator,
+        metrics: GatewayMetrics,
+      ): CallerAuthenticator[] =>
+        config.get('callers', { infer: true }).jwt ? [apiKeys, new JwtAuthenticator(config, metrics)] : [apiKeys],
     },
     CallerAuthGuard,
   ],

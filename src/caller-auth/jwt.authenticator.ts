@@ -1,14 +1,24 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { Counter, Gauge } from 'prom-client';
 import { SCOPES, type AppConfig, type Scope } from '../config/app-config.js';
+import type { GatewayMetrics } from '../observability/metrics.js';
+import { ProblemException } from '../problem/problem.js';
 import type { Caller, CallerAuthenticator } from './caller.js';
+import { JwksKeySource, JwksUnavailableError, describeFailure, type JwksState } from './jwks-key-source.js';
 
 /** Asymmetric algorithms only: a shared-secret (HS*) or `none` token is never accepted. */
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
 /** Allowed clock difference between the identity provider and us, for exp and nbf. */
 const CLOCK_TOLERANCE_SECONDS = 30;
+/** JWKS fetching: keys count as current for 10 min; a failed fetch is retried after 5 s at the earliest. */
+const JWKS_CACHE_MS = 600_000;
+const JWKS_RETRY_MS = 5_000;
+const JWKS_TIMEOUT_MS = 2_000;
+const JWKS_COOLDOWN_MS = 30_000;
+const JWKS_STATES: JwksState[] = ['ok', 'stale', 'unavailable'];
 
 /**
  * `Authorization: Bearer <JWT>` for the company's apps (internal-api.md §1): the signature
@@ -22,18 +32,66 @@ export class JwtAuthenticator implements CallerAuthenticator {
   private readonly logger = new Logger(JwtAuthenticator.name);
   private readonly settings: NonNullable<AppConfig['callers']['jwt']>;
   private readonly key: KeyObject | JWTVerifyGetKey;
+  private readonly refusedUnavailable?: Counter;
 
-  constructor(config: ConfigService<AppConfig, true>) {
+  constructor(config: ConfigService<AppConfig, true>, metrics?: GatewayMetrics) {
     const jwt = config.get('callers', { infer: true }).jwt;
     if (!jwt) throw new Error('JwtAuthenticator needs JWT configuration');
     this.settings = jwt;
-    this.key = jwt.jwksUrl
-      ? createRemoteJWKSet(new URL(jwt.jwksUrl), {
-          timeoutDuration: 2000,
-          cooldownDuration: 30_000,
-          cacheMaxAge: 600_000,
-        })
-      : createPublicKey(jwt.publicKey!.replace(/\\n/g, '\n'));
+    if (!jwt.jwksUrl) {
+      // Checked at startup by load-config: a malformed key is a configuration error (exit 78).
+      this.key = createPublicKey(jwt.publicKey!);
+      return;
+    }
+    const registers = metrics ? [metrics.registry] : [];
+    const stateGauge = new Gauge({
+      name: 'vgw_jwks_state',
+      help: '1 for the current state of the JWKS keys: ok, stale (IdP unreachable, last keys in use) or unavailable',
+      labelNames: ['state'] as const,
+      registers,
+    });
+    this.refusedUnavailable = new Counter({
+      name: 'vgw_jwt_auth_unavailable_total',
+      help: 'JWT requests answered 503 auth_unavailable because no verification key could be had',
+      registers,
+    });
+    const source = new JwksKeySource(new URL(jwt.jwksUrl), {
+      cacheMs: JWKS_CACHE_MS,
+      maxStaleMs: jwt.jwksMaxStaleSeconds * 1000,
+      retryMs: JWKS_RETRY_MS,
+      timeoutMs: JWKS_TIMEOUT_MS,
+      cooldownMs: JWKS_COOLDOWN_MS,
+      onStateChange: (state, previous, cause) => {
+        for (const s of JWKS_STATES) stateGauge.set({ state: s }, s === state ? 1 : 0);
+        this.logStateChange(state, previous, cause);
+      },
+    });
+    new Gauge({
+      name: 'vgw_jwks_keys_age_seconds',
+      help: 'Age of the JWKS keys in use (grows past the 600 s refresh while the IdP is unreachable)',
+      registers,
+      collect() {
+        const age = source.keysAgeSeconds;
+        if (age !== undefined) this.set(age);
+      },
+    });
+    this.key = source.getKey;
+  }
+
+  /** One line per state change (never per request): warn while degraded, error when nothing can be checked. */
+  private logStateChange(state: JwksState, previous: JwksState | 'initial', cause: unknown): void {
+    const staleLimit = `${this.settings.jwksMaxStaleSeconds} s past the ${JWKS_CACHE_MS / 1000} s refresh`;
+    if (state === 'ok') {
+      if (previous !== 'initial') this.logger.log('JWKS reachable again: JWT verification keys are current');
+    } else if (state === 'stale') {
+      this.logger.warn(
+        `JWKS unreachable (${describeFailure(cause)}): verifying JWTs with the last keys fetched, for at most ${staleLimit}`,
+      );
+    } else {
+      this.logger.error(
+        `JWKS unreachable (${describeFailure(cause)}) and no usable keys: JWT callers get 503 auth_unavailable`,
+      );
+    }
   }
 
   appliesTo(headers: Record<string, string | string[] | undefined>): boolean {
@@ -58,6 +116,13 @@ export class JwtAuthenticator implements CallerAuthenticator {
           ? await jwtVerify(token, this.key as KeyObject, options)
           : await jwtVerify(token, this.key as JWTVerifyGetKey, options));
     } catch (error) {
+      if (error instanceof JwksUnavailableError) {
+        // "We cannot check tokens right now", not "your token is bad": a retry can succeed.
+        this.refusedUnavailable?.inc();
+        throw new ProblemException('auth_unavailable', 'Credentials cannot be checked right now; retry later.', {
+          headers: { 'Retry-After': String(JWKS_RETRY_MS / 1000) },
+        });
+      }
       // The reason (expired, wrong audience, …) is logged by its code; the token never is.
       const code = error instanceof joseErrors.JOSEError ? error.code : 'ERR_UNKNOWN';
       this.logger.debug(`JWT rejected: ${code}`);

@@ -36,7 +36,14 @@ export interface AppConfig {
   store: StoreConfig;
   callers: {
     apiKeys: ApiKeyEntry[];
-    jwt?: { jwksUrl?: string; publicKey?: string; issuer: string; audience: string };
+    jwt?: {
+      jwksUrl?: string;
+      publicKey?: string;
+      issuer: string;
+      audience: string;
+      /** How long past their refresh the last JWKS keys still verify tokens while the IdP is unreachable. */
+      jwksMaxStaleSeconds: number;
+    };
     /** Inquiries per minute for each end user (JWT `sub`); 0 = no quota. */
     userQuotaPerMinute: number;
   };

@@ -78,6 +78,16 @@ export class EnvironmentVariables {
   @MinLength(1)
   JWT_PUBLIC_KEY?: string;
 
+  /**
+   * Not in the contract's table: while the JWKS URL is unreachable, the last keys fetched keep
+   * verifying tokens this long past their 10-minute refresh (0 = not at all); then 503 auth_unavailable.
+   */
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(86_400)
+  JWT_JWKS_MAX_STALE_SECONDS = 3600;
+
   @IsOptional()
   @IsString()
   @MinLength(1)

@@ -527,6 +527,7 @@ describe('loadConfig: callers must be configurable', () => {
       publicKey: undefined,
       issuer: 'https://idp.example.com/',
       audience: 'vgw',
+      jwksMaxStaleSeconds: 3600,
     });
   });
 

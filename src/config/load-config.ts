@@ -177,6 +177,7 @@ function jwtConfig(vars: EnvironmentVariables, problems: string[]): AppConfig['c
     publicKey,
     issuer: vars.JWT_ISSUER ?? '',
     audience: vars.JWT_AUDIENCE ?? '',
+    jwksMaxStaleSeconds: vars.JWT_JWKS_MAX_STALE_SECONDS,
   };
 }
 

@@ -19,6 +19,8 @@ export const PROBLEM_STATUS = {
   upstream_error: 502,
   upstream_unavailable: 503,
   store_unavailable: 503,
+  /** Not in the contract's table: a JWT cannot be checked now (identity provider unreachable, no usable keys). */
+  auth_unavailable: 503,
   upstream_timeout: 504,
   internal: 500,
 } as const;
@@ -38,6 +40,7 @@ const TITLES: Record<ProblemCode, string> = {
   upstream_error: 'Verification service error',
   upstream_unavailable: 'Verification service unavailable',
   store_unavailable: 'Record store unavailable',
+  auth_unavailable: 'Authentication temporarily unavailable',
   upstream_timeout: 'Verification service timed out',
   internal: 'Internal error',
 };
