@@ -9,6 +9,7 @@ import { loadConfig } from './config/load-config.js';
 import { installHttpObservability } from './observability/http-observability.js';
 import { JsonLogger } from './observability/json-logger.js';
 import { knownSecrets } from './observability/known-secrets.js';
+import { GatewayMetrics } from './observability/metrics.js';
 import { REQUEST_ID_HEADER, requestIdFrom } from './observability/request-context.js';
 import { setupOpenApi } from './openapi.js';
 import { ShutdownState } from './health/shutdown.state.js';
@@ -66,7 +67,10 @@ export async function createGateway(
       if (shutdown.isShuttingDown) reply.header('connection', 'close');
       return payload;
     });
-  await installHttpObservability(app, { logger: logger instanceof JsonLogger ? logger.pino : undefined });
+  await installHttpObservability(app, {
+    logger: logger instanceof JsonLogger ? logger.pino : undefined,
+    metrics: app.get(GatewayMetrics),
+  });
   setupOpenApi(app);
   await app.init();
   return { app, config };

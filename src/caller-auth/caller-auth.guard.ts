@@ -9,7 +9,9 @@ import {
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import type { Scope } from '../config/app-config.js';
+import { noteAuthFailure } from '../observability/http-observability.js';
 import { ProblemException } from '../problem/problem.js';
+import { API_KEY_HEADER } from './api-key.authenticator.js';
 import { CALLER_AUTHENTICATORS, type Caller, type CallerAuthenticator } from './caller.js';
 
 const REQUIRED_SCOPES = 'vgw:requiredScopes';
@@ -41,10 +43,15 @@ export class CallerAuthGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
     const authenticator = this.authenticators.find((a) => a.appliesTo(request.headers));
-    if (!authenticator)
+    if (!authenticator) {
+      noteAuthFailure(request, 'missing_credential');
       throw new ProblemException('unauthenticated', 'A credential is required: X-Api-Key or Authorization: Bearer.');
+    }
     const caller = await authenticator.authenticate(request.headers);
-    if (!caller) throw new ProblemException('unauthenticated', 'The credential is not valid.');
+    if (!caller) {
+      noteAuthFailure(request, request.headers[API_KEY_HEADER] !== undefined ? 'invalid_api_key' : 'invalid_jwt');
+      throw new ProblemException('unauthenticated', 'The credential is not valid.');
+    }
     request.caller = caller;
 
     const required =

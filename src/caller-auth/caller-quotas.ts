@@ -3,6 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { AppConfig } from '../config/app-config.js';
+import { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException } from '../problem/problem.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import type { Caller } from './caller.js';
@@ -24,6 +25,7 @@ export class CallerQuotas {
   constructor(
     config: ConfigService<AppConfig, true>,
     private readonly redis: RedisConnection,
+    private readonly metrics: GatewayMetrics,
   ) {
     this.userQuotaPerMinute = config.get('callers', { infer: true }).userQuotaPerMinute;
   }
@@ -51,6 +53,7 @@ export class CallerQuotas {
           );
           continue;
         }
+        this.metrics.quotaRejections.inc({ scope });
         const retryAfter = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
         throw new ProblemException(
           'rate_limited',

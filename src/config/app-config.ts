@@ -48,4 +48,5 @@ export interface AppConfig {
     userQuotaPerMinute: number;
   };
   idempotency: { ttlSeconds: number };
+  build: { commit: string };
 }

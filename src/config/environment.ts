@@ -120,4 +120,9 @@ export class EnvironmentVariables {
   @Min(1024)
   @Max(1024 * 1024)
   BODY_LIMIT_BYTES = 16 * 1024;
+
+  /** Not in the contract's table: the commit the image was built from (label of vgw_build_info). */
+  @IsOptional()
+  @Matches(/^[0-9a-f]{7,40}$/i)
+  BUILD_COMMIT?: string;
 }

@@ -55,6 +55,7 @@ export function loadConfig(env: Env): AppConfig {
     store,
     callers: { apiKeys, jwt, userQuotaPerMinute: vars.USER_QUOTA_PER_MINUTE },
     idempotency: { ttlSeconds: vars.IDEMPOTENCY_TTL_SECONDS },
+    build: { commit: vars.BUILD_COMMIT ?? 'unknown' },
   };
 }
 

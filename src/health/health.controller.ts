@@ -7,7 +7,6 @@ import {
   type HealthIndicatorFunction,
 } from '@nestjs/terminus';
 import type { FastifyReply } from 'fastify';
-import { GatewayMetrics } from '../observability/metrics.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { TokenProvider } from '../token/token.provider.js';
 import { ShutdownState } from './shutdown.state.js';
@@ -25,7 +24,6 @@ export class HealthController {
     private readonly redis: RedisConnection,
     private readonly tokens: TokenProvider,
     private readonly shutdown: ShutdownState,
-    private readonly metrics: GatewayMetrics,
   ) {}
 
   @Get('live')
@@ -46,7 +44,6 @@ export class HealthController {
         const session = this.indicators.check('store');
         if (!this.redis.isConfigured) return session.up({ mode: 'memory' });
         const reachable = await this.redis.isReachable();
-        this.metrics.storeUp.set(reachable ? 1 : 0);
         return reachable ? session.up({ mode: 'redis' }) : session.down({ mode: 'redis', message: 'unreachable' });
       },
     ]);

@@ -4,10 +4,11 @@ import { StoreModule } from '../store/store.module.js';
 import { TokenModule } from '../token/token.module.js';
 import { HealthController } from './health.controller.js';
 import { ShutdownState } from './shutdown.state.js';
+import { StateGauges } from './state-gauges.js';
 
 @Module({
   imports: [TerminusModule.forRoot({ logger: false }), StoreModule, TokenModule],
   controllers: [HealthController],
-  providers: [ShutdownState],
+  providers: [ShutdownState, StateGauges],
 })
 export class HealthModule {}

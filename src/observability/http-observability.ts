@@ -3,6 +3,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger as Pino } from 'pino';
 import { PROBLEM_CONTENT_TYPE } from '../problem/problem.js';
+import type { GatewayMetrics } from './metrics.js';
 import { redactText } from './redact.js';
 import { REQUEST_ID_HEADER, type RequestFacts } from './request-context.js';
 
@@ -11,6 +12,17 @@ interface Observed {
   facts: RequestFacts;
   /** The problem `code` of an error answer. */
   code?: string;
+  /** Why a 401 or 403 was answered (noteAuthFailure). */
+  authFailure?: AuthFailureReason;
+}
+
+/** Bounded reasons of vgw_auth_failures_total. */
+export type AuthFailureReason = 'missing_credential' | 'invalid_api_key' | 'invalid_jwt' | 'missing_scope';
+
+/** Called by the caller-auth guard when it refuses a request, for the metric's reason label. */
+export function noteAuthFailure(request: object, reason: AuthFailureReason): void {
+  const observed = (request as ObservedRequest)[OBSERVED];
+  if (observed) observed.authFailure = reason;
 }
 
 const OBSERVED = Symbol('vgw.observed');
@@ -22,11 +34,13 @@ const QUIET_ROUTES = new Set(['/health/live', '/health/ready', '/health/startup'
 export interface HttpObservabilityOptions {
   /** The access log; none when the gateway runs without a logger (tests). */
   logger?: Pino;
+  metrics: GatewayMetrics;
 }
 
 /**
  * Every request, whatever its route and outcome (401, 403, 404, 413, 429, a body the parser
- * refused), is seen once: one access-log line with its facts as JSON fields. Fastify hooks,
+ * refused), is seen once: one access-log line with its facts as JSON fields, and once in
+ * vgw_http_request_duration_seconds (by route template, never the raw path). Fastify hooks,
  * not Nest interceptors: interceptors never see requests refused before a handler runs
  * (unknown routes, body limits, parser errors), hooks see all of them.
  *
@@ -59,10 +73,17 @@ export async function installHttpObservability(
     done(null, payload);
   });
 
-  const logger = options.logger;
+  const { logger, metrics } = options;
   fastify.addHook('onResponse', (request, reply, done) => {
     const observed = (request as ObservedRequest)[OBSERVED];
     const route = request.routeOptions.url;
+    const status = reply.statusCode;
+    metrics.observeRequest(route, request.method, status, observed?.code, reply.elapsedTime / 1000);
+    if (status === 401 || status === 403) {
+      metrics.authFailures.inc({
+        reason: observed?.authFailure ?? (status === 401 ? 'missing_credential' : 'missing_scope'),
+      });
+    }
     const level = route !== undefined && QUIET_ROUTES.has(route) ? 'debug' : reply.statusCode >= 500 ? 'warn' : 'info';
     if (logger?.isLevelEnabled(level))
       logger[level](accessLine(request as ObservedRequest, reply, observed), 'request');

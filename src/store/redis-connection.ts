@@ -1,7 +1,9 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Optional, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { AppConfig, StoreConfig } from '../config/app-config.js';
+import { GatewayMetrics } from '../observability/metrics.js';
+import { instrumentRedis } from '../observability/redis-instrumentation.js';
 import { RedisKeys } from './redis-keys.js';
 
 export type RedisClient = Redis | Cluster;
@@ -43,7 +45,10 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
   readonly client: RedisClient | null;
   readonly subscriber: RedisClient | null;
 
-  constructor(@Inject(ConfigService) config: ConfigService<AppConfig, true>) {
+  constructor(
+    @Inject(ConfigService) config: ConfigService<AppConfig, true>,
+    @Optional() @Inject(GatewayMetrics) metrics?: GatewayMetrics,
+  ) {
     const store = config.get('store', { infer: true });
     this.keys = new RedisKeys(store.keyPrefix);
     if (store.mode === 'memory') {
@@ -54,6 +59,7 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
     }
     this.client = createClient(store, 'vgw-commands');
     this.subscriber = createClient(store, 'vgw-subscriber');
+    if (metrics) for (const client of [this.client, this.subscriber]) instrumentRedis(client, metrics);
     for (const [name, client] of [
       ['commands', this.client],
       ['subscriber', this.subscriber],

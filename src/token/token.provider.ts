@@ -91,6 +91,11 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
     this.signals.emit('renewed');
   }
 
+  /** When the held access token expires (epoch ms), for vgw_token_expiry_seconds; undefined while none is held. */
+  get accessTokenExpiresAt(): number | undefined {
+    return this.held?.accessExpiresAt;
+  }
+
   /** True once the first token attempt has finished, successfully or not. */
   get startupComplete(): boolean {
     return this.firstAttemptFinished;
@@ -238,6 +243,7 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
       return toRecord(data, now, this.skewMs);
     } catch (error) {
       const failure = toTokenFailure(error);
+      this.metrics.tokenRenewalFailures.inc({ reason: failure.reason });
       const attempts = (this.failure?.attempts ?? 0) + 1;
       const delay = Math.min(MIN_BACKOFF_MS * 2 ** (attempts - 1), MAX_BACKOFF_MS);
       this.failure = { error: failure, retryAt: Date.now() + delay, attempts };
