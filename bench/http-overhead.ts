@@ -1,285 +1,660 @@
 /**
- * Section 1: HTTP overhead of the gateway. autocannon (in the bench process) loads, in turn:
- *   (a) reference: the upstream simulator called directly (CheckShahkar with a Bearer token),
- *   (b) the gateway with the in-process store, then the idempotent replay path on it,
- *   (c) the gateway with a real Redis, then the replay path on it.
- * Each server runs in its own child process; each gateway gets a fresh simulator of its own,
- * so that every simulator starts as empty as the reference one.
+ * Section 1: the gateway against the bare reference proxy (bench/reference-proxy.ts), both in
+ * front of the same upstream simulator and the same redis-server, each in its own child
+ * process. Per scenario and server: CPU per request (user + system time of that process over
+ * the measured run ÷ its requests: robust to other load on the machine, unlike req/s), req/s,
+ * p50/p99, RSS and heap, Redis commands and read events (≈ round trips) per inquiry; then the
+ * ratios gateway/reference.
+ *
+ * Scenarios are data (SCENARIOS below): add one with its gateway environment, load shape and
+ * upstream failure ratio. Gateways with the same environment are one process, started when first
+ * needed and stopped after the last scenario that uses it.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { mkdir, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 import { TEST_CLIENTS } from '../test/support/gateway.js';
-import { CHECK_SHAHKAR_PATH, GET_TOKEN_PATH } from '../test/upstream-simulator/upstream-simulator.js';
-import { heading, num, ratio, signed, table } from './lib/format.js';
-import type { SimulatorStats } from './lib/ipc.js';
+import { summariseProfile, type ProfileSummary } from './lib/cpu-profile.js';
+import { heading, num, pct, ratio, signed, table } from './lib/format.js';
+import type { ProcessStats, SimulatorStats } from './lib/ipc.js';
 import { measure, warmUp, type LoadFigures, type LoadSettings, type LoadTarget } from './lib/load.js';
-import { ServerProcess } from './lib/servers.js';
+import { monitorSample, perInquiry, readCounters, type MonitorSample, type RedisDelta } from './lib/redis-stats.js';
+import { ServerProcess, type StartOptions } from './lib/servers.js';
 
 const NATIONAL_CODE = '0499370899';
 const MOBILE = '09121234567';
-const GATEWAY_BODY = JSON.stringify({ nationalCode: NATIONAL_CODE, mobileNumber: MOBILE });
+const INQUIRY_BODY = JSON.stringify({ nationalCode: NATIONAL_CODE, mobileNumber: MOBILE });
 const API_KEY = TEST_CLIENTS.basic.key;
+const MONITOR_SAMPLE_INQUIRIES = 100;
+const MiB = 2 ** 20;
+const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-export interface ScenarioResult extends LoadFigures {
+/** What a scenario's gateway environment may refer to (servers the bench started). */
+export interface ScenarioContext {
+  /** An HTTP server answering 200 to everything: an OTLP collector stand-in. */
+  sinkUrl: string;
+}
+
+export interface Scenario {
   name: string;
-  /** CheckShahkar calls the simulator received during the measured run (warm-up excluded). */
+  /** Gateway environment over the base (Redis, key prefix, LOG_LEVEL info, OTEL_SDK_DISABLED=true). */
+  gatewayEnv?: (context: ScenarioContext) => Record<string, string>;
+  /** Default: the bench's connections (32). */
+  connections?: number;
+  /** 'fresh': a new Idempotency-Key per request; 'replay': one key, answered from the store. */
+  idempotency?: 'none' | 'fresh' | 'replay';
+  /** Share of upstream inquiries answered with a supplier failure (502). */
+  failRatio?: number;
+  /** Measure the reference proxy in this scenario too (else compare with the 'no key' one). */
+  reference: boolean;
+  /** Count the commands of a short sample with MONITOR (client vs inside scripts). */
+  monitor?: boolean;
+  /** The reason to leave it out, if any. */
+  skip?: () => string | undefined;
+}
+
+const hasDependency = (prefix: string): boolean => {
+  try {
+    const pkg = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
+      dependencies?: Record<string, string>;
+    };
+    return Object.keys(pkg.dependencies ?? {}).some((name) => name.startsWith(prefix));
+  } catch {
+    return false;
+  }
+};
+
+/** The first entry is the baseline every other scenario without its own reference run is compared with. */
+export const SCENARIOS: Scenario[] = [
+  { name: 'no key', reference: true, monitor: true },
+  { name: 'Idempotency-Key, new per request', idempotency: 'fresh', reference: false, monitor: true },
+  { name: 'Idempotency-Key, replayed', idempotency: 'replay', reference: false, monitor: true },
+  { name: '1 connection', connections: 1, reference: true },
+  { name: 'half the upstream calls failing', failRatio: 0.5, reference: true },
+  { name: 'logging off (LOG_LEVEL=silent)', gatewayEnv: () => ({ LOG_LEVEL: 'silent' }), reference: false },
+  {
+    // Standard OpenTelemetry SDK variables, exporting OTLP/HTTP to a sink in the bench.
+    name: 'tracing on (OTEL_*, OTLP to a sink)',
+    gatewayEnv: ({ sinkUrl }) => ({
+      OTEL_SDK_DISABLED: 'false',
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+      OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl,
+      OTEL_METRICS_EXPORTER: 'none',
+      OTEL_LOGS_EXPORTER: 'none',
+    }),
+    reference: false,
+    skip: () => (hasDependency('@opentelemetry/') ? undefined : 'no @opentelemetry dependency in package.json yet'),
+  },
+];
+
+export interface ServerFigures extends LoadFigures {
+  /** CPU time of the server process per request, µs (user + system). */
+  cpuUsPerRequest: number;
+  cpuUserUsPerRequest: number;
+  cpuSystemUsPerRequest: number;
+  simulatorCpuUsPerRequest: number;
   upstreamInquiryCalls: number;
-  /** GetToken calls during the measured run. */
+  upstreamFailedInquiries: number;
   upstreamTokenCalls: number;
+  redis: RedisDelta;
+  /** Memory of the server process right after the measured run. */
+  memory: { rssMiB: number; heapUsedMiB: number; heapTotalMiB: number; externalMiB: number };
+}
+
+export interface ScenarioResult {
+  name: string;
+  connections: number;
+  gateway: ServerFigures;
+  reference: ServerFigures;
+  /** Whether `reference` was measured in this scenario or taken from the baseline. */
+  ownReference: boolean;
+  gatewayMonitor?: MonitorSample;
+  referenceMonitor?: MonitorSample;
+}
+
+export interface LongRunResult {
+  inquiries: number;
+  samples: { requests: number; rssMiB: number; heapUsedMiB: number; heapTotalMiB: number }[];
+  afterGc: { rssMiB: number; heapUsedMiB: number; heapTotalMiB: number; externalMiB: number };
+  figures: ServerFigures;
 }
 
 export interface HttpOverheadResult {
   settings: LoadSettings;
+  rounds: number;
   scenarios: ScenarioResult[];
-  ratios: {
-    memory: GatewayRatios;
-    redis: GatewayRatios;
-  };
+  skipped: { name: string; reason: string }[];
+  longRun?: LongRunResult;
+  profile?: { file: string; summary: ProfileSummary };
 }
 
-export interface GatewayRatios {
-  throughputVsReference: number;
-  addedAverageMs: number;
-  addedP50Ms: number;
-  addedP97_5Ms: number;
-  addedP99Ms: number;
-  replayVsFreshThroughput: number;
-  replayP50Ms: number;
-  replayAverageMs: number;
+export interface HttpOverheadOptions {
+  settings: LoadSettings;
+  redisUrl: string;
+  /** Interleaved gateway/reference measurements per scenario; medians are reported. */
+  rounds: number;
+  /** Scenario names (case-insensitive substrings) to run; default all. */
+  only?: string[];
+  /** Inquiries of the long run (0: none). */
+  longRunInquiries: number;
+  /** Profile the gateway (--cpu-prof) in the baseline scenario instead of measuring everything. */
+  profile: boolean;
+  log: (line: string) => void;
 }
 
-const tokenTotal = (s: SimulatorStats) => s.tokenCalls.credentials + s.tokenCalls.refresh;
+// ---------------------------------------------------------------------------------------------
 
-async function obtainUpstreamToken(simUrl: string): Promise<string> {
-  const response = await fetch(`${simUrl}${GET_TOKEN_PATH}`, {
+function gatewayTarget(url: string, idempotency: Scenario['idempotency'], replayKey?: string): LoadTarget {
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-api-key': API_KEY };
+  const target: LoadTarget = { url: `${url}/v1/kyc/shahkar`, method: 'POST', headers, body: INQUIRY_BODY };
+  if (idempotency === 'replay' && replayKey) headers['idempotency-key'] = replayKey;
+  if (idempotency === 'fresh') {
+    const prefix = `bench-${randomUUID()}-`;
+    let n = 0;
+    target.headersPerRequest = () => ({ 'idempotency-key': `${prefix}${n++}` });
+  }
+  return target;
+}
+
+function referenceTarget(url: string): LoadTarget {
+  return {
+    url: `${url}/v1/kyc/shahkar`,
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username: 'sandbox-user', password: 'sandbox-password' }),
-  });
-  const envelope = (await response.json()) as { data?: { accessToken?: string } };
-  const token = envelope.data?.accessToken;
-  if (response.status !== 200 || !token) throw new Error(`GetToken answered ${response.status}`);
-  return token;
-}
-
-/** Warms up, then measures one target and counts what the simulator received meanwhile. */
-async function scenario(
-  name: string,
-  sim: ServerProcess,
-  target: LoadTarget,
-  settings: LoadSettings,
-  log: (line: string) => void,
-): Promise<ScenarioResult> {
-  log(
-    `  ${name}: ${settings.warmupSeconds} s warm-up + ${settings.durationSeconds} s measured, ${settings.connections} connections`,
-  );
-  await warmUp(target, settings);
-  const before = await sim.simulatorStats();
-  const figures = await measure(target, settings);
-  const after = await sim.simulatorStats();
-  return {
-    name,
-    ...figures,
-    upstreamInquiryCalls: after.inquiryCalls - before.inquiryCalls,
-    upstreamTokenCalls: tokenTotal(after) - tokenTotal(before),
+    body: INQUIRY_BODY,
   };
-}
-
-function gatewayTarget(url: string, idempotencyKey?: string): LoadTarget {
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-api-key': API_KEY };
-  if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;
-  return { url: `${url}/v1/kyc/shahkar`, method: 'POST', headers, body: GATEWAY_BODY };
 }
 
 /** One request with the key, so that every measured request replays a settled answer. */
 async function primeIdempotencyKey(url: string, key: string): Promise<void> {
-  const target = gatewayTarget(url, key);
-  const response = await fetch(target.url, { method: 'POST', headers: target.headers, body: target.body });
-  await response.text();
-  if (response.status !== 200) throw new Error(`priming the Idempotency-Key answered ${response.status}`);
-  const again = await fetch(target.url, { method: 'POST', headers: target.headers, body: target.body });
-  await again.text();
-  if (again.status !== 200 || again.headers.get('idempotent-replayed') !== 'true') {
-    throw new Error(
-      `a repeat with the Idempotency-Key was not replayed (${again.status}, Idempotent-Replayed: ${again.headers.get('idempotent-replayed')})`,
-    );
+  const target = gatewayTarget(url, 'replay', key);
+  for (const expectReplay of [false, true]) {
+    const response = await fetch(target.url, { method: 'POST', headers: target.headers, body: target.body });
+    await response.text();
+    const replayed = response.headers.get('idempotent-replayed') === 'true';
+    if (response.status !== 200 || replayed !== expectReplay) {
+      throw new Error(`priming the Idempotency-Key: ${response.status}, Idempotent-Replayed: ${replayed}`);
+    }
   }
 }
 
-/** A gateway (fresh inquiries, then replays) in front of its own fresh simulator. */
-async function gatewayScenarios(
-  label: string,
-  env: Record<string, string>,
+/** `count` sequential requests (for the MONITOR sample). */
+async function sequential(target: LoadTarget, count: number): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const headers = { ...target.headers, ...target.headersPerRequest?.() };
+    const response = await fetch(target.url, { method: 'POST', headers, body: target.body });
+    await response.arrayBuffer();
+  }
+}
+
+const cpuUs = (s: ProcessStats) => s.cpuUserUs + s.cpuSystemUs;
+const tokenTotal = (s: SimulatorStats) => s.tokenCalls.credentials + s.tokenCalls.refresh;
+const memoryOf = (s: ProcessStats) => ({
+  rssMiB: s.rssBytes / MiB,
+  heapUsedMiB: s.heapUsedBytes / MiB,
+  heapTotalMiB: s.heapTotalBytes / MiB,
+  externalMiB: s.externalBytes / MiB,
+});
+
+/** Warm-up, then the measured run with the server's, the simulator's and Redis's counters around it. */
+async function measureServer(
+  server: ServerProcess,
+  sim: ServerProcess,
+  redis: Redis,
+  target: LoadTarget,
   settings: LoadSettings,
-  log: (line: string) => void,
-): Promise<[ScenarioResult, ScenarioResult]> {
-  const sim = await ServerProcess.start(`simulator for gateway (${label})`, { role: 'simulator', latencyMs: 0 });
+): Promise<ServerFigures & { window: { fromUs: number; toUs: number } }> {
+  await warmUp(target, settings);
+  const [serverBefore, simBefore, redisBefore] = await Promise.all([
+    server.stats(),
+    sim.simulatorStats(),
+    readCounters(redis),
+  ]);
+  const load = await measure(target, settings);
+  const [serverAfter, simAfter, redisAfter] = await Promise.all([
+    server.stats(),
+    sim.simulatorStats(),
+    readCounters(redis),
+  ]);
+  const n = Math.max(1, load.totalRequests);
+  return {
+    ...load,
+    cpuUsPerRequest: (cpuUs(serverAfter) - cpuUs(serverBefore)) / n,
+    cpuUserUsPerRequest: (serverAfter.cpuUserUs - serverBefore.cpuUserUs) / n,
+    cpuSystemUsPerRequest: (serverAfter.cpuSystemUs - serverBefore.cpuSystemUs) / n,
+    simulatorCpuUsPerRequest: (cpuUs(simAfter) - cpuUs(simBefore)) / n,
+    upstreamInquiryCalls: simAfter.inquiryCalls - simBefore.inquiryCalls,
+    upstreamFailedInquiries: simAfter.failedInquiries - simBefore.failedInquiries,
+    upstreamTokenCalls: tokenTotal(simAfter) - tokenTotal(simBefore),
+    redis: perInquiry(redisBefore, redisAfter, n),
+    memory: memoryOf(serverAfter),
+    window: { fromUs: serverBefore.monotonicUs, toUs: serverAfter.monotonicUs },
+  };
+}
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+/** Medians of the headline figures over rounds; the rest from the median-CPU round. */
+function medianFigures(rounds: ServerFigures[]): ServerFigures {
+  if (rounds.length === 1) return rounds[0];
+  const byCpu = [...rounds].sort((a, b) => a.cpuUsPerRequest - b.cpuUsPerRequest);
+  const base = byCpu[Math.floor(byCpu.length / 2)];
+  return {
+    ...base,
+    cpuUsPerRequest: median(rounds.map((r) => r.cpuUsPerRequest)),
+    requestsPerSecond: median(rounds.map((r) => r.requestsPerSecond)),
+    latencyMs: {
+      average: median(rounds.map((r) => r.latencyMs.average)),
+      p50: median(rounds.map((r) => r.latencyMs.p50)),
+      p97_5: median(rounds.map((r) => r.latencyMs.p97_5)),
+      p99: median(rounds.map((r) => r.latencyMs.p99)),
+      max: Math.max(...rounds.map((r) => r.latencyMs.max)),
+    },
+  };
+}
+
+const stripWindow = ({ window: _window, ...figures }: ServerFigures & { window?: unknown }): ServerFigures => figures;
+
+// ---------------------------------------------------------------------------------------------
+
+export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<HttpOverheadResult> {
+  const { settings, redisUrl, rounds, log } = options;
+  const redis = new Redis(redisUrl);
+  const started: ServerProcess[] = [];
+  const start = async (name: string, spec: Parameters<typeof ServerProcess.start>[1], opts?: StartOptions) => {
+    const server = await ServerProcess.start(name, spec, opts);
+    started.push(server);
+    return server;
+  };
+
+  const result: HttpOverheadResult = { settings, rounds, scenarios: [], skipped: [] };
   try {
-    const gateway = await ServerProcess.start(`gateway (${label})`, {
-      role: 'gateway',
-      env: { ...env, UPSTREAM_BASE_URL: sim.url },
-      probeBody: GATEWAY_BODY,
-      probeApiKey: API_KEY,
+    const sim = await start('simulator', { role: 'simulator', latencyMs: 0 });
+    const sink = await start('sink', { role: 'sink' });
+    const reference = await start('reference proxy', {
+      role: 'reference',
+      upstreamUrl: sim.url,
+      redisUrl,
+      probeBody: INQUIRY_BODY,
     });
-    try {
-      const fresh = await scenario(
-        `gateway, ${label}: fresh inquiries`,
+    const context: ScenarioContext = { sinkUrl: sink.url };
+    const baseEnv: Record<string, string> = {
+      UPSTREAM_BASE_URL: sim.url,
+      REDIS_URL: redisUrl,
+      REDIS_KEY_PREFIX: 'bench',
+      LOG_LEVEL: 'info',
+      OTEL_SDK_DISABLED: 'true',
+    };
+
+    let scenarios = SCENARIOS.filter((s) => {
+      const wanted = !options.only || options.only.some((o) => s.name.toLowerCase().includes(o.toLowerCase()));
+      const reason = s.skip?.();
+      if (wanted && reason) result.skipped.push({ name: s.name, reason });
+      return wanted && !reason;
+    });
+    if (options.profile) scenarios = [SCENARIOS[0]];
+
+    // One gateway process per distinct environment, stopped after its last scenario.
+    const gateways = new Map<string, ServerProcess>();
+    const envOf = (s: Scenario) => ({ ...baseEnv, ...s.gatewayEnv?.(context) });
+    const keyOf = (s: Scenario) => JSON.stringify(envOf(s));
+    const lastUse = new Map(scenarios.map((s, i) => [keyOf(s), i]));
+    const profileDir = join(PROJECT_ROOT, '.build', 'bench-profiles');
+    if (options.profile) {
+      await rm(profileDir, { recursive: true, force: true });
+      await mkdir(profileDir, { recursive: true });
+    }
+    const gatewayFor = async (s: Scenario): Promise<ServerProcess> => {
+      const key = keyOf(s);
+      let gateway = gateways.get(key);
+      if (!gateway) {
+        gateway = await start(
+          `gateway (${s.name})`,
+          { role: 'gateway', env: envOf(s), probeBody: INQUIRY_BODY, probeApiKey: API_KEY },
+          {
+            execArgv: options.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+          },
+        );
+        gateways.set(key, gateway);
+      }
+      return gateway;
+    };
+
+    let baselineReference: ServerFigures | undefined;
+    let profileWindow: { fromUs: number; toUs: number } | undefined;
+    for (const [index, s] of scenarios.entries()) {
+      const connections = s.connections ?? settings.connections;
+      const load = { ...settings, connections };
+      const gateway = await gatewayFor(s);
+      let replayKey: string | undefined;
+      if (s.idempotency === 'replay') {
+        replayKey = `bench-replay-${randomUUID()}`;
+        await primeIdempotencyKey(gateway.url, replayKey);
+      }
+      const gatewayLoad = gatewayTarget(gateway.url, s.idempotency, replayKey);
+      const referenceLoad = referenceTarget(reference.url);
+      if (s.failRatio) await sim.setFailRatio(s.failRatio);
+      const gatewayRounds: ServerFigures[] = [];
+      const referenceRounds: ServerFigures[] = [];
+      try {
+        for (let round = 0; round < rounds; round++) {
+          const suffix = rounds > 1 ? ` (round ${round + 1}/${rounds})` : '';
+          log(
+            `  ${s.name}: ${s.reference ? 'reference, then ' : ''}gateway, ${settings.warmupSeconds} s warm-up + ` +
+              `${settings.durationSeconds} s measured each, ${connections} connection(s)${suffix}`,
+          );
+          if (s.reference)
+            referenceRounds.push(stripWindow(await measureServer(reference, sim, redis, referenceLoad, load)));
+          const measured = await measureServer(gateway, sim, redis, gatewayLoad, load);
+          profileWindow ??= measured.window;
+          gatewayRounds.push(stripWindow(measured));
+        }
+      } finally {
+        if (s.failRatio) await sim.setFailRatio(0);
+      }
+      const scenarioResult: ScenarioResult = {
+        name: s.name,
+        connections,
+        gateway: medianFigures(gatewayRounds),
+        reference: s.reference ? medianFigures(referenceRounds) : baselineReference!,
+        ownReference: s.reference,
+      };
+      if (!scenarioResult.reference) throw new Error(`scenario ${s.name}: no reference measured before it`);
+      if (index === 0) baselineReference = scenarioResult.reference;
+      if (s.monitor && !options.profile) {
+        scenarioResult.gatewayMonitor = await monitorSample(redisUrl, MONITOR_SAMPLE_INQUIRIES, () =>
+          sequential(gatewayTarget(gateway.url, s.idempotency, replayKey), MONITOR_SAMPLE_INQUIRIES),
+        );
+        if (s.reference) {
+          scenarioResult.referenceMonitor = await monitorSample(redisUrl, MONITOR_SAMPLE_INQUIRIES, () =>
+            sequential(referenceLoad, MONITOR_SAMPLE_INQUIRIES),
+          );
+        }
+      }
+      result.scenarios.push(scenarioResult);
+      if (lastUse.get(keyOf(s)) === index) {
+        await gateway.stop();
+        gateways.delete(keyOf(s));
+      }
+    }
+
+    if (options.profile) {
+      const files = (await readdir(profileDir)).filter((f) => f.endsWith('.cpuprofile'));
+      if (files.length !== 1) throw new Error(`expected one .cpuprofile in ${profileDir}, found ${files.length}`);
+      const file = join(profileDir, files[0]);
+      result.profile = { file, summary: await summariseProfile(file, profileWindow) };
+    }
+
+    if (options.longRunInquiries > 0 && !options.profile) {
+      result.longRun = await longRun(
+        await start(
+          'gateway (long run)',
+          { role: 'gateway', env: baseEnv, probeBody: INQUIRY_BODY, probeApiKey: API_KEY },
+          { execArgv: ['--expose-gc'] },
+        ),
         sim,
-        gatewayTarget(gateway.url),
-        settings,
+        redis,
+        { ...settings, amount: options.longRunInquiries },
         log,
       );
-      const key = `bench-replay-${label}-${randomUUID()}`;
-      await primeIdempotencyKey(gateway.url, key);
-      const replay = await scenario(
-        `gateway, ${label}: idempotent replay`,
-        sim,
-        gatewayTarget(gateway.url, key),
-        settings,
-        log,
-      );
-      return [fresh, replay];
-    } finally {
-      await gateway.stop();
     }
   } finally {
-    await sim.stop();
+    await Promise.allSettled(started.map((s) => s.stop()));
+    redis.disconnect();
   }
+  return result;
 }
 
-function ratios(reference: ScenarioResult, fresh: ScenarioResult, replay: ScenarioResult): GatewayRatios {
-  return {
-    throughputVsReference: fresh.requestsPerSecond / reference.requestsPerSecond,
-    addedAverageMs: fresh.latencyMs.average - reference.latencyMs.average,
-    addedP50Ms: fresh.latencyMs.p50 - reference.latencyMs.p50,
-    addedP97_5Ms: fresh.latencyMs.p97_5 - reference.latencyMs.p97_5,
-    addedP99Ms: fresh.latencyMs.p99 - reference.latencyMs.p99,
-    replayVsFreshThroughput: replay.requestsPerSecond / fresh.requestsPerSecond,
-    replayP50Ms: replay.latencyMs.p50,
-    replayAverageMs: replay.latencyMs.average,
-  };
-}
-
-export async function benchHttpOverhead(
+/** A fixed number of fresh inquiries at full load, RSS sampled every few seconds. */
+async function longRun(
+  gateway: ServerProcess,
+  sim: ServerProcess,
+  redis: Redis,
   settings: LoadSettings,
-  redisUrl: string,
   log: (line: string) => void,
-): Promise<HttpOverheadResult> {
-  // (a) Reference: the simulator alone, with the body the gateway would send it.
-  const sim = await ServerProcess.start('simulator (reference)', { role: 'simulator', latencyMs: 0 });
-  let reference: ScenarioResult;
+): Promise<LongRunResult> {
+  const inquiries = settings.amount!;
+  log(`  long run: ${num(inquiries)} inquiries, ${settings.connections} connections, RSS sampled every 5 s`);
+  const samples: LongRunResult['samples'] = [];
+  const simStart = (await sim.simulatorStats()).inquiryCalls;
+  const sampler = setInterval(() => {
+    void Promise.all([gateway.stats(), sim.simulatorStats()]).then(
+      ([g, s]) => samples.push({ requests: s.inquiryCalls - simStart, ...memoryOf(g) }),
+      () => undefined,
+    );
+  }, 5_000);
+  let figures: ServerFigures;
   try {
-    const token = await obtainUpstreamToken(sim.url);
-    const body = () =>
-      JSON.stringify({
-        nationalCode: NATIONAL_CODE,
-        mobileNumber: MOBILE,
-        requestHandlingType: 'standard',
-        trackId: randomUUID(),
-      });
-    reference = await scenario(
-      'reference: simulator direct',
-      sim,
-      {
-        url: `${sim.url}${CHECK_SHAHKAR_PATH}`,
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-        body: body(),
-        bodyPerRequest: body,
-      },
-      settings,
-      log,
+    figures = stripWindow(
+      await measureServer(gateway, sim, redis, gatewayTarget(gateway.url, 'none'), { ...settings, warmupSeconds: 0 }),
     );
   } finally {
-    await sim.stop();
+    clearInterval(sampler);
   }
+  const afterGc = memoryOf(await gateway.statsAfterGc());
+  await gateway.stop();
+  return { inquiries, samples, afterGc, figures };
+}
 
-  // (b) In-process store, (c) real Redis.
-  const [memoryFresh, memoryReplay] = await gatewayScenarios('memory', {}, settings, log);
-  const [redisFresh, redisReplay] = await gatewayScenarios(
-    'redis',
-    { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: 'bench-http' },
-    settings,
-    log,
-  );
+// ---------------------------------------------------------------------------------------------
 
-  return {
-    settings,
-    scenarios: [reference, memoryFresh, memoryReplay, redisFresh, redisReplay],
-    ratios: { memory: ratios(reference, memoryFresh, memoryReplay), redis: ratios(reference, redisFresh, redisReplay) },
-  };
+const ms = (value: number) => num(value, value < 10 ? 2 : 1);
+const mib = (value: number) => num(value, 0);
+
+function statusNote(label: string, f: ServerFigures): string | undefined {
+  if (f.non2xx === 0 && f.errors === 0) return undefined;
+  return `  ${label}: status codes ${JSON.stringify(f.statusCodes)}, ${f.errors} errors (${f.timeouts} timeouts)`;
 }
 
 export function formatHttpOverhead(result: HttpOverheadResult): string {
-  const [reference] = result.scenarios;
   const { settings } = result;
-  const rows = result.scenarios.map((s) => [
-    s.name,
-    num(s.requestsPerSecond),
-    num(s.latencyMs.average, 2),
-    num(s.latencyMs.p50),
-    num(s.latencyMs.p97_5),
-    num(s.latencyMs.p99),
-    num(s.totalRequests),
-    num(s.non2xx),
-    num(s.errors),
-    num(s.upstreamInquiryCalls),
-    ratio(s.requestsPerSecond / reference.requestsPerSecond),
-  ]);
-  const ratioRows = (['memory', 'redis'] as const).map((label) => {
-    const r = result.ratios[label];
-    return [
-      `gateway (${label})`,
-      ratio(r.throughputVsReference),
-      signed(r.addedAverageMs, 2),
-      signed(r.addedP50Ms, 0),
-      signed(r.addedP97_5Ms, 0),
-      signed(r.addedP99Ms, 0),
-      ratio(r.replayVsFreshThroughput),
-    ];
-  });
-  const statusNotes = result.scenarios
-    .filter((s) => s.non2xx > 0 || s.errors > 0)
-    .map(
-      (s) =>
-        `  ! ${s.name}: status codes ${JSON.stringify(s.statusCodes)}, ${s.errors} errors (${s.timeouts} timeouts)`,
+  const lines: string[] = [
+    heading('1. Gateway vs bare reference proxy (same simulator, same redis-server, loopback)'),
+    `${settings.warmupSeconds} s warm-up + ${settings.durationSeconds} s measured per row` +
+      (result.rounds > 1 ? `, ${result.rounds} interleaved rounds (medians)` : '') +
+      '; CPU = user + system time of that server process over the measured run / its requests;',
+    'latencies in ms over every answer (autocannon response times); RSS and heap right after the run.',
+  ];
+  if (result.scenarios.length > 0) {
+    const rows: (string | number)[][] = [];
+    for (const s of result.scenarios) {
+      for (const [who, f] of [
+        ['gateway', s.gateway],
+        ...(s.ownReference ? [['reference', s.reference] as const] : []),
+      ] as const) {
+        rows.push([
+          who === 'gateway' ? s.name : '',
+          who,
+          num(s.connections),
+          num(f.requestsPerSecond),
+          num(f.cpuUsPerRequest),
+          `${num(f.cpuUserUsPerRequest)}+${num(f.cpuSystemUsPerRequest)}`,
+          num(f.simulatorCpuUsPerRequest),
+          ms(f.latencyMs.p50),
+          ms(f.latencyMs.p99),
+          mib(f.memory.rssMiB),
+          `${mib(f.memory.heapUsedMiB)}/${mib(f.memory.heapTotalMiB)}`,
+          num(f.totalRequests),
+          f.upstreamFailedInquiries ? `${num(f.non2xx)} (${num(f.upstreamFailedInquiries)} upstream)` : num(f.non2xx),
+        ]);
+      }
+    }
+    lines.push(
+      '',
+      table(
+        [
+          'scenario',
+          'server',
+          'conns',
+          'req/s',
+          'CPU us/req',
+          'user+sys',
+          'sim CPU us/req',
+          'p50',
+          'p99',
+          'RSS MiB',
+          'heap used/total MiB',
+          'requests',
+          'non-2xx',
+        ],
+        rows,
+        [0, 1],
+      ),
     );
-  return [
-    heading('1. HTTP overhead (POST, autocannon, loopback)'),
-    `${settings.connections} connections, ${settings.warmupSeconds} s warm-up + ${settings.durationSeconds} s measured per row; latencies in ms`,
-    '(autocannon records percentiles at 1 ms resolution; the average is exact).',
-    'Servers in child processes; the gateway rows include the gateway -> simulator hop.',
-    '',
-    table(
+    const notes = result.scenarios.flatMap((s) =>
       [
-        'scenario',
-        'req/s',
-        'avg',
-        'p50',
-        'p97.5',
-        'p99',
-        'requests',
-        'non-2xx',
-        'errors',
-        'upstream calls',
-        'vs reference',
-      ],
-      rows,
-    ),
-    ...(statusNotes.length > 0 ? ['', ...statusNotes] : []),
-    '',
-    table(
-      [
-        'ratios',
-        'throughput gateway/reference',
-        'added avg ms',
-        'added p50 ms',
-        'added p97.5 ms',
-        'added p99 ms',
-        'replay/fresh throughput',
-      ],
-      ratioRows,
-    ),
-    '',
-    'Replay rows: one Idempotency-Key repeated; "upstream calls" 0 means no request reached the simulator.',
-  ].join('\n');
+        statusNote(`${s.name} (gateway)`, s.gateway),
+        s.ownReference ? statusNote(`${s.name} (reference)`, s.reference) : undefined,
+      ].filter((n): n is string => n !== undefined),
+    );
+    if (notes.length > 0) lines.push('', 'Non-2xx answers and errors:', ...notes);
+
+    lines.push(
+      '',
+      table(
+        [
+          'gateway / reference',
+          'CPU per request',
+          'reference/gateway CPU',
+          'throughput',
+          'p50 added ms',
+          'p99 added ms',
+          'reference from',
+        ],
+        result.scenarios.map((s) => [
+          s.name,
+          ratio(s.gateway.cpuUsPerRequest / s.reference.cpuUsPerRequest),
+          num(s.reference.cpuUsPerRequest / s.gateway.cpuUsPerRequest, 2),
+          ratio(s.gateway.requestsPerSecond / s.reference.requestsPerSecond),
+          signed(s.gateway.latencyMs.p50 - s.reference.latencyMs.p50, 2),
+          signed(s.gateway.latencyMs.p99 - s.reference.latencyMs.p99, 2),
+          s.ownReference ? 'this scenario' : result.scenarios[0].name,
+        ]),
+      ),
+      '(goal of docs: CPU per request at most 2x the reference, i.e. reference/gateway >= 0.5)',
+    );
+
+    lines.push(
+      '',
+      'Redis per inquiry (INFO commandstats over the measured run, commands inside Lua scripts included;',
+      'read events = INFO total_reads_processed, one per batch read from a client socket: ~ round trips):',
+      '',
+      table(
+        ['scenario', 'server', 'commands', 'read events', 'by command'],
+        result.scenarios.flatMap((s) =>
+          [['gateway', s.gateway] as const, ...(s.ownReference ? [['reference', s.reference] as const] : [])].map(
+            ([who, f]) => [
+              who === 'gateway' ? s.name : '',
+              who,
+              num(f.redis.totalCommandsPerInquiry, 2),
+              num(f.redis.readEventsPerInquiry, 2),
+              Object.entries(f.redis.commandsPerInquiry)
+                .sort((a, b) => b[1] - a[1])
+                .map(([name, n]) => `${name} ${num(n, 2)}`)
+                .join(', '),
+            ],
+          ),
+        ),
+        [0, 1, 4],
+      ),
+    );
+    const monitored = result.scenarios.filter((s) => s.gatewayMonitor);
+    if (monitored.length > 0) {
+      const fmt = (counts: Record<string, number>) => {
+        const total = Object.values(counts).reduce((a, b) => a + b, 0);
+        const parts = Object.entries(counts)
+          .sort((a, b) => b[1] - a[1])
+          .map(([name, n]) => `${name} ${num(n, 2)}`);
+        return `${num(total, 2)}${parts.length ? ` (${parts.join(', ')})` : ''}`;
+      };
+      lines.push(
+        '',
+        `MONITOR, ${MONITOR_SAMPLE_INQUIRIES} sequential inquiries: commands sent per inquiry / run inside scripts per inquiry:`,
+        '',
+        table(
+          ['scenario', 'server', 'sent by the client', 'inside scripts'],
+          monitored.flatMap((s) => [
+            [
+              s.name,
+              'gateway',
+              fmt(s.gatewayMonitor!.clientCommandsPerInquiry),
+              fmt(s.gatewayMonitor!.scriptCommandsPerInquiry),
+            ],
+            ...(s.referenceMonitor
+              ? [
+                  [
+                    '',
+                    'reference',
+                    fmt(s.referenceMonitor.clientCommandsPerInquiry),
+                    fmt(s.referenceMonitor.scriptCommandsPerInquiry),
+                  ],
+                ]
+              : []),
+          ]),
+          [0, 1, 2, 3],
+        ),
+      );
+    }
+  }
+  for (const s of result.skipped) lines.push(`(scenario "${s.name}" left out: ${s.reason})`);
+
+  if (result.longRun) {
+    const run = result.longRun;
+    const first = run.samples[Math.min(1, run.samples.length - 1)];
+    const last = run.samples[run.samples.length - 1];
+    lines.push(
+      '',
+      `Long run: ${num(run.inquiries)} fresh inquiries, ${num(run.figures.requestsPerSecond)} req/s, ` +
+        `CPU ${num(run.figures.cpuUsPerRequest)} us/req, p50 ${ms(run.figures.latencyMs.p50)} ms, p99 ${ms(run.figures.latencyMs.p99)} ms`,
+      '',
+      table(
+        ['inquiries', 'RSS MiB', 'heap used MiB', 'heap total MiB'],
+        run.samples.map((x) => [num(x.requests), mib(x.rssMiB), mib(x.heapUsedMiB), mib(x.heapTotalMiB)]),
+      ),
+      `after a full GC at the end: RSS ${mib(run.afterGc.rssMiB)} MiB, heap used ${mib(run.afterGc.heapUsedMiB)} MiB ` +
+        `of ${mib(run.afterGc.heapTotalMiB)}, external ${mib(run.afterGc.externalMiB)} MiB`,
+      first && last
+        ? `RSS from the second sample (${num(first.requests)} inquiries) to the last (${num(last.requests)}): ` +
+            `${signed(last.rssMiB - first.rssMiB, 0)} MiB; heap used ${signed(last.heapUsedMiB - first.heapUsedMiB, 0)} MiB`
+        : 'too short for RSS samples',
+    );
+  }
+
+  if (result.profile) {
+    const { summary, file } = result.profile;
+    lines.push(
+      '',
+      `CPU profile of the gateway (--cpu-prof) over the measured run of "${result.scenarios[0]?.name}" ` +
+        `(${num(summary.sampledMs)} ms sampled; ${file}). Self time by package:`,
+      '',
+      table(
+        ['package', 'self ms', 'share'],
+        summary.byPackage.slice(0, 20).map((p) => [p.name, num(p.selfMs), pct(p.share)]),
+      ),
+      '',
+      'Charged to the nearest package or gateway folder on the stack (Node internals and native code to their caller):',
+      '',
+      table(
+        ['package', 'ms', 'share'],
+        summary.byResponsiblePackage.slice(0, 20).map((p) => [p.name, num(p.selfMs), pct(p.share)]),
+      ),
+      '',
+      'Top functions by self time:',
+      '',
+      table(
+        ['function', 'where', 'self ms', 'share'],
+        summary.byFunction.map((f) => [f.name, f.where, num(f.selfMs), pct(f.share)]),
+        [0, 1],
+      ),
+    );
+  }
+  return lines.join('\n');
 }

@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: the gateway's benchmark suite, in one run, each figure next to a reference
  * measured in the same run:
- *   1. HTTP overhead: the gateway (in-process store, then Redis) vs the upstream simulator
- *      called directly, plus the idempotent replay path (bench/http-overhead.ts);
+ *   1. the gateway vs a bare reference proxy (node:http + ioredis) on the same simulator and
+ *      redis-server: CPU per request, req/s, latency, memory, Redis commands per inquiry, in
+ *      several scenarios (bench/http-overhead.ts);
  *   2. token single flight across instances sharing one Redis (bench/token-single-flight.ts);
  *   3. validator micro-benchmark vs a plain regex test (bench/validation.ts).
  * Prints tables and writes the same figures to .build/bench-results.json. Everything runs on
@@ -10,7 +11,12 @@
  * a watchdog ends the run if it overstays.
  *
  * Optional environment: BENCH_DURATION (s, default 10), BENCH_WARMUP (s, default 2),
- * BENCH_CONNECTIONS (default 32), BENCH_SECTIONS (e.g. "1,3"; default all).
+ * BENCH_CONNECTIONS (default 32), BENCH_SECTIONS (e.g. "1,3"; default all),
+ * BENCH_SCENARIOS (comma-separated substrings of section 1's scenario names; default all),
+ * BENCH_ROUNDS (interleaved gateway/reference rounds per scenario, medians; default 1),
+ * BENCH_LONG=1 (adds a long run: BENCH_LONG_INQUIRIES, default 500 000, RSS sampled),
+ * BENCH_PROFILE=1 (section 1 only: the baseline scenario with the gateway under --cpu-prof,
+ * then self time by package and function), BENCH_RESULTS (where to write the JSON figures).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -18,14 +24,13 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { RedisServer } from '../test/support/redis-server.js';
-import { benchHttpOverhead, formatHttpOverhead, type HttpOverheadResult } from './http-overhead.js';
-import { heading, num, ratio, signed } from './lib/format.js';
+import { benchHttpOverhead, formatHttpOverhead, SCENARIOS, type HttpOverheadResult } from './http-overhead.js';
+import { heading, num, ratio } from './lib/format.js';
 import { killAllServers } from './lib/servers.js';
 import { benchTokenSingleFlight, formatTokenSingleFlight, type SingleFlightResult } from './token-single-flight.js';
 import { benchValidation, formatValidation, type ValidationResult } from './validation.js';
 
-const RESULTS_FILE = fileURLToPath(new URL('../bench-results.json', import.meta.url));
-const WATCHDOG_MS = 240_000;
+const RESULTS_FILE = process.env.BENCH_RESULTS || fileURLToPath(new URL('../bench-results.json', import.meta.url));
 const EXIT_GRACE_MS = 5_000;
 
 function positiveNumber(name: string, fallback: number): number {
@@ -42,10 +47,21 @@ const settings = {
     durationSeconds: positiveNumber('BENCH_DURATION', 10),
     warmupSeconds: positiveNumber('BENCH_WARMUP', 2),
   },
+  rounds: positiveNumber('BENCH_ROUNDS', 1),
+  scenarios: process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(',').map((s) => s.trim()) : undefined,
+  longRunInquiries: process.env.BENCH_LONG === '1' ? positiveNumber('BENCH_LONG_INQUIRIES', 500_000) : 0,
+  profile: process.env.BENCH_PROFILE === '1',
   singleFlight: { instances: [1, 3, 5], concurrentRequests: [100, 300, 1000] },
   validation: { iterations: 200_000, rounds: 5, warmupIterations: 50_000 },
 };
-const sections = new Set((process.env.BENCH_SECTIONS ?? '1,2,3').split(',').map((s) => s.trim()));
+const sections = new Set(
+  (process.env.BENCH_SECTIONS ?? (settings.profile ? '1' : '1,2,3')).split(',').map((s) => s.trim()),
+);
+/** Ends a run that overstays: generous for the scenarios, rounds and long run asked for. */
+const WATCHDOG_MS =
+  240_000 +
+  SCENARIOS.length * 2 * settings.rounds * (settings.http.durationSeconds + settings.http.warmupSeconds + 10) * 1000 +
+  settings.longRunInquiries * 2;
 
 const log = (line: string) => console.log(line);
 let redis: RedisServer | undefined;
@@ -61,21 +77,22 @@ function emergencyStop(reason: string, exitCode: number): void {
 function summary(http?: HttpOverheadResult, flight?: SingleFlightResult, validation?: ValidationResult): string[] {
   const lines: string[] = [];
   if (http) {
-    for (const label of ['memory', 'redis'] as const) {
-      const r = http.ratios[label];
+    for (const s of http.scenarios) {
       lines.push(
-        `gateway (${label} store) vs simulator direct: throughput ${ratio(r.throughputVsReference)}, ` +
-          `added latency avg ${signed(r.addedAverageMs, 2)} ms, p50 ${signed(r.addedP50Ms, 0)} ms, p99 ${signed(r.addedP99Ms, 0)} ms; ` +
-          `idempotent replay ${ratio(r.replayVsFreshThroughput)} the fresh throughput (avg ${num(r.replayAverageMs, 2)} ms)`,
+        `${s.name}: gateway ${num(s.gateway.cpuUsPerRequest)} us CPU/request vs reference ${num(s.reference.cpuUsPerRequest)} ` +
+          `(${ratio(s.gateway.cpuUsPerRequest / s.reference.cpuUsPerRequest)}), throughput ${ratio(s.gateway.requestsPerSecond / s.reference.requestsPerSecond)}, ` +
+          `p50 ${num(s.gateway.latencyMs.p50, 2)} vs ${num(s.reference.latencyMs.p50, 2)} ms, p99 ${num(s.gateway.latencyMs.p99, 2)} vs ${num(s.reference.latencyMs.p99, 2)} ms, ` +
+          `RSS ${num(s.gateway.memory.rssMiB)} MiB, Redis ${num(s.gateway.redis.totalCommandsPerInquiry, 1)} commands/inquiry`,
       );
     }
-    const replayCalls = http.scenarios
-      .filter((s) => s.name.includes('replay'))
-      .reduce((sum, s) => sum + s.upstreamInquiryCalls, 0);
-    const failures = http.scenarios.reduce((sum, s) => sum + s.non2xx + s.errors, 0);
-    lines.push(
-      `upstream inquiries during replay runs: ${replayCalls}; non-2xx + errors over all load runs: ${failures}`,
-    );
+    if (http.longRun) {
+      const samples = http.longRun.samples;
+      const rss = samples.map((x) => x.rssMiB);
+      lines.push(
+        `long run (${num(http.longRun.inquiries)} inquiries): RSS ${num(Math.min(...rss))}..${num(Math.max(...rss))} MiB, ` +
+          `${num(http.longRun.afterGc.rssMiB)} MiB after a full GC (heap used ${num(http.longRun.afterGc.heapUsedMiB)} MiB)`,
+      );
+    }
   }
   if (flight) {
     const cold = Math.max(...flight.cases.map((c) => c.coldGetTokenCalls));
@@ -113,8 +130,16 @@ async function main(): Promise<void> {
   try {
     if (sections.has('1') || sections.has('2')) redis = await RedisServer.start();
     if (sections.has('1')) {
-      log('\n[1/3] HTTP overhead ...');
-      httpOverhead = await benchHttpOverhead(settings.http, redis!.url, log);
+      log('\n[1/3] gateway vs reference proxy ...');
+      httpOverhead = await benchHttpOverhead({
+        settings: settings.http,
+        redisUrl: redis!.url,
+        rounds: settings.rounds,
+        only: settings.scenarios,
+        longRunInquiries: settings.longRunInquiries,
+        profile: settings.profile,
+        log,
+      });
       console.log(formatHttpOverhead(httpOverhead));
     }
     if (sections.has('2')) {

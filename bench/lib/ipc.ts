@@ -1,6 +1,6 @@
 /** Messages between the bench (parent) and a server child process (bench/server-process.ts). */
 
-export type ServerRole = 'simulator' | 'gateway';
+export type ServerRole = 'simulator' | 'gateway' | 'reference' | 'sink';
 
 export interface SimulatorSpec {
   role: 'simulator';
@@ -9,30 +9,57 @@ export interface SimulatorSpec {
 
 export interface GatewaySpec {
   role: 'gateway';
-  /** Merged over startGateway's defaults (credentials, API_KEYS, LOG_LEVEL silent). */
+  /**
+   * Merged over the bench's defaults (sandbox credentials, the test API keys). The gateway runs
+   * with its production logger (JSON lines at LOG_LEVEL, to stdout, which the bench discards).
+   */
   env: Record<string, string>;
   /** A valid inquiry body: sent until it answers 200, so the token and the store are ready. */
   probeBody: string;
   probeApiKey: string;
 }
 
-export type ServerSpec = SimulatorSpec | GatewaySpec;
+/** The bare reference proxy (bench/reference-proxy.ts). */
+export interface ReferenceSpec {
+  role: 'reference';
+  upstreamUrl: string;
+  redisUrl: string;
+  probeBody: string;
+}
 
-export interface SimulatorStats {
+/** An HTTP server that answers 200 to everything (an OTLP collector stand-in). */
+export interface SinkSpec {
+  role: 'sink';
+}
+
+export type ServerSpec = SimulatorSpec | GatewaySpec | ReferenceSpec | SinkSpec;
+
+/** What every server child reports about itself (process.cpuUsage and memoryUsage). */
+export interface ProcessStats {
+  /** User + system CPU time of the whole process since it started, µs. */
+  cpuUserUs: number;
+  cpuSystemUs: number;
+  rssBytes: number;
+  heapUsedBytes: number;
+  heapTotalBytes: number;
+  externalBytes: number;
+  arrayBuffersBytes: number;
+  /** process.hrtime in µs (CLOCK_MONOTONIC, the clock of --cpu-prof timestamps). */
+  monotonicUs: number;
+}
+
+export interface SimulatorStats extends ProcessStats {
   tokenCalls: { credentials: number; refresh: number; failed: number };
   inquiryCalls: number;
-  rssMb: number;
+  /** Inquiries answered with a supplier failure (see `failRatio`). */
+  failedInquiries: number;
 }
 
-export interface GatewayStats {
-  rssMb: number;
-}
+export type GatewayStats = ProcessStats;
 
-/** Parent → child. */
-export interface Command {
-  id: number;
-  type: 'stats' | 'stop';
-}
+/** Parent → child. `configure` applies to the simulator only. */
+export type Command =
+  { id: number; type: 'stats' | 'stop' | 'gc' } | { id: number; type: 'configure'; failRatio: number };
 
 /** Child → parent. */
 export type Report =

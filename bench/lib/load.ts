@@ -7,15 +7,19 @@ export interface LoadTarget {
   body: string;
   /** Called before every request; returns its body (e.g. with a fresh trackId). */
   bodyPerRequest?: () => string;
+  /** Called before every request; headers added to `headers` (e.g. a fresh Idempotency-Key). */
+  headersPerRequest?: () => Record<string, string>;
 }
 
 export interface LoadSettings {
   connections: number;
   durationSeconds: number;
   warmupSeconds: number;
+  /** A fixed number of requests instead of `durationSeconds` (the long run). */
+  amount?: number;
 }
 
-/** The figures kept from one autocannon run (latencies in ms). */
+/** The figures kept from one run (latencies in ms, every answer counted, errors included). */
 export interface LoadFigures {
   requestsPerSecond: number;
   totalRequests: number;
@@ -28,33 +32,70 @@ export interface LoadFigures {
   durationSeconds: number;
 }
 
-function run(target: LoadTarget, connections: number, durationSeconds: number): Promise<autocannon.Result> {
-  const fresh = target.bodyPerRequest;
-  const request: autocannon.Request = { method: target.method, headers: target.headers, body: target.body };
-  // setupRequest runs before every request: a new body each time (e.g. a fresh trackId).
-  if (fresh) request.setupRequest = (req) => ({ ...req, body: fresh() });
-  return autocannon({
-    url: target.url,
-    requests: [request],
-    connections,
-    duration: durationSeconds,
-    timeout: 10,
-  });
+/** Percentile of an ascending array (nearest rank). */
+export function percentile(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return NaN;
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank];
 }
 
-function figures(result: autocannon.Result): LoadFigures {
+function latencyFigures(samples: number[]): LoadFigures['latencyMs'] {
+  const sorted = Float64Array.from(samples).sort();
+  const sum = samples.reduce((a, b) => a + b, 0);
+  return {
+    average: samples.length ? sum / samples.length : NaN,
+    p50: percentile(sorted, 50),
+    p97_5: percentile(sorted, 97.5),
+    p99: percentile(sorted, 99),
+    max: sorted.length ? sorted[sorted.length - 1] : NaN,
+  };
+}
+
+async function run(
+  target: LoadTarget,
+  connections: number,
+  durationSeconds: number,
+  amount?: number,
+): Promise<{ result: autocannon.Result; latencies: number[] }> {
+  const freshBody = target.bodyPerRequest;
+  const freshHeaders = target.headersPerRequest;
+  const request: autocannon.Request = { method: target.method, headers: target.headers, body: target.body };
+  // setupRequest runs before every request: a new body or headers each time.
+  if (freshBody || freshHeaders) {
+    request.setupRequest = (req) => ({
+      ...req,
+      ...(freshBody ? { body: freshBody() } : {}),
+      ...(freshHeaders ? { headers: { ...target.headers, ...freshHeaders() } } : {}),
+    });
+  }
+  // autocannon's own histogram keeps whole milliseconds and 2xx answers only; the response
+  // times it reports per answer (hrtime, fractional ms) are kept here for every answer.
+  const latencies: number[] = [];
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: target.url,
+        requests: [request],
+        connections,
+        ...(amount ? { amount } : { duration: durationSeconds }),
+        timeout: 10,
+      },
+      (error, done) => (error ? reject(error) : resolve(done)),
+    );
+    instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => {
+      latencies.push(responseTime);
+    });
+  });
+  return { result, latencies };
+}
+
+function figures(result: autocannon.Result, latencies: number[]): LoadFigures {
   const statusCodes: Record<string, number> = {};
   for (const [code, stat] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = stat.count ?? 0;
   return {
-    requestsPerSecond: result.requests.average,
+    requestsPerSecond: result.requests.total / result.duration,
     totalRequests: result.requests.total,
-    latencyMs: {
-      average: result.latency.average,
-      p50: result.latency.p50,
-      p97_5: result.latency.p97_5,
-      p99: result.latency.p99,
-      max: result.latency.max,
-    },
+    latencyMs: latencyFigures(latencies),
     ok2xx: result['2xx'],
     non2xx: result.non2xx,
     errors: result.errors,
@@ -71,5 +112,6 @@ export async function warmUp(target: LoadTarget, settings: LoadSettings): Promis
 
 /** The measured run. */
 export async function measure(target: LoadTarget, settings: LoadSettings): Promise<LoadFigures> {
-  return figures(await run(target, settings.connections, settings.durationSeconds));
+  const { result, latencies } = await run(target, settings.connections, settings.durationSeconds, settings.amount);
+  return figures(result, latencies);
 }

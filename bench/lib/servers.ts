@@ -1,9 +1,21 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import type { Command, GatewayStats, Report, ServerSpec, SimulatorStats } from './ipc.js';
+import type { Command, GatewayStats, ProcessStats, Report, ServerSpec, SimulatorStats } from './ipc.js';
+
+/** A command without its id (distributed over the union). */
+type CommandBody = Command extends infer C ? (C extends Command ? Omit<C, 'id'> : never) : never;
 
 const SERVER_SCRIPT = fileURLToPath(new URL('../server-process.js', import.meta.url));
+
+export interface StartOptions {
+  /** Node flags for the child (e.g. --cpu-prof). */
+  execArgv?: string[];
+  /** Another build's bench/server-process.js (A/B comparisons of two versions of the gateway). */
+  script?: string;
+  /** Keep the child's stdout (default: discarded; the gateway logs there). */
+  showStdout?: boolean;
+}
 const READY_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
 
@@ -38,10 +50,12 @@ export class ServerProcess {
     });
   }
 
-  static async start(name: string, spec: ServerSpec): Promise<ServerProcess> {
-    const child = fork(SERVER_SCRIPT, [JSON.stringify(spec)], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  static async start(name: string, spec: ServerSpec, options: StartOptions = {}): Promise<ServerProcess> {
+    // stdout to /dev/null: the gateway's log lines are written (and paid for) as in production.
+    const child = fork(options.script ?? SERVER_SCRIPT, [JSON.stringify(spec)], {
+      stdio: ['ignore', options.showStdout ? 'inherit' : 'ignore', 'inherit', 'ipc'],
       serialization: 'json',
+      execArgv: options.execArgv ?? [],
     });
     const report = await new Promise<Report>((resolve, reject) => {
       const timer = setTimeout(
@@ -80,20 +94,34 @@ export class ServerProcess {
     return this.child.pid;
   }
 
-  private request<T>(type: Command['type']): Promise<T> {
+  private request<T>(command: CommandBody): Promise<T> {
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      this.child.send({ id, type } satisfies Command);
+      this.child.send({ ...command, id } as Command);
     });
   }
 
+  stats(): Promise<ProcessStats> {
+    return this.request<ProcessStats>({ type: 'stats' });
+  }
+
   simulatorStats(): Promise<SimulatorStats> {
-    return this.request<SimulatorStats>('stats');
+    return this.request<SimulatorStats>({ type: 'stats' });
   }
 
   gatewayStats(): Promise<GatewayStats> {
-    return this.request<GatewayStats>('stats');
+    return this.request<GatewayStats>({ type: 'stats' });
+  }
+
+  /** A full GC first (the child needs --expose-gc), then the stats. */
+  statsAfterGc(): Promise<ProcessStats> {
+    return this.request<ProcessStats>({ type: 'gc' });
+  }
+
+  /** Simulator only: make this share of the inquiries fail upstream (502 supplier error). */
+  setFailRatio(failRatio: number): Promise<SimulatorStats> {
+    return this.request<SimulatorStats>({ type: 'configure', failRatio });
   }
 
   /** Asks the child to close its server and exit; kills it if it does not within 10 s. */
