@@ -13,6 +13,7 @@ import { GatewayMetrics } from './observability/metrics.js';
 import { REQUEST_ID_HEADER, requestIdFrom } from './observability/request-context.js';
 import { setupOpenApi } from './openapi.js';
 import { ShutdownState } from './health/shutdown.state.js';
+import { clientErrorHandler, frameworkErrors } from './problem/framework-errors.js';
 import { ProblemFilter } from './problem/problem.filter.js';
 
 export interface GatewayOptions {
@@ -49,6 +50,9 @@ export async function createGateway(
     // not silently altered: unknown fields are rejected, these included.
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
+    // Errors of the router and of Node's HTTP parser are problem+json too (framework-errors.ts).
+    frameworkErrors,
+    clientErrorHandler,
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config), adapter, {
     logger,

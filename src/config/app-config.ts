@@ -29,7 +29,10 @@ export interface HostPort {
  * slice with `ConfigService<AppConfig, true>.get('<slice>', { infer: true })`.
  */
 export interface AppConfig {
-  http: { port: number; bodyLimitBytes: number };
+  http: {
+    port: number;
+    bodyLimitBytes: number;
+  };
   logging: { level: string };
   upstream: { baseUrl: string; username: Secret; password: Secret; timeoutMs: number; circuitResetMs: number };
   token: { refreshSkewSeconds: number };

@@ -42,7 +42,10 @@ export function loadConfig(env: Env): AppConfig {
   if (problems.length > 0) throw new ConfigError(problems);
 
   return {
-    http: { port: vars.PORT, bodyLimitBytes: vars.BODY_LIMIT_BYTES },
+    http: {
+      port: vars.PORT,
+      bodyLimitBytes: vars.BODY_LIMIT_BYTES,
+    },
     logging: { level: vars.LOG_LEVEL },
     upstream: {
       baseUrl: vars.UPSTREAM_BASE_URL.replace(/\/+$/, ''),

@@ -11,8 +11,12 @@ export const PROBLEM_STATUS = {
   unauthenticated: 401,
   forbidden: 403,
   not_found: 404,
+  /** Not in the contract's table: the request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS. */
+  request_timeout: 408,
   idempotency_key_in_use: 409,
   payload_too_large: 413,
+  /** Not in the contract's table: request headers over Node's limit (16 KiB). */
+  headers_too_large: 431,
   idempotency_key_reused: 422,
   upstream_rejected: 422,
   rate_limited: 429,
@@ -32,8 +36,10 @@ const TITLES: Record<ProblemCode, string> = {
   unauthenticated: 'Authentication required',
   forbidden: 'Not allowed',
   not_found: 'Not found',
+  request_timeout: 'Request timeout',
   idempotency_key_in_use: 'Idempotency key in use',
   payload_too_large: 'Payload too large',
+  headers_too_large: 'Request headers too large',
   idempotency_key_reused: 'Idempotency key reused',
   upstream_rejected: 'Rejected by the verification service',
   rate_limited: 'Too many requests',

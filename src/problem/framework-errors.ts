@@ -1,0 +1,83 @@
+import type { Socket } from 'node:net';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { sendProblem } from './problem.filter.js';
+import { ProblemException } from './problem.js';
+
+/**
+ * Errors raised before any route runs, so that they too are problem+json (docs: README "Errors"):
+ * fastify's router (`frameworkErrors`) and Node's HTTP parser (`clientError`) would otherwise
+ * answer in their own JSON or plain text.
+ */
+
+/** fastify's router: a bad URL, or a path parameter longer than the router allows. */
+export function frameworkErrors(error: Error & { code?: string }, _request: FastifyRequest, reply: FastifyReply): void {
+  sendProblem(reply, problemForFrameworkError(error));
+}
+
+export function problemForFrameworkError(error: { code?: string }): ProblemException {
+  switch (error.code) {
+    case 'FST_ERR_BAD_URL':
+      // Bad percent-encoding (`/v1/inquiries/%zz`): the path cannot be read at all.
+      return ProblemException.validation(
+        [{ field: 'path', message: 'The URL path is not valid (bad percent-encoding).' }],
+        'The request URL is not valid.',
+      );
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      // An over-long path segment (e.g. a trackId of kilobytes) names nothing that exists: 404, as
+      // any unknown trackId (internal-api.md §2), rather than fastify's 414.
+      return new ProblemException('not_found', 'No such resource.');
+    default:
+      return new ProblemException('internal', 'An unexpected error occurred.');
+  }
+}
+
+/**
+ * Node's HTTP parser refuses some requests before fastify sees them: a malformed request line,
+ * an unknown method, headers over the size limit, a request not received within the request or
+ * headers timeout. The answer is written straight to the socket, which is then closed: after a
+ * parse error the connection's framing cannot be trusted.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  // A reset connection has nobody left to answer (as fastify's default handler does).
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const problem = problemForClientError(error);
+  if (socket.writable) {
+    const body = JSON.stringify(problem.toBody());
+    const extra = Object.entries(problem.headers).map(([name, value]) => `${name}: ${value}\r\n`);
+    socket.write(
+      `HTTP/1.1 ${problem.status} ${STATUS_TEXT[problem.status] ?? 'Error'}\r\n` +
+        'Content-Type: application/problem+json\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        extra.join('') +
+        'Connection: close\r\n\r\n' +
+        body,
+    );
+  }
+  socket.destroy();
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  408: 'Request Timeout',
+  413: 'Payload Too Large',
+  431: 'Request Header Fields Too Large',
+};
+
+export function problemForClientError(error: { code?: string }): ProblemException {
+  switch (error.code) {
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new ProblemException('request_timeout', 'The request was not received in time.');
+    case 'HPE_HEADER_OVERFLOW':
+      return new ProblemException('headers_too_large', 'The request headers are larger than allowed.');
+    case 'HPE_INVALID_METHOD':
+      return ProblemException.validation(
+        [{ field: 'method', message: 'The HTTP method is not supported.' }],
+        'The HTTP request is malformed.',
+      );
+    default:
+      return ProblemException.validation(
+        [{ field: 'request', message: 'The HTTP request could not be parsed.' }],
+        'The HTTP request is malformed.',
+      );
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * Everything the server answers is problem+json, including errors raised by fastify's router and
+ * by Node's HTTP parser before any route runs; slow clients are cut off in time and leave nothing
+ * behind. Raw sockets, since fetch cannot send malformed requests.
+ */
+import { connect } from 'node:net';
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
+import { TEST_CLIENTS, callGateway, startGateway, untilStoreReady, type RunningGateway } from './support/gateway.js';
+import { SHAHKAR } from './support/fixtures.js';
+import { RedisServer } from './support/redis-server.js';
+
+interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+  /** The server closed the connection (it always should after these errors). */
+  closed: boolean;
+  /** Milliseconds from the first byte sent to the connection's close. */
+  elapsedMs: number;
+}
+
+/** Sends `chunks` (the later ones after `gapMs` each), reads until the server closes the connection. */
+function raw(port: number, chunks: string[], gapMs = 0, timeoutMs = 10_000): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const socket = connect(port, '127.0.0.1');
+    let text = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`connection still open after ${timeoutMs} ms; received: ${text.slice(0, 200)}`));
+    }, timeoutMs);
+    socket.setEncoding('latin1');
+    socket.on('data', (data: string) => (text += data));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      const [head = '', payload = ''] = text.split('\r\n\r\n');
+      const [statusLine, ...lines] = head.split('\r\n');
+      const headers = Object.fromEntries(
+        lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+      );
+      let body: Record<string, unknown> = {};
+      try {
+        body = JSON.parse(payload) as Record<string, unknown>;
+      } catch {
+        // not JSON: the assertions below say so
+      }
+      resolve({
+        status: Number(statusLine?.split(' ')[1]),
+        headers,
+        body,
+        closed: true,
+        elapsedMs: Date.now() - started,
+      });
+    });
+    socket.on('connect', () => {
+      void (async () => {
+        for (const [index, chunk] of chunks.entries()) {
+          if (index > 0) await new Promise((r) => setTimeout(r, gapMs));
+          if (socket.destroyed) return;
+          socket.write(chunk);
+        }
+      })();
+    });
+  });
+}
+
+function expectProblem(answer: RawAnswer, status: number, code: string): void {
+  expect({ status: answer.status, code: answer.body.code }).toEqual({ status, code });
+  expect(answer.headers['content-type']).toMatch(/^application\/problem\+json/);
+  expect(answer.body).toMatchObject({ type: expect.stringContaining(code), title: expect.any(String), status });
+  if (code === 'validation_failed') expect(Array.isArray(answer.body.errors)).toBe(true);
+  expect(answer.closed).toBe(true);
+}
+
+describe('errors before routing are problem+json; slow clients are cut off', () => {
+  let sim: UpstreamSimulator;
+  let redis: RedisServer;
+  let direct: Redis;
+  let gateway: RunningGateway;
+  let port: number;
+
+  beforeAll(async () => {
+    sim = new UpstreamSimulator();
+    await sim.start();
+    redis = await RedisServer.start();
+    direct = new Redis(redis.url);
+    gateway = await startGateway({
+      UPSTREAM_BASE_URL: sim.baseUrl,
+      REDIS_URL: redis.url,
+    });
+    await untilStoreReady(gateway);
+    port = Number(new URL(gateway.url).port);
+  });
+
+  afterAll(async () => {
+    await gateway.close();
+    direct.disconnect();
+    await redis.stop();
+    await sim.stop();
+  });
+
+  const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${TEST_CLIENTS.full.key}\r\n\r\n`;
+
+  it('a trackId far longer than any is 404 not_found (not 414), over fetch as well', async () => {
+    const long = await callGateway(gateway.url, 'GET', `/v1/inquiries/${'a'.repeat(5000)}`, {
+      apiKey: TEST_CLIENTS.full.key,
+    });
+    expect({ status: long.status, code: long.body.code }).toEqual({ status: 404, code: 'not_found' });
+    expect(long.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  });
+
+  it('bad percent-encoding in the path is 400 validation_failed', async () => {
+    const answer = await callGateway(gateway.url, 'GET', '/v1/inquiries/%zz', { apiKey: TEST_CLIENTS.full.key });
+    expect({ status: answer.status, code: answer.body.code }).toEqual({ status: 400, code: 'validation_failed' });
+    expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(answer.body.errors).toEqual([{ field: 'path', message: expect.any(String) }]);
+  });
+
+  it.each([
+    ['a malformed request line', ['GARBAGE\r\n\r\n'], 400, 'validation_failed'],
+    ['an HTTP version that does not exist', ['GET / HTTP/9.9\r\nHost: x\r\n\r\n'], 400, 'validation_failed'],
+    ['a method Node does not know', ['FOO /v1/kyc/shahkar HTTP/1.1\r\nHost: x\r\n\r\n'], 400, 'validation_failed'],
+    [
+      'a header without a colon',
+      ['GET /health/live HTTP/1.1\r\nHost: x\r\nbroken header\r\n\r\n'],
+      400,
+      'validation_failed',
+    ],
+    [
+      'headers over the size limit',
+      [`GET /health/live HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(20_000)}\r\n\r\n`],
+      431,
+      'headers_too_large',
+    ],
+    [
+      'conflicting Content-Length headers',
+      ['POST /v1/kyc/shahkar HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}'],
+      400,
+      'validation_failed',
+    ],
+  ])('%s → problem+json from the parser, connection closed', async (_name, chunks, status, code) => {
+    expectProblem(await raw(port, chunks), status, code);
+  });
+
+  it('a method no route has is 404 not_found problem+json', async () => {
+    const answer = await callGateway(gateway.url, 'DELETE', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key });
+    expect({ status: answer.status, code: answer.body.code }).toEqual({ status: 404, code: 'not_found' });
+    expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  });
+
+  it('the same route answers normally in between (no state left by the errors above)', async () => {
+    expectProblem(await raw(port, ['GARBAGE\r\n\r\n']), 400, 'validation_failed');
+    const fine = await raw(port, [get('/health/live').replace('HTTP/1.1\r\n', 'HTTP/1.1\r\nConnection: close\r\n')]);
+    expect(fine.status).toBe(200);
+  });
+});
