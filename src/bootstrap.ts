@@ -53,6 +53,16 @@ export async function createGateway(
     // Errors of the router and of Node's HTTP parser are problem+json too (framework-errors.ts).
     frameworkErrors,
     clientErrorHandler,
+    // Slow clients (fastify turns these off by default): headers and body must arrive in time,
+    // checked every second; idle keep-alive connections outlive the load balancer's (60 s).
+    requestTimeout: config.http.requestTimeoutMs,
+    keepAliveTimeout: config.http.keepAliveTimeoutMs,
+    http: {
+      requestTimeout: config.http.requestTimeoutMs,
+      headersTimeout: Math.min(10_000, config.http.requestTimeoutMs),
+      keepAliveTimeout: config.http.keepAliveTimeoutMs,
+      connectionsCheckingInterval: 1000,
+    },
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config), adapter, {
     logger,

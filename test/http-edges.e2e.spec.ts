@@ -91,6 +91,7 @@ describe('errors before routing are problem+json; slow clients are cut off', () 
     gateway = await startGateway({
       UPSTREAM_BASE_URL: sim.baseUrl,
       REDIS_URL: redis.url,
+      HTTP_REQUEST_TIMEOUT_MS: '1000',
     });
     await untilStoreReady(gateway);
     port = Number(new URL(gateway.url).port);
@@ -150,6 +151,54 @@ describe('errors before routing are problem+json; slow clients are cut off', () 
     const answer = await callGateway(gateway.url, 'DELETE', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key });
     expect({ status: answer.status, code: answer.body.code }).toEqual({ status: 404, code: 'not_found' });
     expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  });
+
+  it('a body that never finishes: 408 request_timeout within the limit, connection closed, nothing recorded', async () => {
+    const keysBefore = (await direct.keys('*')).sort();
+    const inquiriesBefore = sim.inquiryCalls;
+    const body = JSON.stringify(SHAHKAR);
+    const head =
+      `POST /v1/kyc/shahkar HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+      `X-Api-Key: ${TEST_CLIENTS.full.key}\r\nIdempotency-Key: slow-1\r\nContent-Length: ${body.length}\r\n\r\n`;
+    // Half the body, then the rest only long after the 1 s request timeout.
+    const answer = await raw(port, [head + body.slice(0, 10), body.slice(10)], 4000);
+    expectProblem(answer, 408, 'request_timeout');
+    // Node checks every second: cut off between 1 and ~2 s, not held for minutes.
+    expect(answer.elapsedMs).toBeGreaterThanOrEqual(900);
+    expect(answer.elapsedMs).toBeLessThan(3500);
+    expect(sim.inquiryCalls).toBe(inquiriesBefore);
+    expect((await direct.keys('*')).sort()).toEqual(keysBefore);
+    // The Idempotency-Key was never claimed: the retry runs as a fresh inquiry.
+    const retry = await callGateway(gateway.url, 'POST', '/v1/kyc/shahkar', {
+      apiKey: TEST_CLIENTS.full.key,
+      json: SHAHKAR,
+      headers: { 'idempotency-key': 'slow-1' },
+    });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBeNull();
+    expect(sim.inquiryCalls).toBe(inquiriesBefore + 1);
+  });
+
+  it('headers that never finish are cut off too', async () => {
+    const answer = await raw(port, ['GET /health/live HTTP/1.1\r\nHost: x\r\n', 'X-Late: 1\r\n\r\n'], 4000);
+    expectProblem(answer, 408, 'request_timeout');
+    expect(answer.elapsedMs).toBeLessThan(3500);
+  });
+
+  it('keep-alive is announced longer than a load balancer idle timeout (75 s)', async () => {
+    const server = gateway.app.getHttpServer();
+    expect(server.keepAliveTimeout).toBe(75_000);
+    expect(server.requestTimeout).toBe(1000);
+    expect(server.headersTimeout).toBe(1000);
+    const keepAlive = await new Promise<string | undefined>((resolve, reject) => {
+      request(`${gateway.url}/health/live`, (response) => {
+        response.resume();
+        resolve(response.headers['keep-alive']);
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(keepAlive).toBe('timeout=75');
   });
 
   it('the same route answers normally in between (no state left by the errors above)', async () => {

@@ -32,6 +32,9 @@ export interface AppConfig {
   http: {
     port: number;
     bodyLimitBytes: number;
+    /** Headers and body must arrive within this (408 otherwise). */
+    requestTimeoutMs: number;
+    keepAliveTimeoutMs: number;
   };
   logging: { level: string };
   upstream: { baseUrl: string; username: Secret; password: Secret; timeoutMs: number; circuitResetMs: number };

@@ -114,6 +114,28 @@ export class EnvironmentVariables {
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';
 
+  /**
+   * Not in the contract's table: the whole request (headers and body) must arrive within this;
+   * a slower client is answered 408 and disconnected. Headers alone get min(10 s, this).
+   */
+  @Type(() => Number)
+  @IsInt()
+  @Min(100)
+  @Max(300_000)
+  HTTP_REQUEST_TIMEOUT_MS = 15_000;
+
+  /**
+   * Not in the contract's table: how long an idle keep-alive connection stays open. Longer than
+   * the idle timeout of the load balancer in front (60 s for AWS ALB and nginx's upstream pools),
+   * so the balancer, never the gateway, closes an idle connection: otherwise it may send a request
+   * on a connection the gateway is closing and answer its caller 502.
+   */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1000)
+  @Max(3_600_000)
+  HTTP_KEEP_ALIVE_TIMEOUT_MS = 75_000;
+
   /** Not in the contract's table, which only fixes the 16 KiB default (§3, 413). */
   @Type(() => Number)
   @IsInt()

@@ -59,6 +59,8 @@ describe('loadConfig: a valid minimal environment', () => {
     const config = loadConfig(MINIMAL);
     expect(config.http.port).toBe(3000);
     expect(config.http.bodyLimitBytes).toBe(16 * 1024);
+    expect(config.http.requestTimeoutMs).toBe(15_000);
+    expect(config.http.keepAliveTimeoutMs).toBe(75_000);
     expect(config.upstream.baseUrl).toBe('https://verify.example.com');
     expect(config.upstream.timeoutMs).toBe(10_000);
     expect(config.token.refreshSkewSeconds).toBe(300);

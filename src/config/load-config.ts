@@ -45,6 +45,8 @@ export function loadConfig(env: Env): AppConfig {
     http: {
       port: vars.PORT,
       bodyLimitBytes: vars.BODY_LIMIT_BYTES,
+      requestTimeoutMs: vars.HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: vars.HTTP_KEEP_ALIVE_TIMEOUT_MS,
     },
     logging: { level: vars.LOG_LEVEL },
     upstream: {
