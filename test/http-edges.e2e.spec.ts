@@ -193,7 +193,7 @@ describe('errors before routing are problem+json; slow clients are cut off', () 
     const keepAlive = await new Promise<string | undefined>((resolve, reject) => {
       request(`${gateway.url}/health/live`, (response) => {
         response.resume();
-        resolve(response.headers['keep-alive']);
+        resolve(response.headers['keep-alive'] as string | undefined);
       })
         .on('error', reject)
         .end();
