@@ -10,6 +10,7 @@ import type { UpstreamTokenData } from '../upstream/upstream-envelope.js';
 import { UpstreamClient, type TokenGrant } from '../upstream/upstream.client.js';
 import { UpstreamError } from '../upstream/upstream-error.js';
 import { DEFAULT_REFRESH_LIFETIME_MS, usableUntil, type TokenRecord } from './token-record.js';
+import { toTokenFailure } from './token-failure.js';
 import { TokenUnavailableError } from './token-unavailable.error.js';
 import { TokenStore } from './token.store.js';
 
@@ -18,7 +19,6 @@ interface HeldToken extends TokenRecord {
   usableUntil: number;
 }
 
-const PASSWORD_NOT_SET = 'Api password has not been set';
 const MIN_BACKOFF_MS = 1000;
 const MAX_BACKOFF_MS = 60_000;
 const POLL_INTERVAL_MS = 250;
@@ -299,19 +299,4 @@ function toRecord(data: UpstreamTokenData, requestedAt: number, skewMs: number):
     renewAt: requestedAt + renewAfterMs,
     refreshExpiresAt: requestedAt + DEFAULT_REFRESH_LIFETIME_MS,
   };
-}
-
-function toTokenFailure(error: unknown): TokenUnavailableError {
-  if (error instanceof TokenUnavailableError) return error;
-  if (error instanceof UpstreamError && error.kind === 'rejected') {
-    const message = error.details.upstreamMessage;
-    if (error.httpStatus === 403) return new TokenUnavailableError('account_disabled', message);
-    if (error.httpStatus === 401) {
-      return new TokenUnavailableError(
-        message?.includes(PASSWORD_NOT_SET) ? 'password_not_set' : 'credentials_rejected',
-        message,
-      );
-    }
-  }
-  return new TokenUnavailableError('upstream_failure', error instanceof Error ? error.message : undefined);
 }
