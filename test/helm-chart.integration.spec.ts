@@ -105,6 +105,44 @@ describe('Helm chart', () => {
     expect(withExtras.spec.template.spec.volumes.map((v) => v.name)).toContain('ca');
   });
 
+  it('wires Redis credentials and TLS as files from Secrets, never into the ConfigMap', () => {
+    const objects = rendered.get('cluster-password-tls-values.yaml')!;
+    const config = objects.find((o) => o.kind === 'ConfigMap') as KubernetesObject & { data: Record<string, string> };
+    expect(config.data).toMatchObject({ REDIS_TLS: 'true', REDIS_CLUSTER_NODES: expect.stringContaining(':6379') });
+    expect(Object.keys(config.data).filter((k) => /PASSWORD|KEY_FILE/.test(k))).toEqual([]);
+    const pod = deployment(objects).spec.template.spec as unknown as {
+      containers: Array<{ env: Array<{ name: string; value?: string }> }>;
+      volumes: Array<{ name: string; projected?: { sources: Array<{ secret: { name: string; items: unknown[] } }> } }>;
+    };
+    const env = Object.fromEntries(pod.containers[0].env.map((e) => [e.name, e.value]));
+    const dir = '/var/run/secrets/verification-gateway';
+    expect(env).toMatchObject({
+      REDIS_PASSWORD_FILE: `${dir}/redis-password`,
+      REDIS_TLS_CA_FILE: `${dir}/redis-tls/ca.crt`,
+      REDIS_TLS_CERT_FILE: `${dir}/redis-tls/tls.crt`,
+      REDIS_TLS_KEY_FILE: `${dir}/redis-tls/tls.key`,
+    });
+    const sources = pod.volumes.find((v) => v.name === 'secrets')!.projected!.sources.map((s) => s.secret);
+    expect(sources).toEqual(
+      expect.arrayContaining([
+        { name: 'redis-cluster', items: [{ key: 'redis-password', path: 'redis-password' }] },
+        {
+          name: 'redis-client-tls',
+          items: [
+            { key: 'ca.crt', path: 'redis-tls/ca.crt' },
+            { key: 'tls.crt', path: 'redis-tls/tls.crt' },
+            { key: 'tls.key', path: 'redis-tls/tls.key' },
+          ],
+        },
+      ]),
+    );
+    const sentinel = deployment(rendered.get('existing-secrets-sentinel-jwt-values.yaml')!).spec.template.spec
+      .containers[0] as unknown as { env: Array<{ name: string; value?: string }> };
+    expect(sentinel.env.map((e) => e.name)).toEqual(
+      expect.arrayContaining(['REDIS_PASSWORD_FILE', 'REDIS_SENTINEL_PASSWORD_FILE']),
+    );
+  });
+
   it('uses the native preStop sleep from Kubernetes 1.30 and node by its absolute path before', async () => {
     const current = await template([...VALID, '--kube-version', '1.30.0']);
     expect(current.ok).toBe(true);
@@ -147,6 +185,35 @@ describe('Helm chart', () => {
       'an HTTPRoute without a Gateway',
       ['--set', 'httpRoute.enabled=true'],
       'httpRoute.parentRefs must name the Gateway(s)',
+    ],
+    [
+      'Redis credentials without a Redis',
+      ['--set', 'redis.auth.existingSecret=redis'],
+      'redis.auth set but no Redis is configured',
+    ],
+    [
+      'a client certificate without its key',
+      [
+        '--set',
+        'redis.url=rediss://r:6379',
+        '--set',
+        'redis.tls.existingSecret=t',
+        '--set',
+        'redis.tls.certKey=tls.crt',
+      ],
+      'redis.tls.certKey and redis.tls.keyKey go together',
+    ],
+    [
+      'a Sentinel password without Sentinels',
+      [
+        '--set',
+        'redis.url=redis://r:6379',
+        '--set',
+        'redis.auth.existingSecret=r',
+        '--set',
+        'redis.auth.sentinelPasswordKey=s',
+      ],
+      'redis.auth.sentinelPasswordKey is only used with redis.sentinels',
     ],
     ['a Kubernetes older than kubeVersion', ['--kube-version', '1.24.0'], 'chart requires kubeVersion: >=1.25.0-0'],
     // values.schema.json: unknown keys fail at every level, with the key named.

@@ -13,11 +13,31 @@ export interface ApiKeyEntry {
   quotaPerMinute?: number;
 }
 
+/** Credentials of a Redis ACL user (or of the `default` user when only a password is set). */
+export interface RedisAuth {
+  username?: string;
+  password?: Secret;
+}
+
+/** TLS towards Redis: PEM contents read from REDIS_TLS_*_FILE (none = the system CAs, no client certificate). */
+export interface RedisTls {
+  ca?: string;
+  cert?: string;
+  key?: Secret;
+}
+
+/** What every Redis mode shares: the key prefix, the data nodes' credentials, TLS when enabled. */
+interface RedisCommon {
+  keyPrefix: string;
+  auth: RedisAuth;
+  tls?: RedisTls;
+}
+
 export type StoreConfig =
   | { mode: 'memory'; keyPrefix: string }
-  | { mode: 'standalone'; keyPrefix: string; url: string }
-  | { mode: 'sentinel'; keyPrefix: string; sentinels: HostPort[]; name: string }
-  | { mode: 'cluster'; keyPrefix: string; nodes: HostPort[] };
+  | (RedisCommon & { mode: 'standalone'; url: string })
+  | (RedisCommon & { mode: 'sentinel'; sentinels: HostPort[]; name: string; sentinelAuth: RedisAuth })
+  | (RedisCommon & { mode: 'cluster'; nodes: HostPort[] });
 
 export interface HostPort {
   host: string;

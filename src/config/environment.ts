@@ -62,6 +62,47 @@ export class EnvironmentVariables {
   @Matches(HOST_PORT_LIST, { message: 'REDIS_CLUSTER_NODES must be host:port,host:port' })
   REDIS_CLUSTER_NODES?: string;
 
+  /**
+   * Not in the contract's table: credentials and TLS of the data nodes (all three modes) and
+   * of the Sentinels. A password in REDIS_URL works too; REDIS_PASSWORD(_FILE) keeps it out
+   * of the URL. TLS is on with rediss://, or with REDIS_TLS=true (Sentinel, Cluster).
+   */
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  REDIS_USERNAME?: string;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  REDIS_PASSWORD?: string;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  REDIS_SENTINEL_USERNAME?: string;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  REDIS_SENTINEL_PASSWORD?: string;
+
+  @IsOptional()
+  @IsIn(['true', 'false'], { message: 'REDIS_TLS must be true or false' })
+  REDIS_TLS?: string;
+
+  @IsOptional()
+  @IsString()
+  REDIS_TLS_CA_FILE?: string;
+
+  @IsOptional()
+  @IsString()
+  REDIS_TLS_CERT_FILE?: string;
+
+  @IsOptional()
+  @IsString()
+  REDIS_TLS_KEY_FILE?: string;
+
   @Matches(/^[A-Za-z0-9_.-]{1,32}$/, { message: 'REDIS_KEY_PREFIX must be 1-32 of A-Z a-z 0-9 _ . -' })
   REDIS_KEY_PREFIX = 'vgw';
 

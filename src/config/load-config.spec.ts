@@ -321,12 +321,69 @@ describe('loadConfig: *_FILE variants', () => {
 });
 
 describe('loadConfig: Redis store modes', () => {
-  it.each(['redis://redis:6379', 'rediss://user:pw@redis.example.com:6380/2'])('REDIS_URL=%s → standalone', (url) => {
-    expect(loadConfig({ ...MINIMAL, REDIS_URL: url, REDIS_KEY_PREFIX: 'p' }).store).toEqual({
+  it('REDIS_URL=redis://redis:6379 → standalone, no credentials, no TLS', () => {
+    expect(loadConfig({ ...MINIMAL, REDIS_URL: 'redis://redis:6379', REDIS_KEY_PREFIX: 'p' }).store).toEqual({
       mode: 'standalone',
       keyPrefix: 'p',
-      url,
+      url: 'redis://redis:6379',
+      auth: {},
     });
+  });
+
+  it('credentials in REDIS_URL are taken out of the URL (decoded); rediss:// turns TLS on', () => {
+    const store = loadConfig({ ...MINIMAL, REDIS_URL: 'rediss://app:p%40ss@redis.example.com:6380/2' }).store;
+    expect(store).toMatchObject({ mode: 'standalone', url: 'rediss://redis.example.com:6380/2', tls: {} });
+    if (store.mode !== 'standalone') throw new Error('not standalone');
+    expect(store.auth.username).toBe('app');
+    expect(store.auth.password?.reveal()).toBe('p@ss');
+    expect(inspect(store)).not.toContain('p@ss');
+  });
+
+  it('REDIS_USERNAME, REDIS_PASSWORD_FILE, REDIS_SENTINEL_PASSWORD_FILE and the TLS files are read', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vgw-redis-cfg-'));
+    try {
+      writeFileSync(join(dir, 'pw'), 'data-pass\n');
+      writeFileSync(join(dir, 'spw'), 'sentinel-pass\n');
+      writeFileSync(join(dir, 'ca.crt'), 'CA PEM');
+      writeFileSync(join(dir, 'tls.crt'), 'CERT PEM');
+      writeFileSync(join(dir, 'tls.key'), 'KEY PEM');
+      const store = loadConfig({
+        ...MINIMAL,
+        REDIS_SENTINELS: 's1:26379',
+        REDIS_SENTINEL_NAME: 'm',
+        REDIS_USERNAME: 'app',
+        REDIS_PASSWORD_FILE: join(dir, 'pw'),
+        REDIS_SENTINEL_PASSWORD_FILE: join(dir, 'spw'),
+        REDIS_TLS: 'true',
+        REDIS_TLS_CA_FILE: join(dir, 'ca.crt'),
+        REDIS_TLS_CERT_FILE: join(dir, 'tls.crt'),
+        REDIS_TLS_KEY_FILE: join(dir, 'tls.key'),
+      }).store;
+      if (store.mode !== 'sentinel') throw new Error('not sentinel');
+      expect(store.auth.username).toBe('app');
+      expect(store.auth.password?.reveal()).toBe('data-pass');
+      expect(store.sentinelAuth.password?.reveal()).toBe('sentinel-pass');
+      expect(store.tls).toMatchObject({ ca: 'CA PEM', cert: 'CERT PEM' });
+      expect(store.tls?.key?.reveal()).toBe('KEY PEM');
+      expect(inspect(store)).not.toMatch(/data-pass|sentinel-pass|KEY PEM/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.each([
+    [{ REDIS_URL: 'redis://:a@r:6379', REDIS_PASSWORD: 'b' }, 'REDIS_PASSWORD'],
+    [{ REDIS_PASSWORD: 'b' }, 'REDIS_PASSWORD'],
+    [{ REDIS_URL: 'redis://r:6379', REDIS_TLS_CA_FILE: '/ca.crt' }, 'REDIS_TLS_CA_FILE'],
+    [{ REDIS_URL: 'rediss://r:6379', REDIS_TLS: 'false' }, 'REDIS_TLS'],
+    [{ REDIS_URL: 'redis://r:6379', REDIS_TLS: 'yes' }, 'REDIS_TLS'],
+    [{ REDIS_URL: 'rediss://r:6379', REDIS_TLS_CERT_FILE: '/tls.crt' }, 'REDIS_TLS_CERT_FILE'],
+    [{ REDIS_URL: 'rediss://r:6379', REDIS_TLS_CA_FILE: '/nonexistent/ca.crt' }, 'REDIS_TLS_CA_FILE'],
+    [{ REDIS_URL: 'redis://r:6379', REDIS_SENTINEL_PASSWORD: 's' }, 'REDIS_SENTINEL_PASSWORD'],
+  ])('Redis credentials and TLS mistakes are refused, naming the variable (%j)', (redis, name) => {
+    const error = configError({ ...MINIMAL, ...redis });
+    expect(namesIn(error)).toContain(name);
+    expect(error.message).not.toMatch(/:a@|\bb\b|\bs\b/);
   });
 
   it.each(['http://redis:6379', 'redis:6379', 'redis://'])('REDIS_URL=%s is rejected', (url) => {
@@ -343,6 +400,8 @@ describe('loadConfig: Redis store modes', () => {
       mode: 'sentinel',
       keyPrefix: 'vgw',
       name: 'mymaster',
+      auth: {},
+      sentinelAuth: {},
       sentinels: [
         { host: 's1', port: 26379 },
         { host: '10.0.0.2', port: 26380 },
@@ -361,6 +420,7 @@ describe('loadConfig: Redis store modes', () => {
     expect(config.store).toEqual({
       mode: 'cluster',
       keyPrefix: 'vgw',
+      auth: {},
       nodes: [
         { host: 'n1', port: 7000 },
         { host: 'n2', port: 7001 },

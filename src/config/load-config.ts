@@ -2,14 +2,28 @@ import { createPublicKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
-import { SCOPES, type ApiKeyEntry, type AppConfig, type HostPort, type StoreConfig } from './app-config.js';
+import {
+  SCOPES,
+  type ApiKeyEntry,
+  type AppConfig,
+  type HostPort,
+  type RedisAuth,
+  type RedisTls,
+  type StoreConfig,
+} from './app-config.js';
 import { EnvironmentVariables } from './environment.js';
 import { Secret } from './secret.js';
 
 type Env = Record<string, string | undefined>;
 
 /** Variables that may instead be read from a file (Kubernetes secrets), as `<NAME>_FILE`. */
-const FILE_VARIABLES = ['UPSTREAM_USERNAME', 'UPSTREAM_PASSWORD', 'API_KEYS'] as const;
+const FILE_VARIABLES = [
+  'UPSTREAM_USERNAME',
+  'UPSTREAM_PASSWORD',
+  'API_KEYS',
+  'REDIS_PASSWORD',
+  'REDIS_SENTINEL_PASSWORD',
+] as const;
 
 /** Startup fails with every problem listed by variable name; values are never included. */
 export class ConfigError extends Error {
@@ -97,6 +111,15 @@ function storeConfig(vars: EnvironmentVariables, problems: string[]): StoreConfi
     problems.push(`${chosen[0]}: set only one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES`);
     return { mode: 'memory', keyPrefix };
   }
+  if (chosen.length === 0) {
+    for (const name of REDIS_ONLY_VARIABLES) {
+      if (vars[name] !== undefined)
+        problems.push(`${name}: only used with a Redis (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES)`);
+    }
+    return { mode: 'memory', keyPrefix };
+  }
+  let auth: RedisAuth = { username: vars.REDIS_USERNAME, password: secret(vars.REDIS_PASSWORD) };
+  let tlsWanted = vars.REDIS_TLS === 'true';
   if (vars.REDIS_SENTINELS) {
     if (!vars.REDIS_SENTINEL_NAME) problems.push('REDIS_SENTINEL_NAME: required with REDIS_SENTINELS');
     return {
@@ -104,11 +127,92 @@ function storeConfig(vars: EnvironmentVariables, problems: string[]): StoreConfi
       keyPrefix,
       sentinels: hostPorts(vars.REDIS_SENTINELS),
       name: vars.REDIS_SENTINEL_NAME ?? '',
+      auth,
+      sentinelAuth: { username: vars.REDIS_SENTINEL_USERNAME, password: secret(vars.REDIS_SENTINEL_PASSWORD) },
+      tls: redisTls(tlsWanted, vars, problems),
     };
   }
-  if (vars.REDIS_CLUSTER_NODES) return { mode: 'cluster', keyPrefix, nodes: hostPorts(vars.REDIS_CLUSTER_NODES) };
-  if (vars.REDIS_URL) return { mode: 'standalone', keyPrefix, url: vars.REDIS_URL };
-  return { mode: 'memory', keyPrefix };
+  if (vars.REDIS_SENTINEL_USERNAME || vars.REDIS_SENTINEL_PASSWORD) {
+    problems.push('REDIS_SENTINEL_PASSWORD: only used with REDIS_SENTINELS');
+  }
+  if (vars.REDIS_CLUSTER_NODES) {
+    return {
+      mode: 'cluster',
+      keyPrefix,
+      nodes: hostPorts(vars.REDIS_CLUSTER_NODES),
+      auth,
+      tls: redisTls(tlsWanted, vars, problems),
+    };
+  }
+  // Standalone: credentials in the URL are taken out of it, so that only the Secret holds them.
+  let url: URL;
+  try {
+    url = new URL(vars.REDIS_URL as string);
+  } catch {
+    if (!problems.some((p) => p.startsWith('REDIS_URL'))) problems.push('REDIS_URL: is not a valid URL');
+    return { mode: 'memory', keyPrefix };
+  }
+  if (url.username || url.password) {
+    if (vars.REDIS_USERNAME || vars.REDIS_PASSWORD) {
+      problems.push(
+        'REDIS_PASSWORD: set the credentials either in REDIS_URL or in REDIS_USERNAME/REDIS_PASSWORD, not both',
+      );
+    }
+    auth = {
+      username: url.username ? decodeURIComponent(url.username) : undefined,
+      password: secret(url.password ? decodeURIComponent(url.password) : undefined),
+    };
+    url.username = '';
+    url.password = '';
+  }
+  if (url.protocol === 'rediss:') {
+    if (vars.REDIS_TLS === 'false') problems.push('REDIS_TLS: false contradicts a rediss:// REDIS_URL');
+    tlsWanted = true;
+  }
+  return { mode: 'standalone', keyPrefix, url: url.toString(), auth, tls: redisTls(tlsWanted, vars, problems) };
+}
+
+/** Settings that mean nothing without Redis: set alone, they are a mistake worth stopping for. */
+const REDIS_ONLY_VARIABLES = [
+  'REDIS_USERNAME',
+  'REDIS_PASSWORD',
+  'REDIS_SENTINEL_USERNAME',
+  'REDIS_SENTINEL_PASSWORD',
+  'REDIS_TLS',
+  'REDIS_TLS_CA_FILE',
+  'REDIS_TLS_CERT_FILE',
+  'REDIS_TLS_KEY_FILE',
+] as const;
+
+function secret(value: string | undefined): Secret | undefined {
+  return value === undefined ? undefined : new Secret(value);
+}
+
+/** TLS settings, with the PEM files read now: an unreadable file stops startup, naming the variable. */
+function redisTls(wanted: boolean, vars: EnvironmentVariables, problems: string[]): RedisTls | undefined {
+  const files = ['REDIS_TLS_CA_FILE', 'REDIS_TLS_CERT_FILE', 'REDIS_TLS_KEY_FILE'] as const;
+  if (!wanted) {
+    for (const name of files) {
+      if (vars[name]) problems.push(`${name}: needs TLS (a rediss:// REDIS_URL, or REDIS_TLS=true)`);
+    }
+    return undefined;
+  }
+  if (Boolean(vars.REDIS_TLS_CERT_FILE) !== Boolean(vars.REDIS_TLS_KEY_FILE)) {
+    problems.push(
+      'REDIS_TLS_CERT_FILE: a client certificate needs its key (REDIS_TLS_KEY_FILE), and the other way round',
+    );
+  }
+  const read = (name: (typeof files)[number]): string | undefined => {
+    const path = vars[name];
+    if (!path) return undefined;
+    try {
+      return readFileSync(path, 'utf8');
+    } catch {
+      problems.push(`${name}: cannot read the file it names`);
+      return undefined;
+    }
+  };
+  return { ca: read('REDIS_TLS_CA_FILE'), cert: read('REDIS_TLS_CERT_FILE'), key: secret(read('REDIS_TLS_KEY_FILE')) };
 }
 
 function hostPorts(list: string): HostPort[] {

@@ -1,7 +1,8 @@
 import { Inject, Injectable, Optional, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
+import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import type { AppConfig, StoreConfig } from '../config/app-config.js';
+import type { AppConfig, RedisTls, StoreConfig } from '../config/app-config.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { instrumentRedis } from '../observability/redis-instrumentation.js';
 import { RedisKeys } from './redis-keys.js';
@@ -22,17 +23,54 @@ const CLIENT_OPTIONS: RedisOptions = {
   lazyConnect: true,
 };
 
-function createClient(store: Exclude<StoreConfig, { mode: 'memory' }>, connectionName: string): RedisClient {
-  const options = { ...CLIENT_OPTIONS, connectionName };
+type RedisStore = Exclude<StoreConfig, { mode: 'memory' }>;
+
+/** ioredis TLS options from the configuration (PEM contents, read at startup). */
+function tlsOptions(tls: RedisTls): ConnectionOptions {
+  return { ca: tls.ca, cert: tls.cert, key: tls.key?.reveal() };
+}
+
+function createClient(store: RedisStore, connectionName: string): RedisClient {
+  // Credentials of the data nodes: an ACL user, or the `default` user when only a password is set.
+  const options: RedisOptions = {
+    ...CLIENT_OPTIONS,
+    connectionName,
+    username: store.auth.username,
+    password: store.auth.password?.reveal(),
+    ...(store.tls ? { tls: tlsOptions(store.tls) } : {}),
+  };
   switch (store.mode) {
     case 'standalone':
       return new Redis(store.url, options);
     case 'sentinel':
-      return new Redis({ ...options, sentinels: store.sentinels, name: store.name });
+      return new Redis({
+        ...options,
+        sentinels: store.sentinels,
+        name: store.name,
+        sentinelUsername: store.sentinelAuth.username,
+        sentinelPassword: store.sentinelAuth.password?.reveal(),
+        // With TLS, the Sentinels are reached over TLS too, with the same CA and client certificate.
+        ...(store.tls ? { enableTLSForSentinelMode: true, sentinelTLS: tlsOptions(store.tls) } : {}),
+        sentinelRetryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2000),
+      });
     case 'cluster':
-      return new Cluster(store.nodes, { redisOptions: options, enableOfflineQueue: false, lazyConnect: true });
+      return new Cluster(store.nodes, {
+        redisOptions: options,
+        enableOfflineQueue: false,
+        lazyConnect: true,
+        clusterRetryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2000),
+      });
   }
 }
+
+/**
+ * Errors that no reconnection will cure: the credentials or the TLS setup are wrong. They are
+ * logged as errors, once per distinct cause, so the reason a pod stays unready is in its log
+ * (readiness answers 503 meanwhile; the process keeps running and keeps retrying, so a
+ * corrected Secret or Redis ACL is picked up without a restart loop).
+ */
+const CONFIGURATION_ERROR =
+  /WRONGPASS|NOAUTH|NOPERM|invalid password|invalid username|certificate|self[- ]signed|unable to (get|verify)|ERR_TLS|SSL|handshake|EPROTO/i;
 
 /**
  * The Redis connections of one gateway process (a command connection and a subscriber),
@@ -65,8 +103,23 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
       ['subscriber', this.subscriber],
     ] as const) {
       // Without a listener ioredis prints every reconnect error; one line per state change is enough.
-      client.on('error', (error: Error) => this.logger.debug(`${name} connection error: ${error.message}`));
-      client.on('ready', () => this.logger.log(`${name} connection ready`));
+      let reported: string | null = null;
+      client.on('error', (error: Error) => {
+        const message = describeRedisError(error);
+        if (CONFIGURATION_ERROR.test(message) && reported !== message) {
+          reported = message;
+          this.logger.error(
+            `${name} connection refused by Redis: ${message}. Check ${credentialVariables(store)}; ` +
+              'readiness stays 503 and the connection is retried until this is fixed',
+          );
+        } else {
+          this.logger.debug(`${name} connection error: ${message}`);
+        }
+      });
+      client.on('ready', () => {
+        reported = null;
+        this.logger.log(`${name} connection ready`);
+      });
       client.on('end', () => this.logger.debug(`${name} connection ended`));
     }
   }
@@ -118,4 +171,19 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
       }),
     );
   }
+}
+
+/** The message of an ioredis error, with the cause of a wrapped one (Cluster, Sentinel) appended. */
+function describeRedisError(error: Error & { lastNodeError?: Error; cause?: unknown }): string {
+  const inner = error.lastNodeError ?? (error.cause instanceof Error ? error.cause : undefined);
+  return inner ? `${error.message} (${inner.message})` : error.message;
+}
+
+/** The variables an operator checks when Redis refuses the connection, for the log line. */
+function credentialVariables(store: RedisStore): string {
+  const names = ['REDIS_USERNAME', 'REDIS_PASSWORD(_FILE)'];
+  if (store.mode === 'standalone') names.unshift('the credentials in REDIS_URL');
+  if (store.mode === 'sentinel') names.push('REDIS_SENTINEL_PASSWORD(_FILE)');
+  names.push('REDIS_TLS', 'REDIS_TLS_CA_FILE', 'REDIS_TLS_CERT_FILE', 'REDIS_TLS_KEY_FILE');
+  return names.join(', ');
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createGateway } from '../../src/bootstrap.js';
+import { createGateway, type GatewayOptions } from '../../src/bootstrap.js';
 import { RedisConnection } from '../../src/store/redis-connection.js';
 import { TokenProvider } from '../../src/token/token.provider.js';
 import type { UpstreamSimulator, UpstreamSimulatorEvents } from '../upstream-simulator/upstream-simulator.js';
@@ -35,8 +35,11 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-/** Starts one gateway instance on a free loopback port. */
-export async function startGateway(env: Record<string, string | undefined>): Promise<RunningGateway> {
+/** Starts one gateway instance on a free loopback port (silent unless `options.logger` is given). */
+export async function startGateway(
+  env: Record<string, string | undefined>,
+  options: GatewayOptions = {},
+): Promise<RunningGateway> {
   const { app } = await createGateway(
     {
       UPSTREAM_USERNAME: 'sandbox-user',
@@ -45,7 +48,7 @@ export async function startGateway(env: Record<string, string | undefined>): Pro
       LOG_LEVEL: 'silent',
       ...env,
     },
-    { logger: false },
+    { logger: false, ...options },
   );
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.getHttpServer().address() as { port: number };

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './redis-server.js';
+import { redisCliTlsArgs, redisTlsArgs, type TestCertificates } from './tls-certificates.js';
 
 const run = promisify(execFile);
 
@@ -19,7 +20,9 @@ export class RedisCluster {
     private readonly dir: string,
   ) {}
 
-  static async start(size = 3): Promise<RedisCluster> {
+  /** `secure`: every node requires `password` and speaks TLS only (client bus included). */
+  static async start(size = 3, secure?: { password: string; tls: TestCertificates }): Promise<RedisCluster> {
+    const cli = secure ? ['-a', secure.password, '--no-auth-warning', ...redisCliTlsArgs(secure.tls)] : [];
     const dir = mkdtempSync(join(tmpdir(), 'vgw-cluster-'));
     const ports: number[] = [];
     for (let i = 0; i < size; i++) ports.push(await freePort());
@@ -28,8 +31,17 @@ export class RedisCluster {
         const child = spawn(
           'redis-server',
           [
-            '--port',
-            String(port),
+            ...(secure
+              ? [
+                  ...redisTlsArgs(secure.tls, port),
+                  '--tls-cluster',
+                  'yes',
+                  '--requirepass',
+                  secure.password,
+                  '--masterauth',
+                  secure.password,
+                ]
+              : ['--port', String(port)]),
             '--bind',
             '127.0.0.1',
             '--cluster-enabled',
@@ -59,6 +71,7 @@ export class RedisCluster {
     );
     const cluster = new RedisCluster(ports, processes, dir);
     await run('redis-cli', [
+      ...cli,
       '--cluster',
       'create',
       ...ports.map((p) => `127.0.0.1:${p}`),
@@ -69,7 +82,7 @@ export class RedisCluster {
     // Slots are assigned; wait until every node agrees the cluster is up.
     for (const port of ports) {
       for (let attempt = 0; ; attempt++) {
-        const { stdout } = await run('redis-cli', ['-p', String(port), 'cluster', 'info']);
+        const { stdout } = await run('redis-cli', [...cli, '-p', String(port), 'cluster', 'info']);
         if (stdout.includes('cluster_state:ok')) break;
         if (attempt > 200) throw new Error('cluster did not become ready');
         await new Promise((resolve) => setTimeout(resolve, 25));

@@ -18,8 +18,20 @@ export class RedisSentinel {
     private readonly dir: string,
   ) {}
 
-  static async start(name = 'vgw-master'): Promise<RedisSentinel> {
-    const master = await RedisServer.start();
+  /**
+   * `auth`: the master requires `masterPassword` (for the ACL user `masterUser`, or the
+   * default user), and the Sentinel itself requires `sentinelPassword`.
+   */
+  static async start(
+    name = 'vgw-master',
+    auth?: { masterUser?: string; masterPassword: string; sentinelPassword: string },
+  ): Promise<RedisSentinel> {
+    const masterArgs = !auth
+      ? []
+      : auth.masterUser
+        ? ['--user', auth.masterUser, 'on', `>${auth.masterPassword}`, '~*', '&*', '+@all', '--user', 'default', 'off']
+        : ['--requirepass', auth.masterPassword];
+    const master = await RedisServer.start({ args: masterArgs });
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'vgw-sentinel-'));
     const config = join(dir, 'sentinel.conf');
@@ -32,6 +44,13 @@ export class RedisSentinel {
         `dir ${dir}`,
         `sentinel monitor ${name} 127.0.0.1 ${master.port} 1`,
         `sentinel down-after-milliseconds ${name} 5000`,
+        ...(auth
+          ? [
+              ...(auth.masterUser ? [`sentinel auth-user ${name} ${auth.masterUser}`] : []),
+              `sentinel auth-pass ${name} ${auth.masterPassword}`,
+              `requirepass ${auth.sentinelPassword}`,
+            ]
+          : []),
         '',
       ].join('\n'),
     );

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
+import { redisTlsArgs, type TestCertificates } from './tls-certificates.js';
 
 /** A free loopback TCP port, as the OS hands it out. */
 export async function freePort(): Promise<number> {
@@ -13,6 +14,13 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+export interface RedisServerOptions {
+  /** More redis-server arguments, e.g. `['--requirepass', pw]` or `['--user', 'app', 'on', '>pw', '~*', '&*', '+@all']`. */
+  args?: string[];
+  /** Serve TLS only (no plain port), client certificates required. */
+  tls?: TestCertificates;
+}
+
 /**
  * A real `redis-server` on a free loopback port, owned by one test file: it can be killed
  * and restarted on the same port to test outages. Nothing is persisted.
@@ -20,16 +28,20 @@ export async function freePort(): Promise<number> {
 export class RedisServer {
   private process: ChildProcess | null = null;
 
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    private readonly options: RedisServerOptions,
+  ) {}
 
-  static async start(): Promise<RedisServer> {
-    const server = new RedisServer(await freePort());
+  static async start(options: RedisServerOptions = {}): Promise<RedisServer> {
+    const server = new RedisServer(await freePort(), options);
     await server.launch();
     return server;
   }
 
+  /** `redis://` (or `rediss://` with TLS) to 127.0.0.1, without credentials. */
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+    return `${this.options.tls ? 'rediss' : 'redis'}://127.0.0.1:${this.port}`;
   }
 
   get isRunning(): boolean {
@@ -40,8 +52,7 @@ export class RedisServer {
     const child = spawn(
       'redis-server',
       [
-        '--port',
-        String(this.port),
+        ...(this.options.tls ? redisTlsArgs(this.options.tls, this.port) : ['--port', String(this.port)]),
         '--bind',
         '127.0.0.1',
         '--save',
@@ -52,6 +63,7 @@ export class RedisServer {
         'no',
         '--loglevel',
         'notice',
+        ...(this.options.args ?? []),
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );

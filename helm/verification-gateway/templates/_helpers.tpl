@@ -234,6 +234,31 @@ would otherwise surface only as exit code 78 and a CrashLoopBackOff).
 {{- if and (eq (len $sources) 0) (gt (include "verification-gateway.maxReplicas" . | int) 1) }}
 {{- fail (printf "no Redis is configured but up to %s replicas may run (replicaCount, or autoscaling.maxReplicas). Without Redis the gateway uses an in-process store that keeps idempotency keys, inquiry records and quotas per pod, which is only correct for ONE replica. Set one of redis.url, redis.existingSecret, redis.sentinels + redis.sentinelName, or redis.clusterNodes; or set replicaCount=1 (and autoscaling.enabled=false)." (include "verification-gateway.maxReplicas" .)) }}
 {{- end }}
+{{- $redisSettings := list }}
+{{- if or .Values.redis.auth.username .Values.redis.auth.existingSecret .Values.redis.auth.sentinelUsername }}
+{{- $redisSettings = append $redisSettings "redis.auth" }}
+{{- end }}
+{{- if or .Values.redis.tls.enabled .Values.redis.tls.existingSecret }}
+{{- $redisSettings = append $redisSettings "redis.tls" }}
+{{- end }}
+{{- if and $redisSettings (eq (len $sources) 0) }}
+{{- fail (printf "%s set but no Redis is configured (redis.url, redis.existingSecret, redis.sentinels or redis.clusterNodes)" (join " and " $redisSettings)) }}
+{{- end }}
+{{- if and .Values.redis.auth.sentinelPasswordKey (not (include "verification-gateway.hostPortList" .Values.redis.sentinels)) }}
+{{- fail "redis.auth.sentinelPasswordKey is only used with redis.sentinels" }}
+{{- end }}
+{{- if and .Values.redis.auth.sentinelPasswordKey (not .Values.redis.auth.existingSecret) }}
+{{- fail "redis.auth.sentinelPasswordKey needs redis.auth.existingSecret (the Secret holding it)" }}
+{{- end }}
+{{- if and .Values.redis.tls.existingSecret (not .Values.redis.tls.enabled) (not (regexMatch "^rediss://" (toString .Values.redis.url))) }}
+{{- fail "redis.tls.existingSecret is set but TLS is off: set redis.tls.enabled=true" }}
+{{- end }}
+{{- if ne (empty .Values.redis.tls.certKey) (empty .Values.redis.tls.keyKey) }}
+{{- fail "redis.tls.certKey and redis.tls.keyKey go together (a client certificate and its key)" }}
+{{- end }}
+{{- if and .Values.redis.tls.certKey (not .Values.redis.tls.existingSecret) }}
+{{- fail "redis.tls.certKey needs redis.tls.existingSecret (the Secret holding the client certificate)" }}
+{{- end }}
 {{- if not (regexMatch "^[A-Za-z0-9_.-]{1,32}$" (toString .Values.redis.keyPrefix)) }}
 {{- fail "redis.keyPrefix (REDIS_KEY_PREFIX) must be 1-32 of A-Z a-z 0-9 _ . -" }}
 {{- end }}
