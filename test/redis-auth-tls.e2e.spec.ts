@@ -176,6 +176,10 @@ describe('Redis with passwords, ACL users and TLS', () => {
     );
     expect(await refused).toMatch(/certificate.*REDIS_TLS_CA_FILE/);
     expect((await fetch(`${gateway.url}/health/ready`)).status).toBe(503);
+    // The failing handshakes end with this test, not while the next one runs.
+    await gateway.close();
+    gateway = undefined;
+    await server.stop();
   });
 
   it('Sentinel: a Sentinel password and an ACL user on the data node', async () => {
