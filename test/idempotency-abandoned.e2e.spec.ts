@@ -35,7 +35,7 @@ describe('abandoned in-flight Idempotency-Key', () => {
       REDIS_KEY_PREFIX: PREFIX,
       UPSTREAM_TIMEOUT_MS: '1000',
     });
-    await gateway.tokens.firstAttempt;
+    await gateway.tokens.untilStartupComplete();
   });
   afterAll(async () => {
     await gateway.close();

@@ -29,7 +29,7 @@ describe('operations endpoints', () => {
     expect(early.status).toBe(503);
     expect(await early.json()).toMatchObject({ status: 'error', error: { firstTokenAttempt: { status: 'down' } } });
     await firstToken;
-    await gateway.tokens.firstAttempt;
+    await gateway.tokens.untilStartupComplete();
     const later = await fetch(`${gateway.url}/health/startup`);
     expect(later.status).toBe(200);
     sim.setLatency(0);

@@ -51,7 +51,7 @@ describe('resilience', () => {
     await app.init();
     try {
       const tokens = app.get(TokenProvider);
-      await tokens.firstAttempt;
+      await tokens.untilStartupComplete();
       const first = await tokens.getAccessToken();
       expect(await tokens.getAccessToken()).toBe(first);
       expect(store.writes).toBe(1);
@@ -65,7 +65,7 @@ describe('resilience', () => {
     sim = new UpstreamSimulator();
     await sim.start();
     const gateway = await startGateway({ UPSTREAM_BASE_URL: sim.baseUrl });
-    await gateway.tokens.firstAttempt;
+    await gateway.tokens.untilStartupComplete();
     sim.setLatency(300);
     const answered = new Promise((resolve) => sim.once('inquiry', resolve));
     const inFlight = callGateway(gateway.url, 'POST', '/v1/kyc/shahkar', {

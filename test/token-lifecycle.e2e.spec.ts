@@ -3,7 +3,6 @@
  * and the upstream simulator: single-flight acquisition and renewal, refresh-token
  * fallback, typed failures, and Redis outages.
  */
-import { once } from 'node:events';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { TokenUnavailableError } from '../src/token/token-unavailable.error.js';
@@ -89,20 +88,27 @@ describe('token lifecycle with three replicas sharing one Redis', () => {
     const first = firsts[0];
     // The renewed token lives long, so exactly one renewal is expected in this test.
     sim.setTokenLifetimes({ accessSeconds: 3600 });
-    const adopted = gateways.map((g) => once(g.tokens.events, 'adopted'));
     const renewal = nextEvent<TokenEvent>(sim, 'token');
 
-    // Traffic across the renewal window: no request may fail or carry an expired token.
-    let stop = false;
+    // Traffic across the renewal window: no request may fail or carry an expired token. It
+    // runs in rounds of one inquiry per replica, until a round after the renewal in which the
+    // upstream saw no request with the first token: every replica has adopted the new one.
+    let renewalAnswered = false;
+    void renewal.then(() => (renewalAnswered = true));
     const traffic = (async () => {
       const statuses: number[] = [];
-      while (!stop) statuses.push(...(await Promise.all(gateways.map((g) => shahkar(g).then((r) => r.status)))));
+      const deadline = Date.now() + 15_000;
+      for (let adoptedEverywhere = false; !adoptedEverywhere;) {
+        if (Date.now() > deadline) throw new Error('the renewed token was not adopted by every replica in time');
+        const renewalSeen = renewalAnswered;
+        statuses.push(...(await Promise.all(gateways.map((g) => shahkar(g).then((r) => r.status)))));
+        const round = sim.requests.slice(-gateways.length);
+        adoptedEverywhere = renewalSeen && round.every((r) => r.authorization !== `Bearer ${first}`);
+      }
       return statuses;
     })();
 
     const event = await renewal;
-    await Promise.all(adopted);
-    stop = true;
     const statuses = await traffic;
 
     expect(event).toMatchObject({ variant: 'refresh', ok: true });

@@ -44,8 +44,6 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
   private readonly lockTtlMs: number;
   /** Fires 'renewed' when the store announces a new generation (pub/sub). */
   private readonly signals = new EventEmitter();
-  /** 'adopted' whenever this process starts using another token (logs, metrics, tests). */
-  readonly events = new EventEmitter<{ adopted: [generation: number] }>();
 
   private held: HeldToken | null = null;
   private renewal: Promise<HeldToken> | null = null;
@@ -55,8 +53,11 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
   private storeDegraded = false;
   private shuttingDown = false;
   private firstAttemptFinished = false;
-  /** Settles when the first token attempt has finished, successfully or not. */
-  firstAttempt: Promise<void> = Promise.resolve();
+  /** Resolves the first-attempt promise; set before `onApplicationBootstrap` can run. */
+  private finishFirstAttempt!: () => void;
+  private readonly firstAttempt = new Promise<void>((resolve) => {
+    this.finishFirstAttempt = resolve;
+  });
 
   constructor(
     config: ConfigService<AppConfig, true>,
@@ -74,15 +75,12 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
   async onApplicationBootstrap(): Promise<void> {
     await this.store.onRenewed(() => this.signals.emit('renewed')).catch(() => undefined);
     // The first token is fetched in the background; /health/startup waits for the attempt.
-    this.firstAttempt = this.renew().then(
-      () => {
+    void this.renew()
+      .catch((error: Error) => this.logger.error(`first token attempt failed: ${error.message}`))
+      .finally(() => {
         this.firstAttemptFinished = true;
-      },
-      (error: Error) => {
-        this.firstAttemptFinished = true;
-        this.logger.error(`first token attempt failed: ${error.message}`);
-      },
-    );
+        this.finishFirstAttempt();
+      });
   }
 
   onApplicationShutdown(): void {
@@ -96,9 +94,17 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
     return this.held?.accessExpiresAt;
   }
 
-  /** True once the first token attempt has finished, successfully or not. */
+  /** True once the first token attempt has finished, successfully or not (`/health/startup`). */
   get startupComplete(): boolean {
     return this.firstAttemptFinished;
+  }
+
+  /**
+   * Resolves when `startupComplete` becomes true: for whoever must wait for the startup
+   * probe's condition without polling it (the end-to-end tests do, before counting calls).
+   */
+  untilStartupComplete(): Promise<void> {
+    return this.firstAttempt;
   }
 
   /** A token that is safe to send now. Waits only when no such token is held. */
@@ -273,7 +279,6 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
     this.held = held;
     if (fromStore && changed) this.metrics.tokenAdoptions.inc();
     this.schedule(held.renewAt);
-    if (changed) this.events.emit('adopted', generation);
     return held;
   }
 
