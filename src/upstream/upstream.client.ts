@@ -61,7 +61,7 @@ export class UpstreamClient implements OnApplicationShutdown {
    * further inquiries are refused at once, without reaching the upstream, until a trial call
    * after `UPSTREAM_CIRCUIT_RESET_MS` succeeds. GetToken has its own backoff instead.
    */
-  readonly circuit: CircuitBreaker<[InquiryOperation, Record<string, unknown>, string], UpstreamSuccess>;
+  private readonly circuit: CircuitBreaker<[InquiryOperation, Record<string, unknown>, string], UpstreamSuccess>;
 
   constructor(
     config: ConfigService<AppConfig, true>,
