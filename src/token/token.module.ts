@@ -1,15 +1,17 @@
 import { Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
 import { RedisConnection } from '../store/redis-connection.js';
 import { StoreModule } from '../store/store.module.js';
 import { UpstreamModule } from '../upstream/upstream.module.js';
 import { AuthorizedUpstream } from './authorized-upstream.js';
 import { MemoryTokenStore } from './memory-token.store.js';
 import { RedisTokenStore } from './redis-token.store.js';
+import { FirstTokenAttemptIndicator } from './token.health.js';
 import { TokenProvider } from './token.provider.js';
 import { TokenStore } from './token.store.js';
 
 @Module({
-  imports: [StoreModule, UpstreamModule],
+  imports: [StoreModule, TerminusModule, UpstreamModule],
   providers: [
     {
       provide: TokenStore,
@@ -21,7 +23,8 @@ import { TokenStore } from './token.store.js';
     },
     TokenProvider,
     AuthorizedUpstream,
+    FirstTokenAttemptIndicator,
   ],
-  exports: [TokenProvider, AuthorizedUpstream],
+  exports: [TokenProvider, AuthorizedUpstream, FirstTokenAttemptIndicator],
 })
 export class TokenModule {}
