@@ -92,7 +92,7 @@ describe('metrics after a scripted mix of requests', () => {
 
     // The in-process store, and credentials the upstream refuses.
     memoryGateway = await startGateway({ UPSTREAM_BASE_URL: sim.baseUrl, UPSTREAM_PASSWORD: 'not-the-password' });
-    await memoryGateway.tokens.firstAttempt;
+    await memoryGateway.tokens.untilStartupComplete();
     memoryScrape = await get(memoryGateway);
   });
 
