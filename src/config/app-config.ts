@@ -57,7 +57,14 @@ export interface AppConfig {
     keepAliveTimeoutMs: number;
   };
   logging: { level: string };
-  upstream: { baseUrl: string; username: Secret; password: Secret; timeoutMs: number; circuitResetMs: number };
+  upstream: {
+    baseUrl: string;
+    username: Secret;
+    password: Secret;
+    timeoutMs: number;
+    circuitResetMs: number;
+    maxResponseBytes: number;
+  };
   token: { refreshSkewSeconds: number };
   store: StoreConfig;
   callers: {

@@ -39,6 +39,13 @@ export class EnvironmentVariables {
   @Max(600_000)
   UPSTREAM_CIRCUIT_RESET_MS = 10_000;
 
+  /** Not in the contract's table: the largest upstream answer read; a larger one is `malformed`. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1024)
+  @Max(64 * 1024 * 1024)
+  UPSTREAM_MAX_RESPONSE_BYTES = 256 * 1024;
+
   @Type(() => Number)
   @IsInt()
   @Min(0)

@@ -69,6 +69,7 @@ export function loadConfig(env: Env): AppConfig {
       password: new Secret(vars.UPSTREAM_PASSWORD),
       timeoutMs: vars.UPSTREAM_TIMEOUT_MS,
       circuitResetMs: vars.UPSTREAM_CIRCUIT_RESET_MS,
+      maxResponseBytes: vars.UPSTREAM_MAX_RESPONSE_BYTES,
     },
     token: { refreshSkewSeconds: vars.TOKEN_REFRESH_SKEW_SECONDS },
     store,

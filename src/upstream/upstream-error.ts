@@ -1,7 +1,8 @@
 /**
  * What can go wrong on an upstream call, told apart by what it means for the caller:
  * - `rejected`: the upstream answered with its error envelope (§2.2, §7): it decided.
- * - `malformed`: it answered, but not with a readable envelope.
+ * - `malformed`: it answered, but not with a readable envelope (or with more than
+ *   `UPSTREAM_MAX_RESPONSE_BYTES`: `responseTooLarge`, reading stopped). It may have charged.
  * - `not_sent`: the request never reached it (connection refused, DNS): safe to retry.
  * - `outcome_unknown`: the request was sent but no answer came (timeout, connection
  *   dropped): the upstream may or may not have processed and charged it.
@@ -24,6 +25,8 @@ export class UpstreamError extends Error {
       fieldErrors?: UpstreamFieldError[];
       trackId?: string;
       timedOut?: boolean;
+      /** `malformed`: the answer was larger than `UPSTREAM_MAX_RESPONSE_BYTES`; reading stopped. */
+      responseTooLarge?: boolean;
       /** Refused by the open circuit breaker: never sent. */
       circuitOpen?: boolean;
     } = {},

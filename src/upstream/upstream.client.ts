@@ -1,8 +1,5 @@
-import http from 'node:http';
-import https from 'node:https';
 import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
-import axios, { AxiosError, type AxiosInstance } from 'axios';
 import CircuitBreaker from 'opossum';
 import type { AppConfig } from '../config/app-config.js';
 import { GatewayMetrics } from '../observability/metrics.js';
@@ -14,6 +11,7 @@ import {
   type UpstreamTokenData,
 } from './upstream-envelope.js';
 import { UpstreamError } from './upstream-error.js';
+import { UpstreamHttp } from './upstream-http.js';
 
 export const TOKEN_PATH = '/api/v5/Authentication/GetToken';
 
@@ -33,27 +31,16 @@ export interface UpstreamSuccess {
   data: unknown;
 }
 
-/** Connection errors that prove nothing was sent. */
-const NOT_SENT_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ERR_INVALID_URL',
-]);
-
 /**
- * The only place that talks HTTP to the upstream. It owns the keep-alive connection pool
- * and the per-call timeout, turns every answer into a typed success or `UpstreamError`,
- * and is the only reader of the API password. It logs paths and outcomes, never bodies.
+ * The only place that talks to the upstream. Its transport (`UpstreamHttp`: an undici pool,
+ * keep-alive, one deadline per call, bounded responses) classifies failures; this class turns
+ * every answer into a typed success or `UpstreamError`, and is the only reader of the API
+ * password. It logs paths and outcomes, never bodies.
  */
 @Injectable()
 export class UpstreamClient implements OnApplicationShutdown {
   private readonly logger = new Logger(UpstreamClient.name);
-  private readonly http: AxiosInstance;
-  private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: 128 });
-  private readonly httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 128 });
+  private readonly http: UpstreamHttp;
   private readonly settings: AppConfig['upstream'];
   /**
    * Inquiries pass through a circuit breaker: when half of at least 10 calls within 10 s
@@ -68,24 +55,16 @@ export class UpstreamClient implements OnApplicationShutdown {
     private readonly metrics: GatewayMetrics,
   ) {
     this.settings = config.get('upstream', { infer: true });
-    this.http = axios.create({
-      baseURL: this.settings.baseUrl,
-      timeout: this.settings.timeoutMs,
-      httpAgent: this.httpAgent,
-      httpsAgent: this.httpsAgent,
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
-      // The envelope is parsed here, not by axios: a malformed body must be told apart.
-      responseType: 'text',
-      transformResponse: [(data: unknown) => data],
-      validateStatus: () => true,
-      maxRedirects: 0,
-      proxy: false,
+    this.http = new UpstreamHttp({
+      baseUrl: this.settings.baseUrl,
+      timeoutMs: this.settings.timeoutMs,
+      maxResponseBytes: this.settings.maxResponseBytes,
     });
     this.circuit = new CircuitBreaker(
       (operation: InquiryOperation, body: Record<string, unknown>, accessToken: string) =>
         this.post(INQUIRY_PATHS[operation], body, accessToken, operation),
       {
-        timeout: false, // axios enforces UPSTREAM_TIMEOUT_MS itself
+        timeout: false, // UpstreamHttp enforces UPSTREAM_TIMEOUT_MS itself
         errorThresholdPercentage: 50,
         volumeThreshold: 10,
         rollingCountTimeout: 10_000,
@@ -110,10 +89,9 @@ export class UpstreamClient implements OnApplicationShutdown {
    * After the HTTP server has drained (Nest calls this hook last): in-flight inquiries keep
    * their connections and the circuit until they are answered.
    */
-  onApplicationShutdown(): void {
+  async onApplicationShutdown(): Promise<void> {
     this.circuit.shutdown();
-    this.httpAgent.destroy();
-    this.httpsAgent.destroy();
+    await this.http.close();
   }
 
   /** §4.1: obtain (variant A) or renew (variant B) a token pair. */
@@ -154,18 +132,14 @@ export class UpstreamClient implements OnApplicationShutdown {
     const started = performance.now();
     let outcome = 'error';
     try {
-      const response = await this.http.post<string>(path, body, {
-        headers: accessToken ? { Authorization: `Bearer ${accessToken}` } : undefined,
-        signal: AbortSignal.timeout(this.settings.timeoutMs + 50),
-      });
-      const headerTrackId = response.headers['x-track-id'] as string | undefined;
-      const envelope = parseEnvelope(typeof response.data === 'string' ? response.data : '');
+      const response = await this.http.post(path, JSON.stringify(body), accessToken);
+      const envelope = parseEnvelope(response.body);
       if (!envelope) {
         outcome = 'malformed';
-        throw new UpstreamError('malformed', { httpStatus: response.status, trackId: headerTrackId });
+        throw new UpstreamError('malformed', { httpStatus: response.status, trackId: response.trackIdHeader });
       }
       const { meta } = envelope;
-      const trackId = meta.trackId ?? headerTrackId;
+      const trackId = meta.trackId ?? response.trackIdHeader;
       if (response.status >= 200 && response.status < 300 && meta.isSuccess && meta.code === 0) {
         outcome = 'success';
         return { trackId, meta, data: envelope.data };
@@ -180,28 +154,22 @@ export class UpstreamClient implements OnApplicationShutdown {
         trackId,
       });
     } catch (error) {
-      if (error instanceof UpstreamError) throw error;
-      const failure = classifyTransportError(error);
-      outcome = failure.kind === 'not_sent' ? 'not_sent' : failure.details.timedOut ? 'timeout' : 'dropped';
-      throw failure;
+      if (outcome === 'error' && error instanceof UpstreamError) {
+        // A transport failure, already classified by UpstreamHttp.
+        outcome =
+          error.kind === 'not_sent'
+            ? 'not_sent'
+            : error.kind === 'malformed'
+              ? 'malformed'
+              : error.details.timedOut
+                ? 'timeout'
+                : 'dropped';
+      }
+      throw error;
     } finally {
-      this.metrics.observeCall(label, outcome, (performance.now() - started) / 1000);
-      this.logger.debug(`POST ${path} -> ${outcome} in ${Math.round(performance.now() - started)} ms`);
+      const seconds = (performance.now() - started) / 1000;
+      this.metrics.observeCall(label, outcome, seconds);
+      this.logger.debug(`POST ${path} -> ${outcome} in ${Math.round(seconds * 1000)} ms`);
     }
   }
-}
-
-/**
- * Whether the upstream may have seen the request decides whether it may have charged it
- * (§4.4 rule 5, 9). Only errors that prove the request never left count as `not_sent`.
- */
-export function classifyTransportError(error: unknown): UpstreamError {
-  const axiosError = error as AxiosError;
-  const code = axiosError?.code ?? (error as { cause?: { code?: string } })?.cause?.code;
-  if (code && NOT_SENT_CODES.has(code)) return new UpstreamError('not_sent');
-  const request = axiosError?.request as { writableFinished?: boolean } | undefined;
-  const timedOut =
-    code === 'ECONNABORTED' || code === 'ETIMEDOUT' || code === 'ERR_CANCELED' || axiosError?.name === 'CanceledError';
-  if (request && request.writableFinished === false) return new UpstreamError('not_sent', { timedOut });
-  return new UpstreamError('outcome_unknown', { timedOut });
 }

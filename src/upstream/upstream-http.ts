@@ -1,0 +1,173 @@
+import { Pool, errors, type Dispatcher } from 'undici';
+import { UpstreamError } from './upstream-error.js';
+
+/** One answered HTTP exchange, body read completely (and within the size bound). */
+export interface UpstreamHttpResponse {
+  status: number;
+  /** The `X-Track-Id` response header, if any (upstream-api-v5.md §2.2). */
+  trackIdHeader?: string;
+  body: string;
+}
+
+export interface UpstreamHttpSettings {
+  baseUrl: string;
+  /** Deadline of one call, from the moment it is made until its answer is read. */
+  timeoutMs: number;
+  /** Largest response body read; a larger one fails the call as `malformed`. */
+  maxResponseBytes: number;
+  /** Keep-alive connections to the upstream (undici's `connections`). */
+  connections?: number;
+}
+
+/** Our own per-call deadline, told apart from undici's errors by its code. */
+const DEADLINE_CODE = 'VGW_UPSTREAM_DEADLINE';
+
+/** Time limits: ours, undici's own (headers, body, connect) and the kernel's. */
+const TIMEOUT_CODES = new Set([
+  DEADLINE_CODE,
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ETIMEDOUT',
+]);
+
+/**
+ * Whether the upstream may have seen the request decides whether it may have charged it
+ * (upstream-api-v5.md §4.4 rules 5 and 9), so the proof is strict: `not_sent` only when the
+ * request body was never handed to the socket (`requestWritten` false: the connection was
+ * refused, the name did not resolve, the host was unreachable, the connect timed out, or the
+ * call expired while queued, so the upstream cannot hold a complete request). Once written,
+ * every failure is `outcome_unknown` (a time limit sets `timedOut`), except an answer that
+ * arrived but cannot be read: larger than the bound, or not HTTP at all (`malformed`, which
+ * is just as unknown for the charge).
+ */
+export function classifyTransportError(error: unknown, requestWritten: boolean): UpstreamError {
+  const code = errorCode(error);
+  const timedOut = code !== undefined && TIMEOUT_CODES.has(code);
+  if (!requestWritten) return new UpstreamError('not_sent', timedOut ? { timedOut } : {});
+  if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return new UpstreamError('malformed', { responseTooLarge: true });
+  if (error instanceof errors.HTTPParserError || code?.startsWith('HPE_')) return new UpstreamError('malformed');
+  return new UpstreamError('outcome_unknown', { timedOut });
+}
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string') return code;
+  const causeCode = (error as { cause?: { code?: unknown } } | null)?.cause?.code;
+  return typeof causeCode === 'string' ? causeCode : undefined;
+}
+
+/**
+ * POSTs JSON to the upstream over a keep-alive undici `Pool` (README, "Performance": axios cost
+ * more than half of the gateway's CPU per inquiry). Each call has one deadline timer; it
+ * tracks whether its body was written to the socket, which is what separates "never sent"
+ * from "outcome unknown" when it fails. Response bodies beyond `maxResponseBytes` are not
+ * read (undici's `maxResponseSize` stops the parser and drops the connection).
+ */
+export class UpstreamHttp {
+  private readonly pool: Pool;
+  private readonly pathPrefix: string;
+  private readonly timeoutMs: number;
+
+  constructor(settings: UpstreamHttpSettings) {
+    const url = new URL(settings.baseUrl);
+    this.pathPrefix = url.pathname.replace(/\/+$/, '');
+    this.timeoutMs = settings.timeoutMs;
+    this.pool = new Pool(url.origin, {
+      connections: settings.connections ?? 128,
+      pipelining: 1,
+      // Backstops behind the per-call deadline, never longer than it.
+      connectTimeout: settings.timeoutMs,
+      headersTimeout: settings.timeoutMs,
+      bodyTimeout: settings.timeoutMs,
+      maxResponseSize: settings.maxResponseBytes,
+    });
+  }
+
+  /** Resolves with any answered status; rejects only with a classified `UpstreamError`. */
+  post(path: string, body: string, accessToken: string | undefined): Promise<UpstreamHttpResponse> {
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+    if (accessToken) headers.authorization = `Bearer ${accessToken}`;
+    return new Promise((resolve, reject) => {
+      const exchange = new Exchange(resolve, reject);
+      exchange.timer = setTimeout(() => exchange.expire(), this.timeoutMs);
+      this.pool.dispatch({ method: 'POST', path: this.pathPrefix + path, headers, body }, exchange);
+    });
+  }
+
+  /** Closes every connection, in-flight calls included (after the HTTP server has drained). */
+  async close(): Promise<void> {
+    await this.pool.destroy();
+  }
+}
+
+/**
+ * One call as undici's dispatch handler sees it (the handler interface of undici 7 that also
+ * reports `onBodySent`; the newer controller interface does not forward it).
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  timer: NodeJS.Timeout | undefined;
+  private abortCall: ((error: Error) => void) | undefined;
+  private requestWritten = false;
+  private settled = false;
+  private status = 0;
+  private trackIdHeader: string | undefined;
+  private readonly chunks: Buffer[] = [];
+
+  constructor(
+    private readonly resolve: (response: UpstreamHttpResponse) => void,
+    private readonly reject: (error: UpstreamError) => void,
+  ) {}
+
+  /** The deadline: the call fails now; undici drops the request or its connection. */
+  expire(): void {
+    const error = Object.assign(new Error('upstream deadline exceeded'), { code: DEADLINE_CODE });
+    this.fail(error);
+    this.abortCall?.(error);
+  }
+
+  onConnect(abort: (error?: Error) => void): void {
+    // Expired while queued for a connection: abort before anything is written.
+    if (this.settled) abort(new Error('upstream call already failed'));
+    else this.abortCall = abort;
+  }
+
+  onBodySent(): void {
+    this.requestWritten = true;
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
+    if (statusCode < 200) return true; // 1xx: the answer follows
+    this.status = statusCode;
+    for (let i = 0; i < rawHeaders.length; i += 2) {
+      if (rawHeaders[i].length === 10 && rawHeaders[i].toString('latin1').toLowerCase() === 'x-track-id') {
+        this.trackIdHeader = rawHeaders[i + 1].toString('utf8');
+      }
+    }
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.chunks.push(chunk);
+    return true;
+  }
+
+  onComplete(): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.timer);
+    const body = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks);
+    this.resolve({ status: this.status, trackIdHeader: this.trackIdHeader, body: body.toString('utf8') });
+  }
+
+  onError(error: Error): void {
+    this.fail(error);
+  }
+
+  private fail(error: Error): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.timer);
+    this.reject(classifyTransportError(error, this.requestWritten));
+  }
+}
