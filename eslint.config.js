@@ -5,7 +5,11 @@ import prettier from 'eslint-config-prettier';
 export default tseslint.config(
   { ignores: ['dist/', '.build/', 'node_modules/', 'coverage/'] },
   js.configs.recommended,
-  ...tseslint.configs.recommended,
+  // Type-aware rules: the TypeScript project service gives each file the tsconfig.json that covers it.
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+  },
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
@@ -15,6 +19,11 @@ export default tseslint.config(
   {
     files: ['test/**/*.ts', 'bench/**/*.ts', '**/*.spec.ts'],
     rules: { 'no-console': 'off', 'no-loss-of-precision': 'off' },
+  },
+  {
+    // Plain JavaScript (configs, CommonJS stand-ins) is outside the TypeScript project.
+    files: ['**/*.js', '**/*.cjs'],
+    ...tseslint.configs.disableTypeChecked,
   },
   {
     // CommonJS stand-ins for Jest (see jest.config.js): require() is their whole point.

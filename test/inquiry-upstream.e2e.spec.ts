@@ -446,7 +446,7 @@ describe('503 store_unavailable (Redis killed)', () => {
     expect({ status: keyed.status, code: keyed.body.code }).toEqual({ status: 503, code: 'store_unavailable' });
     expect(keyed.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     // The key could not even be claimed: whatever trackId is shown must match the header.
-    expect(keyed.headers.get('x-track-id')).toBe((keyed.body.trackId as string | undefined) ?? null);
+    expect(keyed.headers.get('x-track-id')).toBe(keyed.body.trackId ?? null);
 
     const lookup = await record(done);
     expect({ status: lookup.status, code: lookup.body.code }).toEqual({ status: 503, code: 'store_unavailable' });

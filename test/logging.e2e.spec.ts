@@ -250,7 +250,9 @@ describe('logs and metrics never carry secrets or personal data', () => {
   it('every log line is a JSON object with level, time, msg and the service name', () => {
     for (const line of collector.all()) {
       let parsed: unknown;
-      expect(() => (parsed = JSON.parse(line))).not.toThrow();
+      expect(() => {
+        parsed = JSON.parse(line);
+      }).not.toThrow();
       expect(parsed).toMatchObject({
         level: expect.stringMatching(/^(trace|debug|info|warn|error|fatal)$/),
         time: expect.any(String),

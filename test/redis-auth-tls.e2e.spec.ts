@@ -26,7 +26,7 @@ const ACL_USER = 'vgw-app';
 class CapturedLog extends EventEmitter implements LoggerService {
   readonly lines: string[] = [];
   private add(level: string, message: unknown, context: unknown): void {
-    const line = `${level}: ${String(context ?? '')}: ${String(message)}`;
+    const line = `${level}: ${typeof context === 'string' ? context : ''}: ${String(message)}`;
     this.lines.push(line);
     this.emit('line', line);
   }

@@ -18,13 +18,13 @@ import { TEST_API_KEYS, TEST_CLIENTS, callGateway, startGateway } from './suppor
 /** Reads work; every write of a renewed record fails as if Redis had just gone away. */
 class WriteFailingTokenStore extends MemoryTokenStore {
   writes = 0;
-  override async writeIfOwner(
+  override writeIfOwner(
     _owner: string,
     _generation: number,
     _record: Omit<TokenRecord, 'generation'>,
   ): Promise<number | null> {
     this.writes += 1;
-    throw new StoreUnavailableError('token write');
+    return Promise.reject(new StoreUnavailableError('token write'));
   }
 }
 

@@ -65,11 +65,12 @@ const implementations: Array<
   ],
   [
     'memory',
-    async () => ({
-      tokens: new MemoryTokenStore(),
-      inquiries: new MemoryInquiryStore(),
-      idempotency: new MemoryIdempotencyStore(),
-    }),
+    () =>
+      Promise.resolve({
+        tokens: new MemoryTokenStore(),
+        inquiries: new MemoryInquiryStore(),
+        idempotency: new MemoryIdempotencyStore(),
+      }),
   ],
 ];
 

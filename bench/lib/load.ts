@@ -80,7 +80,10 @@ async function run(
         ...(amount ? { amount } : { duration: durationSeconds }),
         timeout: 10,
       },
-      (error, done) => (error ? reject(error) : resolve(done)),
+      (error: unknown, done) =>
+        error
+          ? reject(error instanceof Error ? error : new Error('autocannon failed', { cause: error }))
+          : resolve(done),
     );
     instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => {
       latencies.push(responseTime);

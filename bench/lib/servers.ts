@@ -98,7 +98,7 @@ export class ServerProcess {
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      this.child.send({ ...command, id } as Command);
+      this.child.send({ ...command, id });
     });
   }
 

@@ -26,7 +26,12 @@ export class ApiKeyAuthenticator implements CallerAuthenticator {
     return headers[API_KEY_HEADER] !== undefined;
   }
 
-  async authenticate(headers: Record<string, string | string[] | undefined>): Promise<Caller | null> {
+  /** Nothing to wait for here; the interface is asynchronous for the JWT authenticator's JWKS. */
+  authenticate(headers: Record<string, string | string[] | undefined>): Promise<Caller | null> {
+    return Promise.resolve(this.identify(headers));
+  }
+
+  private identify(headers: Record<string, string | string[] | undefined>): Caller | null {
     const key = headers[API_KEY_HEADER];
     if (typeof key !== 'string' || key.length === 0 || key.length > 512) return null;
     const presented = createHash('sha256').update(key).digest();

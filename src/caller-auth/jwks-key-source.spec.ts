@@ -34,10 +34,10 @@ describe('JwksKeySource', () => {
       cooldownMs: 30_000,
       now: () => clock.now,
       onStateChange: (state, _previous, cause) => changes.push([state, describeFailure(cause)]),
-      fetch: async () => {
+      fetch: () => {
         idp.fetches += 1;
-        if (!idp.up) throw new TypeError('fetch failed', { cause: { code: 'ECONNREFUSED' } });
-        return new Response(JSON.stringify({ keys: idp.keys }), { status: 200 });
+        if (!idp.up) return Promise.reject(new TypeError('fetch failed', { cause: { code: 'ECONNREFUSED' } }));
+        return Promise.resolve(new Response(JSON.stringify({ keys: idp.keys }), { status: 200 }));
       },
     });
     return { idp, clock, changes, source };

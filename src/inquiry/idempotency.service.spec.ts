@@ -68,7 +68,9 @@ describe('IdempotencyService', () => {
   }
 
   // The conclusions log warnings by design; not on the test console.
-  beforeAll(() => Logger.overrideLogger(false));
+  beforeAll(() => {
+    Logger.overrideLogger(false);
+  });
 
   beforeEach(() => {
     claims = new MemoryIdempotencyStore();
@@ -112,7 +114,7 @@ describe('IdempotencyService', () => {
 
   it('keys are per client and per end user', async () => {
     await service.claim(CALLER, 'key', T1, FINGERPRINT);
-    const other = { ...CALLER, clientId: 'app-b' } as Caller;
+    const other = { ...CALLER, clientId: 'app-b' };
     const user = { ...CALLER, subject: 'user-1' } as Caller;
     expect(held(await service.claim(other, 'key', T2, FINGERPRINT)).scope).toBe('app-b');
     const userKey = held(await service.claim(user, 'key', T3, FINGERPRINT));

@@ -16,25 +16,27 @@ function expiringCache<V extends object>(): LRUCache<string, V> {
 export class MemoryInquiryStore extends InquiryStore {
   private readonly records = expiringCache<InquiryRecord>();
 
-  async create(record: InquiryRecord, ttlSeconds: number): Promise<void> {
-    if (this.records.has(record.trackId)) throw new Error('trackId collision');
+  create(record: InquiryRecord, ttlSeconds: number): Promise<void> {
+    if (this.records.has(record.trackId)) return Promise.reject(new Error('trackId collision'));
     this.records.set(record.trackId, { ...record }, { ttl: ttlSeconds * 1000 });
+    return Promise.resolve();
   }
 
-  async settle(record: InquiryRecord): Promise<void> {
+  settle(record: InquiryRecord): Promise<void> {
     if (this.records.has(record.trackId)) this.records.set(record.trackId, { ...record }, { noUpdateTTL: true });
+    return Promise.resolve();
   }
 
-  async get(trackId: string): Promise<InquiryRecord | null> {
+  get(trackId: string): Promise<InquiryRecord | null> {
     const record = this.records.get(trackId);
-    return record ? structuredClone(record) : null;
+    return Promise.resolve(record ? structuredClone(record) : null);
   }
 }
 
 export class MemoryIdempotencyStore extends IdempotencyStore {
   private readonly claims = expiringCache<IdempotencyClaim>();
 
-  async claim(
+  claim(
     scope: string,
     keySha256: string,
     claim: IdempotencyClaim,
@@ -42,20 +44,22 @@ export class MemoryIdempotencyStore extends IdempotencyStore {
   ): Promise<IdempotencyClaim | null> {
     const key = `${scope}:${keySha256}`;
     const existing = this.claims.get(key);
-    if (existing) return structuredClone(existing);
+    if (existing) return Promise.resolve(structuredClone(existing));
     this.claims.set(key, { ...claim }, { ttl: ttlSeconds * 1000 });
-    return null;
+    return Promise.resolve(null);
   }
 
-  async complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<void> {
+  complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<void> {
     const key = `${scope}:${keySha256}`;
     const existing = this.claims.get(key);
     if (existing?.trackId === done.trackId && existing.state === 'in_flight')
       this.claims.set(key, structuredClone(done), { noUpdateTTL: true });
+    return Promise.resolve();
   }
 
-  async release(scope: string, keySha256: string, trackId: string): Promise<void> {
+  release(scope: string, keySha256: string, trackId: string): Promise<void> {
     const key = `${scope}:${keySha256}`;
     if (this.claims.get(key)?.trackId === trackId) this.claims.delete(key);
+    return Promise.resolve();
   }
 }

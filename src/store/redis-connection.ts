@@ -131,11 +131,13 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
    */
   async onModuleInit(): Promise<void> {
     await Promise.all(
-      [
-        ['commands', this.client],
-        ['subscriber', this.subscriber],
-      ].map(async ([name, client]) => {
-        if (!client || typeof client === 'string') return;
+      (
+        [
+          ['commands', this.client],
+          ['subscriber', this.subscriber],
+        ] as const
+      ).map(async ([name, client]) => {
+        if (!client) return;
         try {
           await client.connect();
         } catch (error) {

@@ -8,43 +8,46 @@ export class MemoryTokenStore extends TokenStore {
   private lock: { owner: string; expiresAt: number } | null = null;
   private readonly events = new EventEmitter();
 
-  async read(): Promise<TokenRecord | null> {
-    return this.record ? { ...this.record } : null;
+  read(): Promise<TokenRecord | null> {
+    return Promise.resolve(this.record ? { ...this.record } : null);
   }
 
-  async tryLock(owner: string, ttlMs: number): Promise<boolean> {
+  tryLock(owner: string, ttlMs: number): Promise<boolean> {
     const now = Date.now();
-    if (this.lock && this.lock.expiresAt > now) return false;
+    if (this.lock && this.lock.expiresAt > now) return Promise.resolve(false);
     this.lock = { owner, expiresAt: now + ttlMs };
-    return true;
+    return Promise.resolve(true);
   }
 
-  async unlock(owner: string): Promise<void> {
+  unlock(owner: string): Promise<void> {
     if (this.lock?.owner === owner) this.lock = null;
+    return Promise.resolve();
   }
 
-  async writeIfOwner(
+  writeIfOwner(
     owner: string,
     expectedGeneration: number,
     record: Omit<TokenRecord, 'generation'>,
   ): Promise<number | null> {
-    if (this.lock?.owner !== owner || this.lock.expiresAt <= Date.now()) return null;
-    if ((this.record?.generation ?? 0) !== expectedGeneration) return null;
+    if (this.lock?.owner !== owner || this.lock.expiresAt <= Date.now()) return Promise.resolve(null);
+    if ((this.record?.generation ?? 0) !== expectedGeneration) return Promise.resolve(null);
     this.record = { ...record, generation: expectedGeneration + 1 };
-    return this.record.generation;
+    return Promise.resolve(this.record.generation);
   }
 
-  async invalidateIfCurrent(accessToken: string): Promise<boolean> {
-    if (this.record?.accessToken !== accessToken) return false;
+  invalidateIfCurrent(accessToken: string): Promise<boolean> {
+    if (this.record?.accessToken !== accessToken) return Promise.resolve(false);
     this.record = { ...this.record, accessExpiresAt: 0, renewAt: 0 };
-    return true;
+    return Promise.resolve(true);
   }
 
-  async publishRenewed(generation: number): Promise<void> {
+  publishRenewed(generation: number): Promise<void> {
     this.events.emit('renewed', generation);
+    return Promise.resolve();
   }
 
-  async onRenewed(listener: (generation: number) => void): Promise<void> {
+  onRenewed(listener: (generation: number) => void): Promise<void> {
     this.events.on('renewed', listener);
+    return Promise.resolve();
   }
 }

@@ -80,7 +80,7 @@ describe('UpstreamSimulator: §4.1 GetToken', () => {
 
     expect(res.status).toBe(200);
     expect(res.data.meta).toEqual({
-      trackId: res.headers['x-track-id'],
+      trackId: res.headers['x-track-id'] as string,
       status: 'Success',
       isSuccess: true,
       code: 0,
@@ -170,7 +170,7 @@ describe('UpstreamSimulator: §4.1 GetToken', () => {
     expectError(empty, 400, 2, 'BadRequest');
     expect(fieldsOf(empty)).toEqual(['password', 'username']);
 
-    const notJson = await http.post(GET_TOKEN_PATH, '{"username": ', {
+    const notJson = await http.post<Envelope>(GET_TOKEN_PATH, '{"username": ', {
       headers: { 'Content-Type': 'application/json' },
     });
     expectError(notJson, 400, 2, 'BadRequest');
@@ -303,7 +303,7 @@ describe('UpstreamSimulator: §4.1 GetToken', () => {
 describe('UpstreamSimulator: §5.1 Bearer token', () => {
   it('missing, wrong-scheme or unknown token → 401 code 6; not counted as expired', async () => {
     expectError(await inquire(CHECK_SHAHKAR_PATH, SHAHKAR), 401, 6, 'UnAuthorized');
-    const basic = await http.post(CHECK_SHAHKAR_PATH, SHAHKAR, { headers: { Authorization: 'Basic abc' } });
+    const basic = await http.post<Envelope>(CHECK_SHAHKAR_PATH, SHAHKAR, { headers: { Authorization: 'Basic abc' } });
     expectError(basic, 401, 6, 'UnAuthorized');
     expectError(
       await inquire(CHECK_SHAHKAR_PATH, SHAHKAR, 'unknown-token'),
@@ -459,12 +459,12 @@ describe('UpstreamSimulator: body validation', () => {
   });
 
   it('a body that is not a JSON object → 400 field body', async () => {
-    const res = await http.post(IBAN_INQUIRY_PATH, 'iban=IR', {
+    const res = await http.post<Envelope>(IBAN_INQUIRY_PATH, 'iban=IR', {
       headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/x-www-form-urlencoded' },
     });
     expectError(res, 400, 2, 'BadRequest');
     expect(fieldsOf(res)).toEqual(['body']);
-    const broken = await http.post(IBAN_INQUIRY_PATH, '{', {
+    const broken = await http.post<Envelope>(IBAN_INQUIRY_PATH, '{', {
       headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
     });
     expectError(broken, 400, 2, 'BadRequest');
@@ -474,7 +474,7 @@ describe('UpstreamSimulator: body validation', () => {
   it('unknown /api/v5 path or method → 404 code 3 NotFound envelope', async () => {
     const res = await inquire('/api/v5/KYC/Unknown', {}, token);
     expectError(res, 404, 3, 'NotFound');
-    expect((await http.get(CHECK_SHAHKAR_PATH)).data.meta.code).toBe(3);
+    expect((await http.get<Envelope>(CHECK_SHAHKAR_PATH)).data.meta.code).toBe(3);
     expect((await http.post('/api/v4/KYC/CheckShahkar', SHAHKAR)).status).toBe(404);
     expect(sim.inquiryCalls).toBe(0);
   });
@@ -701,7 +701,9 @@ describe('UpstreamSimulator: faults, latency and events', () => {
     });
     expect(res.status).toBe(200);
     expect(typeof res.data).toBe('string');
-    expect(() => JSON.parse(res.data)).toThrow(SyntaxError);
+    expect(() => {
+      JSON.parse(res.data);
+    }).toThrow(SyntaxError);
     expect(res.headers['x-track-id']).toMatch(UUID_V4);
     expect(sim.attemptLog).toHaveLength(0);
     expect(sim.credit).toBe(1_000_000);

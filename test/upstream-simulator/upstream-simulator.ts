@@ -961,8 +961,8 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     const obj = (request: FastifyRequest): Record<string, unknown> => (isPlainObject(request.body) ? request.body : {});
     const ok = () => ({ ok: true, state: this.snapshot() });
 
-    app.get(`${CONTROL_PREFIX}/state`, async () => this.snapshot());
-    app.post(`${CONTROL_PREFIX}/reset`, async () => {
+    app.get(`${CONTROL_PREFIX}/state`, () => this.snapshot());
+    app.post(`${CONTROL_PREFIX}/reset`, () => {
       this.reset();
       return ok();
     });
@@ -1028,11 +1028,11 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
       });
       return ok();
     });
-    app.post(`${CONTROL_PREFIX}/expire-access-tokens`, async () => {
+    app.post(`${CONTROL_PREFIX}/expire-access-tokens`, () => {
       this.expireAllAccessTokens();
       return ok();
     });
-    app.post(`${CONTROL_PREFIX}/revoke-refresh-tokens`, async () => {
+    app.post(`${CONTROL_PREFIX}/revoke-refresh-tokens`, () => {
       this.revokeAllRefreshTokens();
       return ok();
     });

@@ -4,6 +4,7 @@ import { Body, Controller, Headers, HttpCode, Post } from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { ApiBody, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { Test } from '@nestjs/testing';
+import type { ProblemBody } from '../../problem/problem.js';
 import { ProblemFilter } from '../../problem/problem.filter.js';
 import { IbanRequestDto } from '../dto/iban-request.dto.js';
 import { ShahkarRequestDto } from '../dto/shahkar-request.dto.js';
@@ -87,14 +88,9 @@ describe('inquiry validation over HTTP (Nest + Fastify)', () => {
     });
     expect(res.statusCode).toBe(400);
     expect(res.headers['content-type']).toContain('application/problem+json');
-    const problem = res.json();
+    const problem = res.json<ProblemBody>();
     expect(problem).toMatchObject({ status: 400, code: 'validation_failed' });
-    expect(problem.errors.map((e: { field: string }) => e.field)).toEqual([
-      'trackId',
-      'foo',
-      'nationalCode',
-      'mobileNumber',
-    ]);
+    expect(problem.errors?.map((e) => e.field)).toEqual(['trackId', 'foo', 'nationalCode', 'mobileNumber']);
     expect(res.body).not.toContain('0499370898');
     expect(res.body).not.toContain('9121234567');
   });
@@ -102,7 +98,7 @@ describe('inquiry validation over HTTP (Nest + Fastify)', () => {
   it.each(['null', '[]', '"text"', '42'])('rejects the JSON body %s with a `body` entry', async (payload) => {
     const res = await post('/v1/kyc/iban', payload);
     expect(res.statusCode).toBe(400);
-    expect(res.json().errors).toEqual([{ field: 'body', message: expect.any(String) }]);
+    expect(res.json<ProblemBody>().errors).toEqual([{ field: 'body', message: expect.any(String) }]);
   });
 
   it('rejects a bad Idempotency-Key', async () => {
@@ -112,7 +108,7 @@ describe('inquiry validation over HTTP (Nest + Fastify)', () => {
       { 'idempotency-key': 'has space' },
     );
     expect(res.statusCode).toBe(400);
-    expect(res.json().errors).toEqual([{ field: 'Idempotency-Key', message: expect.any(String) }]);
+    expect(res.json<ProblemBody>().errors).toEqual([{ field: 'Idempotency-Key', message: expect.any(String) }]);
   });
 
   it('describes both bodies in OpenAPI with examples and the requestHandlingType enum', () => {
