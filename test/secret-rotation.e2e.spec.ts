@@ -61,7 +61,7 @@ describe('secret files rotated under a running gateway', () => {
       },
       { logger: log },
     );
-    await gateway.tokens.firstAttempt;
+    await gateway.tokens.untilStartupComplete();
   });
   afterAll(async () => {
     await gateway?.close();
