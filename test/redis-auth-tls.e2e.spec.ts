@@ -4,13 +4,12 @@
  * (certificates made with openssl). A wrong password or an untrusted certificate keeps the
  * gateway running and unready, with one error line that says why.
  */
-import { EventEmitter } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LoggerService } from '@nestjs/common';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
+import { CapturedLog } from './support/captured-log.js';
 import { nextEvent } from './support/events.js';
 import { SHAHKAR } from './support/fixtures.js';
 import { TEST_CLIENTS, callGateway, startGateway, untilStoreReady, type RunningGateway } from './support/gateway.js';
@@ -21,31 +20,6 @@ import { makeCertificates, type TestCertificates } from './support/tls-certifica
 
 const PASSWORD = 'r3dis-Pa55-Xq7!';
 const ACL_USER = 'vgw-app';
-
-/** Log lines of one gateway, as `level: context: message`; 'line' is emitted for each. */
-class CapturedLog extends EventEmitter implements LoggerService {
-  readonly lines: string[] = [];
-  private add(level: string, message: unknown, context: unknown): void {
-    const line = `${level}: ${typeof context === 'string' ? context : ''}: ${String(message)}`;
-    this.lines.push(line);
-    this.emit('line', line);
-  }
-  log(message: unknown, context?: unknown): void {
-    this.add('info', message, context);
-  }
-  error(message: unknown, _trace?: unknown, context?: unknown): void {
-    this.add('error', message, context);
-  }
-  warn(message: unknown, context?: unknown): void {
-    this.add('warn', message, context);
-  }
-  debug(message: unknown, context?: unknown): void {
-    this.add('debug', message, context);
-  }
-  verbose(message: unknown, context?: unknown): void {
-    this.add('verbose', message, context);
-  }
-}
 
 describe('Redis with passwords, ACL users and TLS', () => {
   let sim: UpstreamSimulator;

@@ -1,7 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger, Optional, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { AppConfig, ApiKeyEntry } from '../config/app-config.js';
+import { parseApiKeys } from '../config/load-config.js';
+import { SecretFileWatcher } from '../config/secret-file-watcher.js';
+import { GatewayMetrics } from '../observability/metrics.js';
 import { knownSecrets } from '../observability/known-secrets.js';
 import type { Caller, CallerAuthenticator } from './caller.js';
 
@@ -13,13 +16,43 @@ export const API_KEY_HEADER = 'x-api-key';
  * nor the number of matching bytes shows in the response time.
  */
 @Injectable()
-export class ApiKeyAuthenticator implements CallerAuthenticator {
-  private readonly entries: Array<ApiKeyEntry & { hash: Buffer }>;
+export class ApiKeyAuthenticator implements CallerAuthenticator, OnModuleInit, OnModuleDestroy {
+  private readonly logger = new Logger('ApiKeys');
+  private entries: Array<ApiKeyEntry & { hash: Buffer }>;
+  private readonly watcher: SecretFileWatcher | null = null;
 
-  constructor(config: ConfigService<AppConfig, true>) {
-    this.entries = config
-      .get('callers', { infer: true })
-      .apiKeys.map((entry) => ({ ...entry, hash: Buffer.from(entry.keySha256, 'hex') }));
+  constructor(config: ConfigService<AppConfig, true>, @Optional() metrics?: GatewayMetrics) {
+    const callers = config.get('callers', { infer: true });
+    this.entries = hashed(callers.apiKeys);
+    // API_KEYS_FILE is re-read while running: a key added to the Secret works, a removed one
+    // stops working, within SECRET_FILES_POLL_MS, without a restart.
+    const { apiKeys: path, pollIntervalMs } = config.get('secretFiles', { infer: true }) ?? { pollIntervalMs: 0 };
+    if (path) {
+      this.watcher = new SecretFileWatcher({
+        variable: 'API_KEYS_FILE',
+        path,
+        intervalMs: pollIntervalMs,
+        logger: this.logger,
+        registry: metrics?.registry,
+        apply: (content) => {
+          const problems: string[] = [];
+          const entries = parseApiKeys(content, problems);
+          if (problems.length === 0 && entries.length === 0 && !callers.jwt) {
+            problems.push('API_KEYS: no key left and no JWT configured: every caller would be refused');
+          }
+          if (problems.length === 0) this.entries = hashed(entries);
+          return problems;
+        },
+      });
+    }
+  }
+
+  onModuleInit(): void {
+    this.watcher?.start();
+  }
+
+  onModuleDestroy(): void {
+    this.watcher?.stop();
   }
 
   appliesTo(headers: Record<string, string | string[] | undefined>): boolean {
@@ -50,4 +83,8 @@ export class ApiKeyAuthenticator implements CallerAuthenticator {
       quotaPerMinute: match.quotaPerMinute,
     };
   }
+}
+
+function hashed(entries: ApiKeyEntry[]): Array<ApiKeyEntry & { hash: Buffer }> {
+  return entries.map((entry) => ({ ...entry, hash: Buffer.from(entry.keySha256, 'hex') }));
 }

@@ -82,4 +82,6 @@ export interface AppConfig {
   };
   idempotency: { ttlSeconds: number };
   build: { commit: string };
+  /** Secret files re-read while running (rotation without restart); absent = given inline. */
+  secretFiles: { apiKeys?: string; upstreamUsername?: string; upstreamPassword?: string; pollIntervalMs: number };
 }

@@ -159,6 +159,13 @@ export class EnvironmentVariables {
   @Max(1_000_000)
   USER_QUOTA_PER_MINUTE = 60;
 
+  /** Not in the contract's table: how often API_KEYS_FILE and UPSTREAM_*_FILE are re-read (rotation). */
+  @Type(() => Number)
+  @IsInt()
+  @Min(50)
+  @Max(300_000)
+  SECRET_FILES_POLL_MS = 2000;
+
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';
 

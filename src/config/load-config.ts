@@ -76,6 +76,12 @@ export function loadConfig(env: Env): AppConfig {
     callers: { apiKeys, jwt, userQuotaPerMinute: vars.USER_QUOTA_PER_MINUTE },
     idempotency: { ttlSeconds: vars.IDEMPOTENCY_TTL_SECONDS },
     build: { commit: vars.BUILD_COMMIT ?? 'unknown' },
+    secretFiles: {
+      apiKeys: resolved.API_KEYS_FILE,
+      upstreamUsername: resolved.UPSTREAM_USERNAME_FILE,
+      upstreamPassword: resolved.UPSTREAM_PASSWORD_FILE,
+      pollIntervalMs: vars.SECRET_FILES_POLL_MS,
+    },
   };
 }
 
@@ -223,7 +229,8 @@ function hostPorts(list: string): HostPort[] {
   });
 }
 
-function parseApiKeys(raw: string | undefined, problems: string[]): ApiKeyEntry[] {
+/** Parses an API_KEYS document; problems are pushed by entry and field, never quoting a value. */
+export function parseApiKeys(raw: string | undefined, problems: string[]): ApiKeyEntry[] {
   if (raw === undefined) return [];
   let parsed: unknown;
   try {

@@ -1,4 +1,4 @@
-import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, Optional, type OnApplicationShutdown } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import CircuitBreaker from 'opossum';
 import type { AppConfig } from '../config/app-config.js';
@@ -12,6 +12,7 @@ import {
 } from './upstream-envelope.js';
 import { UpstreamError } from './upstream-error.js';
 import { UpstreamHttp } from './upstream-http.js';
+import { UpstreamCredentials } from './upstream-credentials.js';
 
 export const TOKEN_PATH = '/api/v5/Authentication/GetToken';
 
@@ -53,6 +54,7 @@ export class UpstreamClient implements OnApplicationShutdown {
   constructor(
     config: ConfigService<AppConfig, true>,
     private readonly metrics: GatewayMetrics,
+    @Optional() private readonly credentials?: UpstreamCredentials,
   ) {
     this.settings = config.get('upstream', { infer: true });
     this.http = new UpstreamHttp({
@@ -98,12 +100,15 @@ export class UpstreamClient implements OnApplicationShutdown {
     await this.http.close();
   }
 
+  /** Variant A's body, from the credentials in force now (they may have been rotated). */
+  private credentialsBody(): { username: string; password: string } {
+    const { username, password } = this.credentials?.current() ?? this.settings;
+    return { username: username.reveal(), password: password.reveal() };
+  }
+
   /** §4.1: obtain (variant A) or renew (variant B) a token pair. */
   async getToken(grant: TokenGrant): Promise<UpstreamTokenData> {
-    const body =
-      grant.kind === 'credentials'
-        ? { username: this.settings.username.reveal(), password: this.settings.password.reveal() }
-        : { refreshToken: grant.refreshToken };
+    const body = grant.kind === 'credentials' ? this.credentialsBody() : { refreshToken: grant.refreshToken };
     const result = await this.post(TOKEN_PATH, body, undefined, `token:${grant.kind}`);
     if (!isTokenData(result.data)) {
       throw new UpstreamError('malformed', { httpStatus: 200, upstreamMessage: 'token data missing' });
