@@ -3,13 +3,16 @@
  * the in-process one. Same tests, same expectations: the sandbox and production differ in
  * reach (one replica vs many), not in behaviour.
  */
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { MemoryIdempotencyStore, MemoryInquiryStore } from '../src/inquiry/memory-inquiry.store.js';
 import type { IdempotencyClaim, InquiryRecord } from '../src/inquiry/inquiry-record.js';
 import type { IdempotencyStore, InquiryStore } from '../src/inquiry/inquiry.store.js';
 import { RedisIdempotencyStore, RedisInquiryStore } from '../src/inquiry/redis-inquiry.store.js';
+import { Secret } from '../src/config/secret.js';
 import { RedisKeys } from '../src/store/redis-keys.js';
+import { StoreCipher } from '../src/store/store-cipher.js';
 import { StoreUnavailableError } from '../src/store/store-unavailable.error.js';
 import { MemoryTokenStore } from '../src/token/memory-token.store.js';
 import { RedisTokenStore } from '../src/token/redis-token.store.js';
@@ -47,22 +50,27 @@ async function ready(client: Redis): Promise<Redis> {
   return client;
 }
 
+const KEY = randomBytes(32).toString('base64');
+
+function redisStores(cipher: StoreCipher) {
+  return async () => {
+    const keys = new RedisKeys(`s${++prefixes}`);
+    const client = await ready(connect());
+    const subscriber = await ready(connect());
+    return {
+      tokens: new RedisTokenStore(client, subscriber, keys, cipher),
+      inquiries: new RedisInquiryStore(client, keys, cipher),
+      idempotency: new RedisIdempotencyStore(client, keys, cipher),
+    };
+  };
+}
+
 const implementations: Array<
   [string, () => Promise<{ tokens: TokenStore; inquiries: InquiryStore; idempotency: IdempotencyStore }>]
 > = [
-  [
-    'redis',
-    async () => {
-      const keys = new RedisKeys(`s${++prefixes}`);
-      const client = await ready(connect());
-      const subscriber = await ready(connect());
-      return {
-        tokens: new RedisTokenStore(client, subscriber, keys),
-        inquiries: new RedisInquiryStore(client, keys),
-        idempotency: new RedisIdempotencyStore(client, keys),
-      };
-    },
-  ],
+  ['redis', redisStores(StoreCipher.withKeys([]))],
+  // The same contract with values sealed (store-cipher.ts): the Lua scripts still read what they need.
+  ['redis, encrypted at rest', redisStores(StoreCipher.withKeys([{ id: 'k1', key: new Secret(KEY) }]))],
   [
     'memory',
     () =>
@@ -217,7 +225,7 @@ describe('Redis outage', () => {
       retryStrategy: () => null,
     });
     await ready(client);
-    const store = new RedisInquiryStore(client, new RedisKeys('o'));
+    const store = new RedisInquiryStore(client, new RedisKeys('o'), StoreCipher.withKeys([]));
     const closed = new Promise((resolve) => client.once('close', resolve));
     await server.kill();
     await closed;

@@ -39,6 +39,12 @@ export type StoreConfig =
   | (RedisCommon & { mode: 'sentinel'; sentinels: HostPort[]; name: string; sentinelAuth: RedisAuth })
   | (RedisCommon & { mode: 'cluster'; nodes: HostPort[] });
 
+/** One key of the store encryption ring (STORE_ENCRYPTION_KEYS); the key is 32 bytes, base64. */
+export interface StoreEncryptionKey {
+  id: string;
+  key: Secret;
+}
+
 export interface HostPort {
   host: string;
   port: number;
@@ -67,6 +73,8 @@ export interface AppConfig {
   };
   token: { refreshSkewSeconds: number };
   store: StoreConfig;
+  /** Encryption at rest of what the Redis stores write; the first key seals, all open. Empty: off. */
+  storeEncryption: { keys: StoreEncryptionKey[] };
   callers: {
     apiKeys: ApiKeyEntry[];
     jwt?: {

@@ -117,6 +117,14 @@ export class EnvironmentVariables {
   @IsString()
   API_KEYS?: string;
 
+  /**
+   * Not in the contract's table: the key ring for encryption at rest, `id:base64key,id:base64key`
+   * (32-byte keys). The first seals, every one opens. Unset: Redis holds values in clear (warned).
+   */
+  @IsOptional()
+  @IsString()
+  STORE_ENCRYPTION_KEYS?: string;
+
   @IsOptional()
   @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
   JWT_JWKS_URL?: string;

@@ -655,6 +655,37 @@ describe('loadConfig: JWT_PUBLIC_KEY must be a usable public key', () => {
   });
 });
 
+describe('loadConfig: STORE_ENCRYPTION_KEYS', () => {
+  const k = (byte: number) => Buffer.alloc(32, byte).toString('base64');
+
+  it('is optional: unset means no encryption', () => {
+    expect(loadConfig(MINIMAL).storeEncryption.keys).toEqual([]);
+  });
+
+  it('parses id:key entries in order (the first seals), also from a file', () => {
+    const raw = `new:${k(2)}, old:${k(1)}`;
+    for (const env of [{ STORE_ENCRYPTION_KEYS: raw }, { STORE_ENCRYPTION_KEYS_FILE: tempFile(`${raw}\n`) }]) {
+      const keys = loadConfig({ ...MINIMAL, ...env }).storeEncryption.keys;
+      expect(keys.map((key) => key.id)).toEqual(['new', 'old']);
+      expect(keys[0].key.reveal()).toBe(k(2));
+      expect(JSON.stringify(keys)).not.toContain(k(2));
+    }
+  });
+
+  it.each([
+    ['no id', k(1)],
+    ['a bad id', `bad id!:${k(1)}`],
+    ['a short key', `a:${Buffer.alloc(16, 7).toString('base64')}`],
+    ['a key that is not base64', `a:KEY-SENTINEL-${'x'.repeat(30)}`],
+    ['a duplicate id', `a:${k(1)},a:${k(2)}`],
+  ])('%s → an error naming the entry, never the key', (_name, raw) => {
+    const error = configError({ ...MINIMAL, STORE_ENCRYPTION_KEYS: raw });
+    expect(namesIn(error).every((name) => name.startsWith('STORE_ENCRYPTION_KEYS['))).toBe(true);
+    expect(error.message).not.toContain('SENTINEL');
+    expect(error.message).not.toContain(k(1));
+  });
+});
+
 describe('Secret', () => {
   const VALUE = 'top-secret-value-123';
   const secret = new Secret(VALUE);

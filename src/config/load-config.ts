@@ -10,6 +10,7 @@ import {
   type RedisAuth,
   type RedisTls,
   type StoreConfig,
+  type StoreEncryptionKey,
 } from './app-config.js';
 import { EnvironmentVariables } from './environment.js';
 import { Secret } from './secret.js';
@@ -23,6 +24,7 @@ const FILE_VARIABLES = [
   'API_KEYS',
   'REDIS_PASSWORD',
   'REDIS_SENTINEL_PASSWORD',
+  'STORE_ENCRYPTION_KEYS',
 ] as const;
 
 /** Startup fails with every problem listed by variable name; values are never included. */
@@ -47,6 +49,7 @@ export function loadConfig(env: Env): AppConfig {
   const store = storeConfig(vars, problems);
   const apiKeys = bad.has('API_KEYS') ? [] : parseApiKeys(vars.API_KEYS, problems);
   const jwt = jwtConfig(vars, problems);
+  const storeEncryption = { keys: parseEncryptionKeys(vars.STORE_ENCRYPTION_KEYS, problems) };
   // A malformed API_KEYS is already reported: no second, misleading "none configured".
   if (apiKeys.length === 0 && !jwt && !problems.some((p) => p.startsWith('API_KEYS'))) {
     problems.push(
@@ -73,6 +76,7 @@ export function loadConfig(env: Env): AppConfig {
     },
     token: { refreshSkewSeconds: vars.TOKEN_REFRESH_SKEW_SECONDS },
     store,
+    storeEncryption,
     callers: { apiKeys, jwt, userQuotaPerMinute: vars.USER_QUOTA_PER_MINUTE },
     idempotency: { ttlSeconds: vars.IDEMPOTENCY_TTL_SECONDS },
     build: { commit: vars.BUILD_COMMIT ?? 'unknown' },
@@ -313,4 +317,29 @@ function isVerificationKey(pem: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * STORE_ENCRYPTION_KEYS: `id:key[,id:key…]`, keys of 32 bytes in base64 (`openssl rand -base64 32`).
+ * Problems name the entry by position, never a key.
+ */
+function parseEncryptionKeys(raw: string | undefined, problems: string[]): StoreEncryptionKey[] {
+  if (raw === undefined) return [];
+  const keys: StoreEncryptionKey[] = [];
+  raw.split(',').forEach((entry, index) => {
+    const where = `STORE_ENCRYPTION_KEYS[${index}]`;
+    const at = entry.indexOf(':');
+    const id = entry.slice(0, Math.max(at, 0)).trim();
+    const key = entry.slice(at + 1).trim();
+    if (at < 0 || !/^[A-Za-z0-9_-]{1,16}$/.test(id)) {
+      problems.push(`${where}: must be id:key with an id of 1-16 of A-Z a-z 0-9 _ -`);
+    } else if (!/^[A-Za-z0-9+/]+={0,2}$/.test(key) || Buffer.from(key, 'base64').length !== 32) {
+      problems.push(`${where}: the key must be 32 bytes in base64 (openssl rand -base64 32)`);
+    } else if (keys.some((k) => k.id === id)) {
+      problems.push(`${where}: the key id is used twice`);
+    } else {
+      keys.push({ id, key: new Secret(key) });
+    }
+  });
+  return keys;
 }

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { CallerAuthModule } from '../caller-auth/caller-auth.module.js';
+import { StoreCipher } from '../store/store-cipher.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { StoreModule } from '../store/store.module.js';
 import { TokenModule } from '../token/token.module.js';
@@ -16,15 +17,15 @@ import { RedisIdempotencyStore, RedisInquiryStore } from './redis-inquiry.store.
   providers: [
     {
       provide: InquiryStore,
-      inject: [RedisConnection],
-      useFactory: (redis: RedisConnection): InquiryStore =>
-        redis.client ? new RedisInquiryStore(redis.client, redis.keys) : new MemoryInquiryStore(),
+      inject: [RedisConnection, StoreCipher],
+      useFactory: (redis: RedisConnection, cipher: StoreCipher): InquiryStore =>
+        redis.client ? new RedisInquiryStore(redis.client, redis.keys, cipher) : new MemoryInquiryStore(),
     },
     {
       provide: IdempotencyStore,
-      inject: [RedisConnection],
-      useFactory: (redis: RedisConnection): IdempotencyStore =>
-        redis.client ? new RedisIdempotencyStore(redis.client, redis.keys) : new MemoryIdempotencyStore(),
+      inject: [RedisConnection, StoreCipher],
+      useFactory: (redis: RedisConnection, cipher: StoreCipher): IdempotencyStore =>
+        redis.client ? new RedisIdempotencyStore(redis.client, redis.keys, cipher) : new MemoryIdempotencyStore(),
     },
     IdempotencyService,
     InquiryService,

@@ -1,5 +1,6 @@
 import type { RedisClient } from '../store/redis-connection.js';
 import type { RedisKeys } from '../store/redis-keys.js';
+import type { StoreCipher } from '../store/store-cipher.js';
 import { storeCall } from '../store/store-unavailable.error.js';
 import type { IdempotencyClaim, InquiryRecord } from './inquiry-record.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
@@ -8,33 +9,31 @@ export class RedisInquiryStore extends InquiryStore {
   constructor(
     private readonly client: RedisClient,
     private readonly keys: RedisKeys,
+    private readonly cipher: StoreCipher,
   ) {
     super();
   }
 
   create(record: InquiryRecord, ttlSeconds: number): Promise<void> {
     return storeCall('inquiry create', async () => {
-      const done = await this.client.set(
-        this.keys.inquiry(record.trackId),
-        JSON.stringify(record),
-        'EX',
-        ttlSeconds,
-        'NX',
-      );
+      const key = this.keys.inquiry(record.trackId);
+      const done = await this.client.set(key, this.cipher.seal(JSON.stringify(record), key), 'EX', ttlSeconds, 'NX');
       if (done !== 'OK') throw new Error('trackId collision');
     });
   }
 
   settle(record: InquiryRecord): Promise<void> {
     return storeCall('inquiry settle', async () => {
-      await this.client.set(this.keys.inquiry(record.trackId), JSON.stringify(record), 'KEEPTTL', 'XX');
+      const key = this.keys.inquiry(record.trackId);
+      await this.client.set(key, this.cipher.seal(JSON.stringify(record), key), 'KEEPTTL', 'XX');
     });
   }
 
   get(trackId: string): Promise<InquiryRecord | null> {
     return storeCall('inquiry read', async () => {
-      const value = await this.client.get(this.keys.inquiry(trackId));
-      return value ? (JSON.parse(value) as InquiryRecord) : null;
+      const key = this.keys.inquiry(trackId);
+      const value = await this.client.get(key);
+      return value ? (JSON.parse(this.cipher.open(value, key)) as InquiryRecord) : null;
     });
   }
 }
@@ -73,6 +72,7 @@ export class RedisIdempotencyStore extends IdempotencyStore {
   constructor(
     private readonly client: RedisClient,
     private readonly keys: RedisKeys,
+    private readonly cipher: StoreCipher,
   ) {
     super();
     client.defineCommand('vgwIdemClaim', { numberOfKeys: 1, lua: CLAIM });
@@ -88,19 +88,37 @@ export class RedisIdempotencyStore extends IdempotencyStore {
     ttlSeconds: number,
   ): Promise<IdempotencyClaim | null> {
     return storeCall('idempotency claim', async () => {
-      const existing = await this.scripts.vgwIdemClaim(
-        this.keys.idempotency(scope, keySha256),
-        JSON.stringify(claim),
-        ttlSeconds,
-      );
-      return existing ? (JSON.parse(existing) as IdempotencyClaim) : null;
+      const key = this.keys.idempotency(scope, keySha256);
+      const existing = await this.scripts.vgwIdemClaim(key, this.serialise(claim, key), ttlSeconds);
+      return existing ? this.parse(existing, key) : null;
     });
   }
 
   complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<void> {
     return storeCall('idempotency complete', async () => {
-      await this.scripts.vgwIdemComplete(this.keys.idempotency(scope, keySha256), done.trackId, JSON.stringify(done));
+      const key = this.keys.idempotency(scope, keySha256);
+      await this.scripts.vgwIdemComplete(key, done.trackId, this.serialise(done, key));
     });
+  }
+
+  /**
+   * The scripts above read `trackId` and `state`, so those two stay in clear beside the sealed
+   * claim (fingerprint and the stored response, which holds upstream data).
+   */
+  private serialise(claim: IdempotencyClaim, key: string): string {
+    if (!this.cipher.enabled) return JSON.stringify(claim);
+    return JSON.stringify({
+      trackId: claim.trackId,
+      state: claim.state,
+      sealed: this.cipher.seal(JSON.stringify(claim), key),
+    });
+  }
+
+  private parse(stored: string, key: string): IdempotencyClaim {
+    const value = JSON.parse(stored) as IdempotencyClaim & { sealed?: string };
+    return typeof value.sealed === 'string'
+      ? (JSON.parse(this.cipher.open(value.sealed, key)) as IdempotencyClaim)
+      : value;
   }
 
   release(scope: string, keySha256: string, trackId: string): Promise<void> {

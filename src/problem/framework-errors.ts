@@ -41,7 +41,10 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
   // A reset connection has nobody left to answer (as fastify's default handler does).
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const problem = problemForClientError(error);
-  if (socket.writable) {
+  // As Node's own handler: no answer once a response on this connection has started (e.g. a
+  // request's leftover body parsed as a next, malformed request): a second one would corrupt it.
+  const inProgress = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (socket.writable && !inProgress?.headersSent) {
     const body = JSON.stringify(problem.toBody());
     const extra = Object.entries(problem.headers).map(([name, value]) => `${name}: ${value}\r\n`);
     socket.write(

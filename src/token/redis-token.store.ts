@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import type { RedisClient } from '../store/redis-connection.js';
 import type { RedisKeys } from '../store/redis-keys.js';
+import type { StoreCipher } from '../store/store-cipher.js';
 import { storeCall } from '../store/store-unavailable.error.js';
 import type { TokenRecord } from './token-record.js';
 import { TokenStore } from './token.store.js';
@@ -19,13 +21,23 @@ local generation = tonumber(redis.call('HGET', KEYS[1], 'generation') or '0')
 if generation ~= tonumber(ARGV[2]) then return -2 end
 generation = generation + 1
 redis.call('HSET', KEYS[1], 'accessToken', ARGV[3], 'refreshToken', ARGV[4], 'accessExpiresAt', ARGV[5],
-  'renewAt', ARGV[6], 'refreshExpiresAt', ARGV[7], 'generation', generation)
+  'renewAt', ARGV[6], 'refreshExpiresAt', ARGV[7], 'generation', generation, 'accessTokenSha256', ARGV[9])
 redis.call('PEXPIRE', KEYS[1], ARGV[8])
 return generation`;
 
-/** Expire the access token only if it is still the current one: compare, don't blindly delete. */
+/**
+ * Expire the access token only if it is still the current one: compare, don't blindly delete.
+ * The token itself may be sealed (store-cipher.ts), so its SHA-256 is compared; a record written
+ * before that field existed is compared by the SHA-1 Redis can compute.
+ */
 const INVALIDATE_IF_CURRENT = `
-if redis.call('HGET', KEYS[1], 'accessToken') == ARGV[1] then
+local id = redis.call('HGET', KEYS[1], 'accessTokenSha256')
+local current = false
+if id then current = id == ARGV[1] else
+  local token = redis.call('HGET', KEYS[1], 'accessToken')
+  current = token and redis.sha1hex(token) == ARGV[2]
+end
+if current then
   redis.call('HSET', KEYS[1], 'accessExpiresAt', 0, 'renewAt', 0)
   return 1
 end
@@ -34,7 +46,7 @@ return 0`;
 interface TokenScripts {
   vgwTokenUnlock(lock: string, owner: string): Promise<number>;
   vgwTokenWrite(record: string, lock: string, ...args: (string | number)[]): Promise<number>;
-  vgwTokenInvalidate(record: string, accessToken: string): Promise<number>;
+  vgwTokenInvalidate(record: string, accessTokenSha256: string, accessTokenSha1: string): Promise<number>;
 }
 
 export class RedisTokenStore extends TokenStore {
@@ -44,6 +56,7 @@ export class RedisTokenStore extends TokenStore {
     private readonly client: RedisClient,
     private readonly subscriber: RedisClient,
     private readonly keys: RedisKeys,
+    private readonly cipher: StoreCipher,
   ) {
     super();
     client.defineCommand('vgwTokenUnlock', { numberOfKeys: 1, lua: UNLOCK });
@@ -54,11 +67,12 @@ export class RedisTokenStore extends TokenStore {
 
   read(): Promise<TokenRecord | null> {
     return storeCall('token read', async () => {
-      const hash = await this.client.hgetall(this.keys.tokenRecord());
+      const key = this.keys.tokenRecord();
+      const hash = await this.client.hgetall(key);
       if (!hash.accessToken || !hash.refreshToken) return null;
       return {
-        accessToken: hash.accessToken,
-        refreshToken: hash.refreshToken,
+        accessToken: this.cipher.open(hash.accessToken, `${key}:accessToken`),
+        refreshToken: this.cipher.open(hash.refreshToken, `${key}:refreshToken`),
         accessExpiresAt: Number(hash.accessExpiresAt),
         renewAt: Number(hash.renewAt),
         refreshExpiresAt: Number(hash.refreshExpiresAt),
@@ -87,17 +101,19 @@ export class RedisTokenStore extends TokenStore {
     ttlMs: number,
   ): Promise<number | null> {
     return storeCall('token write', async () => {
+      const key = this.keys.tokenRecord();
       const generation = await this.scripts.vgwTokenWrite(
-        this.keys.tokenRecord(),
+        key,
         this.keys.tokenLock(),
         owner,
         expectedGeneration,
-        record.accessToken,
-        record.refreshToken,
+        this.cipher.seal(record.accessToken, `${key}:accessToken`),
+        this.cipher.seal(record.refreshToken, `${key}:refreshToken`),
         record.accessExpiresAt,
         record.renewAt,
         record.refreshExpiresAt,
         Math.max(1, Math.round(ttlMs)),
+        digest('sha256', record.accessToken),
       );
       return generation > 0 ? generation : null;
     });
@@ -106,7 +122,12 @@ export class RedisTokenStore extends TokenStore {
   invalidateIfCurrent(accessToken: string): Promise<boolean> {
     return storeCall(
       'token invalidate',
-      async () => (await this.scripts.vgwTokenInvalidate(this.keys.tokenRecord(), accessToken)) === 1,
+      async () =>
+        (await this.scripts.vgwTokenInvalidate(
+          this.keys.tokenRecord(),
+          digest('sha256', accessToken),
+          digest('sha1', accessToken),
+        )) === 1,
     );
   }
 
@@ -131,4 +152,9 @@ export class RedisTokenStore extends TokenStore {
     this.subscriber.on('ready', () => void subscribe());
     if (this.subscriber.status === 'ready') await subscribe();
   }
+}
+
+/** Identifies a token without revealing it (tokens are long random strings: no guessing). */
+function digest(algorithm: 'sha256' | 'sha1', token: string): string {
+  return createHash(algorithm).update(token).digest('hex');
 }

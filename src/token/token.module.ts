@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
+import { StoreCipher } from '../store/store-cipher.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { StoreModule } from '../store/store.module.js';
 import { UpstreamModule } from '../upstream/upstream.module.js';
@@ -15,10 +16,10 @@ import { TokenStore } from './token.store.js';
   providers: [
     {
       provide: TokenStore,
-      inject: [RedisConnection],
-      useFactory: (redis: RedisConnection): TokenStore =>
+      inject: [RedisConnection, StoreCipher],
+      useFactory: (redis: RedisConnection, cipher: StoreCipher): TokenStore =>
         redis.client && redis.subscriber
-          ? new RedisTokenStore(redis.client, redis.subscriber, redis.keys)
+          ? new RedisTokenStore(redis.client, redis.subscriber, redis.keys, cipher)
           : new MemoryTokenStore(),
     },
     TokenProvider,
