@@ -51,7 +51,7 @@ describe('abandoned in-flight Idempotency-Key', () => {
       headers: { 'idempotency-key': key },
     });
   const claimKey = (key: string) =>
-    `{${PREFIX}:idem:${TEST_CLIENTS.full.clientId}:${createHash('sha256').update(key).digest('hex')}}`;
+    `{${PREFIX}:idem:${TEST_CLIENTS.full.clientId.length}:${TEST_CLIENTS.full.clientId}:${createHash('sha256').update(key).digest('hex')}}`;
 
   /** Rewrites the stored claim as an in-flight claim made `ageMs` ago. */
   async function ageClaim(key: string, ageMs: number, dropAnswer = false): Promise<string> {

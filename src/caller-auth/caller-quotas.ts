@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -6,7 +5,8 @@ import type { AppConfig } from '../config/app-config.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException } from '../problem/problem.js';
 import { RedisConnection } from '../store/redis-connection.js';
-import type { Caller } from './caller.js';
+import { sha256 } from '../crypto/sha256.js';
+import { callerScope, type Caller } from './caller.js';
 
 const WINDOW_SECONDS = 60;
 
@@ -36,11 +36,7 @@ export class CallerQuotas {
     if (caller.quotaPerMinute) checks.push(['client', caller.clientId, caller.quotaPerMinute]);
     if (caller.subject && this.userQuotaPerMinute > 0) {
       // Hashed: a `sub` may be personal data (a phone number), and it ends up in a key name.
-      checks.push([
-        'user',
-        createHash('sha256').update(`${caller.clientId}\u0000${caller.subject}`).digest('hex').slice(0, 32),
-        this.userQuotaPerMinute,
-      ]);
+      checks.push(['user', sha256(callerScope(caller)).slice(0, 32), this.userQuotaPerMinute]);
     }
     for (const [scope, key, perMinute] of checks) {
       try {

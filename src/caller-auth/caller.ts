@@ -1,4 +1,5 @@
 import type { Scope } from '../config/app-config.js';
+import { sha256 } from '../crypto/sha256.js';
 
 /** Whoever called the gateway, after authentication (internal-api.md §1). */
 export interface Caller {
@@ -21,3 +22,15 @@ export interface CallerAuthenticator {
 }
 
 export const CALLER_AUTHENTICATORS = Symbol('CALLER_AUTHENTICATORS');
+
+/**
+ * The caller's scope as one unambiguous string: the client id with its length in front, then
+ * the hashed end user, if any (a `sub` may be personal data and the scope ends up in Redis key
+ * names). Joining ids with a separator is not enough: a JWT `azp` is free text and may contain
+ * any separator, so `("a:u:x", none)` and `("a", user x)` could meet. With the length in front
+ * the client id's end is known, so no two different (client, user) pairs share a scope.
+ */
+export function callerScope(caller: Pick<Caller, 'clientId' | 'subject'>): string {
+  const client = `${caller.clientId.length}:${caller.clientId}`;
+  return caller.subject === undefined ? client : `${client}:u:${sha256(caller.subject).slice(0, 32)}`;
+}

@@ -116,9 +116,9 @@ describe('IdempotencyService', () => {
     await service.claim(CALLER, 'key', T1, FINGERPRINT);
     const other = { ...CALLER, clientId: 'app-b' };
     const user = { ...CALLER, subject: 'user-1' } as Caller;
-    expect(held(await service.claim(other, 'key', T2, FINGERPRINT)).scope).toBe('app-b');
+    expect(held(await service.claim(other, 'key', T2, FINGERPRINT)).scope).toBe('5:app-b');
     const userKey = held(await service.claim(user, 'key', T3, FINGERPRINT));
-    expect(userKey.scope).toMatch(/^app-a:u:[0-9a-f]{32}$/);
+    expect(userKey.scope).toMatch(/^5:app-a:u:[0-9a-f]{32}$/);
     expect(userKey.scope).not.toContain('user-1');
   });
 

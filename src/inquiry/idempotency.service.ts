@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
-import type { Caller } from '../caller-auth/caller.js';
+import { callerScope, type Caller } from '../caller-auth/caller.js';
 import type { AppConfig } from '../config/app-config.js';
 import { sha256 } from '../crypto/sha256.js';
 import { GatewayMetrics } from '../observability/metrics.js';
@@ -53,6 +53,7 @@ export class IdempotencyService {
    * 409 `idempotency_key_in_use` / 422 `idempotency_key_reused`. Store failures are 503.
    */
   async claim(caller: Caller, key: string, trackId: string, fingerprint: string): Promise<ClaimResult> {
+    // Whose keys these are: the client, and for an app's end user that user within the client.
     const scope = callerScope(caller);
     const keySha256 = sha256(key);
     const claim: IdempotencyClaim = { trackId, fingerprint, state: 'in_flight', claimedAt: Date.now() };
@@ -147,13 +148,4 @@ export class IdempotencyService {
     await this.claims.complete(scope, keySha256, { ...claim, state: 'done', response }).catch(() => undefined);
     return response;
   }
-}
-
-/**
- * Whose Idempotency-Keys these are: the client, and for an app's end user (JWT `sub`) that
- * user within the client, so two users of one app never share keys or replays. The subject is
- * hashed: it may be personal data and ends up in a Redis key name.
- */
-function callerScope(caller: Caller): string {
-  return caller.subject === undefined ? caller.clientId : `${caller.clientId}:u:${sha256(caller.subject).slice(0, 32)}`;
 }

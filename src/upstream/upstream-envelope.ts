@@ -25,6 +25,17 @@ export interface UpstreamTokenData {
   refreshToken: string;
 }
 
+/**
+ * How deep and how large an envelope may be. The contract's `data` is an object (§2.2); the
+ * deepest the gateway knows is IbanInquiry's `data.owners[i].lastName` (envelope depth 4), and
+ * `meta.errors[i].message` is as deep. Anything far beyond is not an answer the gateway can
+ * store, replay or serialise safely (deep nesting overflows recursive serialisers), so it is
+ * malformed: the caller gets 502 and the record `unknown`. The byte size is bounded by the
+ * transport before parsing.
+ */
+export const ENVELOPE_MAX_DEPTH = 12;
+export const ENVELOPE_MAX_NODES = 10_000;
+
 export function parseEnvelope(text: string): UpstreamEnvelope | null {
   let parsed: unknown;
   try {
@@ -32,7 +43,10 @@ export function parseEnvelope(text: string): UpstreamEnvelope | null {
   } catch {
     return null;
   }
-  if (typeof parsed !== 'object' || parsed === null) return null;
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return null;
+  if (!isBoundedJson(parsed, ENVELOPE_MAX_DEPTH, ENVELOPE_MAX_NODES)) return null;
+  const data = (parsed as { data?: unknown }).data;
+  if (data !== undefined && data !== null && (typeof data !== 'object' || Array.isArray(data))) return null;
   const meta = (parsed as { meta?: unknown }).meta as Partial<UpstreamMeta> | undefined;
   if (typeof meta !== 'object' || meta === null) return null;
   if (typeof meta.isSuccess !== 'boolean' || typeof meta.code !== 'number') return null;
@@ -63,4 +77,21 @@ export function fieldErrors(errors: unknown[] | undefined): UpstreamFieldError[]
     const message = o.message ?? o.errorMessage;
     return typeof field === 'string' ? [{ field, message: typeof message === 'string' ? message : 'invalid' }] : [];
   });
+}
+
+/**
+ * True when parsed JSON nests at most `maxDepth` containers deep and holds at most `maxNodes`
+ * values. Iterative, so a hostile depth cannot overflow the stack while checking.
+ */
+export function isBoundedJson(value: unknown, maxDepth: number, maxNodes: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  let nodes = 0;
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop()!;
+    if (++nodes > maxNodes) return false;
+    if (typeof current !== 'object' || current === null) continue;
+    if (depth > maxDepth) return false;
+    for (const child of Array.isArray(current) ? current : Object.values(current)) stack.push([child, depth + 1]);
+  }
+  return true;
 }

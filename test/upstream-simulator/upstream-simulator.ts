@@ -93,6 +93,9 @@
  * - For faults that never answer ('drop', 'hang') the 'inquiry' event is emitted when the fault
  *   is decided, with status 0; 'hang-after-processing' emits the status it would have answered.
  *   A 'fault' event `{ path, kind }` is emitted for every fault taken.
+ * - Hostile answers: 'deep-data' and 'huge-data' process the request as usual (a success is
+ *   charged) and then answer a success envelope whose `data` is nested `DEEP_DATA_LEVELS` deep
+ *   (`{"a":{"a":…}}`, about 10 KB), or holds a string of `HUGE_DATA_BYTES` (32 MiB).
  */
 import { EventEmitter } from 'node:events';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
@@ -110,7 +113,7 @@ export type RefreshTokenRotation = 'reusable' | 'single-use';
 /** `authorization` lets a test play a hostile upstream that echoes the token it was sent. */
 export type FieldValidator = (path: string, body: Record<string, unknown>, authorization?: string) => FieldError[];
 
-export type FaultKind = 'http500' | 'hang' | 'drop' | 'malformed' | 'hang-after-processing';
+export type FaultKind = 'http500' | 'hang' | 'drop' | 'malformed' | 'hang-after-processing' | 'deep-data' | 'huge-data';
 
 export interface SimulatorOptions {
   username: string;
@@ -220,7 +223,20 @@ export const CONTROL_PREFIX = '/__simulator';
 const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const BEARER_RE = /^Bearer[ ]+(\S+)[ ]*$/i;
-const FAULT_KINDS: readonly FaultKind[] = ['http500', 'hang', 'drop', 'malformed', 'hang-after-processing'];
+const FAULT_KINDS: readonly FaultKind[] = [
+  'http500',
+  'hang',
+  'drop',
+  'malformed',
+  'hang-after-processing',
+  'deep-data',
+  'huge-data',
+];
+
+/** `deep-data`: a `data` object nested this deep (about 10 KB of JSON). */
+export const DEEP_DATA_LEVELS = 2000;
+/** `huge-data`: a `data` holding a string of this many bytes (32 MiB). */
+export const HUGE_DATA_BYTES = 32 * 1024 * 1024;
 
 /** Marker for a request body that is not valid JSON. */
 const INVALID_BODY = Symbol('invalid-body');
@@ -757,6 +773,14 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
       return reply
         .header('Content-Type', 'application/json; charset=utf-8')
         .send(`{"meta":{"trackId":"${outcome.trackId}","status":"Succ`);
+    }
+    if ((fault === 'deep-data' || fault === 'huge-data') && outcome.ok) {
+      const meta = JSON.stringify(outcome.body.meta);
+      const data =
+        fault === 'deep-data'
+          ? '{"a":'.repeat(DEEP_DATA_LEVELS) + '1' + '}'.repeat(DEEP_DATA_LEVELS)
+          : `{"blob":"${'x'.repeat(HUGE_DATA_BYTES)}"}`;
+      return reply.header('Content-Type', 'application/json; charset=utf-8').send(`{"meta":${meta},"data":${data}}`);
     }
     return reply.send(outcome.body);
   }

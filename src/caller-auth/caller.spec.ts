@@ -1,0 +1,36 @@
+import { describe, expect, it } from '@jest/globals';
+import { sha256 } from '../crypto/sha256.js';
+import { callerScope } from './caller.js';
+
+describe('callerScope', () => {
+  it('no longer lets an azp that contains the separator meet another (client, user) pair', () => {
+    const userHash = sha256('alice').slice(0, 32);
+    // Before: `${clientId}:u:${hash}`, so client "jwt:app:u:<hash of alice>" acting for nobody
+    // had the same scope as client "jwt:app" acting for alice.
+    const formerlyColliding = [{ clientId: `jwt:app:u:${userHash}` }, { clientId: 'jwt:app', subject: 'alice' }];
+    expect(`${formerlyColliding[0].clientId}`).toBe(`jwt:app:u:${userHash}`);
+    expect(callerScope(formerlyColliding[0])).not.toBe(callerScope(formerlyColliding[1]));
+  });
+
+  it('tells apart pairs whose concatenations are equal', () => {
+    const pairs = [
+      { clientId: 'a:u:b' },
+      { clientId: 'a', subject: 'b' },
+      { clientId: 'a:u', subject: 'b' },
+      { clientId: 'a\u0000b', subject: 'c' },
+      { clientId: 'a', subject: 'b\u0000c' },
+      { clientId: '1:a' },
+      { clientId: 'a', subject: '' },
+      { clientId: '' },
+      { clientId: '', subject: 'a' },
+    ];
+    const scopes = new Set(pairs.map((pair) => callerScope(pair)));
+    expect(scopes.size).toBe(pairs.length);
+  });
+
+  it('is stable for the same pair', () => {
+    expect(callerScope({ clientId: 'jwt:app', subject: 'alice' })).toBe(
+      callerScope({ clientId: 'jwt:app', subject: 'alice' }),
+    );
+  });
+});
