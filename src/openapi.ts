@@ -50,6 +50,7 @@ const HEADERS = {
   'X-Request-Id': {
     description:
       'The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem.',
+    required: true,
     schema: { type: 'string', pattern: '^[A-Za-z0-9._:@/+=-]{1,128}$' },
   },
 } satisfies Record<string, HeaderObject>;
@@ -58,9 +59,9 @@ export type ResponseHeaderName = keyof typeof HEADERS;
 
 /** A `$ref` to a shared response header, optionally marked required for this response. */
 export function responseHeader(name: ResponseHeaderName, required = false): HeaderObject | ReferenceObject {
-  const ref = { $ref: `#/components/headers/${name}` };
-  // A $ref cannot carry `required` beside it in 3.1: a required header is written out in full.
-  return required ? { ...HEADERS[name], required: true } : ref;
+  const shared: HeaderObject = HEADERS[name];
+  // A $ref to a header cannot override `required`: when it differs, the header is written out in full.
+  return required === (shared.required ?? false) ? { $ref: `#/components/headers/${name}` } : { ...shared, required };
 }
 
 /** Request headers every operation accepts, as `components.parameters`. */
@@ -69,15 +70,10 @@ const PARAMETERS: Record<string, ParameterObject> = {
     name: 'X-Request-Id',
     in: 'header',
     required: false,
-    description: 'Correlation id chosen by the caller, echoed in the response and written in every log line.',
+    description:
+      'Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written ' +
+      'in every log line of the request; otherwise the gateway uses a fresh UUID instead.',
     schema: { type: 'string', pattern: '^[A-Za-z0-9._:@/+=-]{1,128}$' },
-  },
-  Traceparent: {
-    name: 'traceparent',
-    in: 'header',
-    required: false,
-    description: 'W3C Trace Context: when tracing is enabled the gateway continues the caller’s trace.',
-    schema: { type: 'string', pattern: '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' },
   },
 };
 
@@ -199,15 +195,11 @@ function finishDocument(document: OpenAPIObject): OpenAPIObject {
         delete marked[PUBLIC_MARKER];
         operation.security = [];
       }
-      operation.parameters = [
-        ...(operation.parameters ?? []),
-        { $ref: '#/components/parameters/RequestId' },
-        { $ref: '#/components/parameters/Traceparent' },
-      ];
-      // Every answer carries X-Request-Id (set in bootstrap for every request).
+      operation.parameters = [...(operation.parameters ?? []), { $ref: '#/components/parameters/RequestId' }];
+      // Every answer carries X-Request-Id (an onRequest hook, src/observability/http-observability.ts).
       for (const response of Object.values(operation.responses) as Array<ResponseObject | ReferenceObject>) {
         if ('$ref' in response) continue;
-        response.headers = { 'X-Request-Id': responseHeader('X-Request-Id'), ...response.headers };
+        response.headers = { 'X-Request-Id': responseHeader('X-Request-Id', true), ...response.headers };
       }
     }
   }
