@@ -63,6 +63,7 @@ export function ApiInquiry(options: { summary: string; scope: Scope; body: Type<
         'internal',
         'upstream_error',
         'upstream_unavailable',
+        'auth_unavailable',
         'store_unavailable',
         'upstream_timeout',
       ],
@@ -100,8 +101,11 @@ export function ApiInquiryRecord(): MethodDecorator {
       description: 'The inquiry as recorded.',
       headers: { 'X-Track-Id': responseHeader('X-Track-Id', true) },
     }),
-    ApiProblemResponses(['unauthenticated', 'forbidden', 'not_found', 'internal', 'store_unavailable'], {
-      503: { 'Retry-After': responseHeader('Retry-After') },
-    }),
+    ApiProblemResponses(
+      ['unauthenticated', 'forbidden', 'not_found', 'internal', 'auth_unavailable', 'store_unavailable'],
+      {
+        503: { 'Retry-After': responseHeader('Retry-After') },
+      },
+    ),
   );
 }

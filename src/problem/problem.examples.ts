@@ -37,6 +37,7 @@ const EXAMPLES: Record<ProblemCode, ProblemException> = {
     'The verification service cannot be used right now.',
     { trackId: TRACK_ID },
   ),
+  auth_unavailable: new ProblemException('auth_unavailable', 'Credentials cannot be checked right now; retry later.'),
   store_unavailable: new ProblemException(
     'store_unavailable',
     'The record store is unavailable; nothing was sent to the verification service.',

@@ -22,6 +22,9 @@ const WHEN: Record<ProblemCode, string> = {
   upstream_unavailable:
     '`upstream_unavailable`: circuit open (with `Retry-After`), upstream credentials rejected, account disabled ' +
     'or credit exhausted; nothing was charged',
+  auth_unavailable:
+    '`auth_unavailable`: a JWT cannot be checked right now (identity provider unreachable, no usable keys); ' +
+    'retry after `Retry-After` seconds',
   store_unavailable:
     '`store_unavailable`: the record store is unreachable; nothing was sent upstream (with `Retry-After`)',
   upstream_timeout: '`upstream_timeout`: no upstream answer in time; the inquiry is recorded as `unknown`',
