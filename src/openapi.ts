@@ -14,6 +14,7 @@ import {
   type RequestBodyObject,
   type ResponseObject,
 } from '@nestjs/swagger';
+import { problemResponse } from './problem/problem.openapi.js';
 
 /**
  * The OpenAPI 3.1 document served at `GET /docs-json` (docs/api.md §4) and committed as
@@ -28,6 +29,9 @@ export const API_KEY_SCHEME = 'apiKey';
 export const JWT_SCHEME = 'jwt';
 
 const PUBLIC_MARKER = 'x-vgw-public';
+
+/** Statuses that Node's HTTP parser can answer itself (src/problem/framework-errors.ts). */
+const PARSER_STATUSES = new Set(['400', '408', '431']);
 
 /** Marks an operation that needs no credential: documented with `security: []`. */
 export const ApiPublic = () => ApiExtension(PUBLIC_MARKER, true);
@@ -196,11 +200,23 @@ function finishDocument(document: OpenAPIObject): OpenAPIObject {
         operation.security = [];
       }
       operation.parameters = [...(operation.parameters ?? []), { $ref: '#/components/parameters/RequestId' }];
-      // Every answer carries X-Request-Id (an onRequest hook, src/observability/http-observability.ts).
-      for (const response of Object.values(operation.responses) as Array<ResponseObject | ReferenceObject>) {
+      // Node's HTTP parser answers these for any request, before a route is chosen
+      // (src/problem/framework-errors.ts).
+      operation.responses['408'] = problemResponse(['request_timeout']);
+      operation.responses['431'] = problemResponse(['headers_too_large']);
+      // Every answer of a route carries X-Request-Id (an onRequest hook, see
+      // src/observability/http-observability.ts); the parser's own answers (a 400 for a malformed
+      // request, 408, 431) are written before any hook runs, without it.
+      for (const [status, response] of Object.entries(operation.responses) as Array<
+        [string, ResponseObject | ReferenceObject]
+      >) {
         if ('$ref' in response) continue;
-        response.headers = { 'X-Request-Id': responseHeader('X-Request-Id', true), ...response.headers };
+        const always = !PARSER_STATUSES.has(status);
+        response.headers = { 'X-Request-Id': responseHeader('X-Request-Id', always), ...response.headers };
       }
+      operation.responses = Object.fromEntries(
+        Object.entries(operation.responses).sort(([a], [b]) => a.localeCompare(b)),
+      );
     }
   }
   return document;

@@ -14,6 +14,8 @@ const EXAMPLES: Record<ProblemCode, ProblemException> = {
   unauthenticated: new ProblemException('unauthenticated', 'The credential is not valid.'),
   forbidden: new ProblemException('forbidden', 'The credential lacks the scope kyc:advanced.'),
   not_found: new ProblemException('not_found', 'No inquiry with this trackId.'),
+  request_timeout: new ProblemException('request_timeout', 'The request was not received in time.'),
+  headers_too_large: new ProblemException('headers_too_large', 'The request headers are larger than allowed.'),
   idempotency_key_in_use: new ProblemException(
     'idempotency_key_in_use',
     'A request with this Idempotency-Key is still in progress.',
