@@ -82,6 +82,8 @@ describe('operations endpoints', () => {
     expect(document.openapi).toMatch(/^3\./);
     expect(Object.keys(document.paths).sort()).toEqual(
       [
+        '/docs',
+        '/docs-json',
         '/health/live',
         '/health/ready',
         '/health/startup',

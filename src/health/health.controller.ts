@@ -1,16 +1,15 @@
 import { Controller, Get, Header, UseFilters } from '@nestjs/common';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { HealthCheckService, type HealthCheckResult } from '@nestjs/terminus';
 import { StoreHealthIndicator } from '../store/store.health.js';
 import { FirstTokenAttemptIndicator } from '../token/token.health.js';
 import { HealthCheckFailedFilter } from './health-check-failed.filter.js';
+import { ApiProbe } from './health.openapi.js';
 import { LifecycleHealthIndicator } from './lifecycle.health.js';
 
 /**
  * Kubernetes probes (internal-api.md §4). None needs a credential; none reveals a secret.
  * Bodies are Terminus JSON, also on 503 (not problem+json: probes and dashboards read them).
  */
-@ApiTags('operations')
 @Controller('health')
 @UseFilters(HealthCheckFailedFilter)
 export class HealthController {
@@ -23,22 +22,24 @@ export class HealthController {
 
   @Get('live')
   @Header('cache-control', 'no-store')
-  @ApiOperation({ summary: 'Liveness: 200 while the process can serve; never depends on Redis or the upstream' })
+  @ApiProbe('Liveness: 200 while the process can serve; never depends on Redis or the upstream', { canFail: false })
   live(): Promise<HealthCheckResult> {
     return this.health.check([]);
   }
 
   @Get('ready')
   @Header('cache-control', 'no-store')
-  @ApiOperation({ summary: 'Readiness: 200 when Redis (if configured) answers and the process is not shutting down' })
+  @ApiProbe('Readiness: 200 when Redis (if configured) answers and the process is not shutting down', {
+    canFail: true,
+  })
   ready(): Promise<HealthCheckResult> {
     return this.health.check([() => this.lifecycle.isHealthy('lifecycle'), () => this.store.isHealthy('store')]);
   }
 
   @Get('startup')
   @Header('cache-control', 'no-store')
-  @ApiOperation({
-    summary: 'Startup: 200 once configuration is loaded and the first upstream token attempt has finished',
+  @ApiProbe('Startup: 200 once configuration is loaded and the first upstream token attempt has finished', {
+    canFail: true,
   })
   startup(): Promise<HealthCheckResult> {
     return this.health.check([() => this.firstToken.isHealthy('firstTokenAttempt')]);

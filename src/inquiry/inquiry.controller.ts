@@ -1,13 +1,4 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, Post, Res, UseGuards } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiBody,
-  ApiHeader,
-  ApiOkResponse,
-  ApiOperation,
-  ApiSecurity,
-  ApiTags,
-} from '@nestjs/swagger';
+import { Body, Controller, Get, Headers, Param, Post, Res, UseGuards, type Type } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Caller } from '../caller-auth/caller.js';
 import { CallerAuthGuard, CurrentCaller, RequireScopes, requireScope } from '../caller-auth/caller-auth.guard.js';
@@ -15,20 +6,22 @@ import { CallerQuotas } from '../caller-auth/caller-quotas.js';
 import { TRACK_ID_HEADER } from '../problem/problem.filter.js';
 import { IbanRequestDto } from './dto/iban-request.dto.js';
 import { ShahkarRequestDto } from './dto/shahkar-request.dto.js';
+import type { StoredResponse } from './inquiry-record.js';
+import { ApiInquiry, ApiInquiryRecord } from './inquiry.openapi.js';
 import { InquiryService, type InquiryRequest, type InquiryResponse } from './inquiry.service.js';
+import type { RequestHandlingType } from './validation/decorators.js';
 import { validateInquiryRequest } from './validation/inquiry-request.validation.js';
 
-const IDEMPOTENCY_KEY_DOC = {
-  name: 'Idempotency-Key',
-  required: false,
-  description:
-    '1–255 visible ASCII characters. A retry with the same key and body replays the first answer without a new charge.',
-};
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
-/** `/v1/kyc/*` and `/v1/inquiries/{trackId}` (internal-api.md §2). */
-@ApiTags('inquiries')
-@ApiSecurity('apiKey')
-@ApiSecurity('jwt')
+/**
+ * `/v1/kyc/*` and `/v1/inquiries/{trackId}` (docs/api.md §2).
+ *
+ * Every handler writes its reply itself (`@Res()`), through `send`: an inquiry's status and
+ * headers come from its outcome (a replay repeats a stored 502 or 504 with its headers), and
+ * Nest's return-value path always sets the route's fixed status. One writer for all three
+ * keeps `X-Track-Id` and the content type the same everywhere.
+ */
 @Controller('v1')
 @UseGuards(CallerAuthGuard)
 export class InquiryController {
@@ -38,87 +31,78 @@ export class InquiryController {
   ) {}
 
   @Post('kyc/shahkar')
-  @HttpCode(200)
   @RequireScopes('kyc:shahkar')
-  @ApiOperation({ summary: 'Does this mobile number belong to this national code (Shahkar)?' })
-  @ApiBody({ type: ShahkarRequestDto })
-  @ApiHeader(IDEMPOTENCY_KEY_DOC)
-  @ApiOkResponse({
-    description:
-      '`{ trackId, status: "succeeded", data }` with `X-Track-Id`; data as the upstream sent it (e.g. `{ isMatch }`).',
+  @ApiInquiry({
+    summary: 'Does this mobile number belong to this national code (Shahkar)?',
+    scope: 'kyc:shahkar',
+    body: ShahkarRequestDto,
   })
-  @ApiBadRequestResponse({ description: 'problem+json `validation_failed` with one entry per bad field' })
-  async shahkar(
+  shahkar(
     @CurrentCaller() caller: Caller,
-    @Body() rawBody: unknown,
-    @Headers('idempotency-key') rawKey: string | undefined,
+    @Body() body: unknown,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const { body, idempotencyKey } = validateInquiryRequest(ShahkarRequestDto, rawBody, rawKey);
-    await this.run(caller, reply, idempotencyKey, {
+    return this.inquire(caller, reply, { body, idempotencyKey }, ShahkarRequestDto, (dto) => ({
       operation: 'shahkar',
       route: '/v1/kyc/shahkar',
-      requestHandlingType: body.requestHandlingType,
-      fields: { nationalCode: body.nationalCode, mobileNumber: body.mobileNumber },
-    });
+      requestHandlingType: dto.requestHandlingType,
+      fields: { nationalCode: dto.nationalCode, mobileNumber: dto.mobileNumber },
+    }));
   }
 
   @Post('kyc/iban')
-  @HttpCode(200)
   @RequireScopes('kyc:iban')
-  @ApiOperation({ summary: 'IBAN inquiry' })
-  @ApiBody({ type: IbanRequestDto })
-  @ApiHeader(IDEMPOTENCY_KEY_DOC)
-  @ApiOkResponse({
-    description: '`{ trackId, status: "succeeded", data }` with `X-Track-Id`; data as the upstream sent it.',
-  })
-  @ApiBadRequestResponse({ description: 'problem+json `validation_failed` with one entry per bad field' })
-  async iban(
+  @ApiInquiry({ summary: 'Who owns this IBAN?', scope: 'kyc:iban', body: IbanRequestDto })
+  iban(
     @CurrentCaller() caller: Caller,
-    @Body() rawBody: unknown,
-    @Headers('idempotency-key') rawKey: string | undefined,
+    @Body() body: unknown,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const { body, idempotencyKey } = validateInquiryRequest(IbanRequestDto, rawBody, rawKey);
-    await this.run(caller, reply, idempotencyKey, {
+    return this.inquire(caller, reply, { body, idempotencyKey }, IbanRequestDto, (dto) => ({
       operation: 'iban',
       route: '/v1/kyc/iban',
-      requestHandlingType: body.requestHandlingType,
-      fields: { iban: body.iban },
-    });
+      requestHandlingType: dto.requestHandlingType,
+      fields: { iban: dto.iban },
+    }));
   }
 
   @Get('inquiries/:trackId')
   @RequireScopes('inquiries:read')
-  @ApiOperation({ summary: 'The recorded state of one of your inquiries' })
-  @ApiOkResponse({
-    description: '`{ trackId, operation, status, requestHandlingType, createdAt, completedAt, upstream, data }`',
-  })
+  @ApiInquiryRecord()
   async inquiry(
     @CurrentCaller() caller: Caller,
     @Param('trackId') trackId: string,
-    @Res({ passthrough: true }) reply: FastifyReply,
-  ) {
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     const view = await this.inquiries.find(caller, trackId);
-    reply.header(TRACK_ID_HEADER, view.trackId);
-    return view;
+    send(reply, { status: 200, contentType: JSON_CONTENT_TYPE, trackId: view.trackId, body: view });
   }
 
-  private async run(
+  /**
+   * The steps both inquiries share: validate body and Idempotency-Key together, check the
+   * `kyc:advanced` scope (it depends on the body), count the quota (only well-formed
+   * inquiries count), run the inquiry, reply.
+   */
+  private async inquire<T extends { requestHandlingType: RequestHandlingType }>(
     caller: Caller,
     reply: FastifyReply,
-    idempotencyKey: string | undefined,
-    request: InquiryRequest,
+    raw: { body: unknown; idempotencyKey: string | undefined },
+    dto: Type<T>,
+    toRequest: (body: T) => InquiryRequest,
   ): Promise<void> {
+    const { body, idempotencyKey } = validateInquiryRequest(dto, raw.body, raw.idempotencyKey);
+    const request = toRequest(body);
     if (request.requestHandlingType === 'advanced') requireScope(caller, 'kyc:advanced');
     await this.quotas.consume(caller);
     send(reply, await this.inquiries.execute(caller, request, idempotencyKey));
   }
 }
 
-function send(reply: FastifyReply, response: InquiryResponse): void {
+function send(reply: FastifyReply, response: StoredResponse | InquiryResponse): void {
   reply.status(response.status).header('content-type', response.contentType).header(TRACK_ID_HEADER, response.trackId);
   for (const [name, value] of Object.entries(response.headers ?? {})) reply.header(name, value);
-  if (response.replayed) reply.header('Idempotent-Replayed', 'true');
+  if ('replayed' in response && response.replayed) reply.header('Idempotent-Replayed', 'true');
   void reply.send(response.body);
 }

@@ -1,5 +1,6 @@
 import { Controller, Get, Header, Res } from '@nestjs/common';
-import { ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiPublic } from '../openapi.js';
 import type { FastifyReply } from 'fastify';
 import { GatewayMetrics } from './metrics.js';
 
@@ -11,7 +12,11 @@ export class MetricsController {
 
   @Get()
   @ApiOperation({ summary: 'Prometheus metrics (text format)' })
-  @ApiProduces('text/plain')
+  @ApiPublic()
+  @ApiOkResponse({
+    description: 'Prometheus text exposition format 0.0.4.',
+    content: { 'text/plain': { schema: { type: 'string' } } },
+  })
   @Header('Cache-Control', 'no-store')
   async scrape(@Res() reply: FastifyReply): Promise<void> {
     await reply.header('content-type', this.metrics.registry.contentType).send(await this.metrics.registry.metrics());

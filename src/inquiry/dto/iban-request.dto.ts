@@ -7,6 +7,7 @@ import {
   type RequestHandlingType,
 } from '../validation/decorators.js';
 import { normaliseIban } from '../validation/iban.js';
+import { IBAN_PATTERN } from '../validation/input-patterns.js';
 
 /**
  * Body of `POST /v1/kyc/iban`. After `validateInquiryRequest` the instance holds the
@@ -20,6 +21,8 @@ import { normaliseIban } from '../validation/iban.js';
 export class IbanRequestDto {
   @ApiProperty({
     type: String,
+    // The shape validateInquiryBody accepts; the mod-97 checksum is checked beyond it.
+    pattern: IBAN_PATTERN,
     example: 'IR820540102680020817909002',
     description:
       'Iranian IBAN: `IR` followed by 24 digits with a valid ISO 13616 mod-97 checksum. Spaces, lower case and Persian/Arabic-Indic digits are accepted; normalised to upper case without spaces.',

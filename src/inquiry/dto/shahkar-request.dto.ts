@@ -7,6 +7,7 @@ import {
   REQUEST_HANDLING_TYPES,
   type RequestHandlingType,
 } from '../validation/decorators.js';
+import { MOBILE_PATTERN, NATIONAL_CODE_PATTERN } from '../validation/input-patterns.js';
 import { normaliseIranianMobile } from '../validation/mobile.js';
 import { normaliseNationalCode } from '../validation/national-code.js';
 
@@ -23,6 +24,8 @@ import { normaliseNationalCode } from '../validation/national-code.js';
 export class ShahkarRequestDto {
   @ApiProperty({
     type: String,
+    // The shape validateInquiryBody accepts; the check digit is checked beyond it.
+    pattern: NATIONAL_CODE_PATTERN,
     example: '0499370899',
     description:
       'National code (کد ملی): exactly 10 digits with a valid check digit. Persian (۰–۹) and Arabic-Indic (٠–٩) digits are accepted.',
@@ -33,6 +36,7 @@ export class ShahkarRequestDto {
 
   @ApiProperty({
     type: String,
+    pattern: MOBILE_PATTERN,
     example: '09121234567',
     description:
       'Iranian mobile number: `09xxxxxxxxx`, also accepted as `+989xxxxxxxxx`, `00989xxxxxxxxx`, `989xxxxxxxxx` or `9xxxxxxxxx`; normalised to `09xxxxxxxxx`. Persian and Arabic-Indic digits are accepted.',

@@ -1,0 +1,111 @@
+import { applyDecorators, type Type } from '@nestjs/common';
+import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiParam, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import type { Scope } from '../config/app-config.js';
+import { API_KEY_SCHEME, JWT_SCHEME, responseHeader } from '../openapi.js';
+import { ApiProblemResponses } from '../problem/problem.openapi.js';
+import { InquiryRecordDto, InquiryResultDto } from './dto/inquiry-result.dto.js';
+
+/** Either credential; the JWT's scope is listed OAuth2-style, the API key's in the description. */
+function ApiScope(scope: Scope): MethodDecorator {
+  return applyDecorators(ApiSecurity(API_KEY_SCHEME), ApiSecurity(JWT_SCHEME, [scope]));
+}
+
+/** The Idempotency-Key rules of validateIdempotencyKey (docs/api.md §2, Idempotency). */
+const IDEMPOTENCY_KEY = ApiHeader({
+  name: 'Idempotency-Key',
+  required: false,
+  description:
+    '1–255 visible ASCII characters (0x21–0x7E), sent once. A retry with the same key and body (same caller) gets ' +
+    'the stored answer with `Idempotent-Replayed: true` and is not charged again; kept for ' +
+    '`IDEMPOTENCY_TTL_SECONDS` (24 h by default). A bad key is a 400 `validation_failed` on `Idempotency-Key`.',
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]{1,255}$' },
+});
+
+/** Headers of an inquiry's answers that can be a replay (stored outcomes: not the refusals before the call). */
+const replayable = {
+  'X-Track-Id': responseHeader('X-Track-Id'),
+  'Idempotent-Replayed': responseHeader('Idempotent-Replayed'),
+};
+
+/** `POST /v1/kyc/*`: everything the two inquiry operations share in the document. */
+export function ApiInquiry(options: { summary: string; scope: Scope; body: Type<unknown> }): MethodDecorator {
+  return applyDecorators(
+    ApiTags('inquiries'),
+    ApiOperation({
+      summary: options.summary,
+      description:
+        `Needs the scope \`${options.scope}\` (and \`kyc:advanced\` for \`requestHandlingType: advanced\`). ` +
+        'The input is checked before anything is spent; the gateway stamps the trackId, records the inquiry, ' +
+        'calls the upstream service and answers with its data. Every answer after the trackId was stamped carries ' +
+        '`X-Track-Id`.',
+    }),
+    ApiScope(options.scope),
+    ApiBody({ type: options.body, required: true }),
+    IDEMPOTENCY_KEY,
+    ApiOkResponse({
+      type: InquiryResultDto,
+      description: 'The upstream service answered; `data` is its answer.',
+      headers: {
+        'X-Track-Id': responseHeader('X-Track-Id', true),
+        'Idempotent-Replayed': responseHeader('Idempotent-Replayed'),
+      },
+    }),
+    ApiProblemResponses(
+      [
+        'validation_failed',
+        'unauthenticated',
+        'forbidden',
+        'idempotency_key_in_use',
+        'payload_too_large',
+        'idempotency_key_reused',
+        'upstream_rejected',
+        'rate_limited',
+        'internal',
+        'upstream_error',
+        'upstream_unavailable',
+        'auth_unavailable',
+        'store_unavailable',
+        'upstream_timeout',
+      ],
+      {
+        409: { 'X-Track-Id': responseHeader('X-Track-Id') },
+        422: replayable,
+        429: { 'Retry-After': responseHeader('Retry-After', true) },
+        500: replayable,
+        502: replayable,
+        503: { 'X-Track-Id': responseHeader('X-Track-Id'), 'Retry-After': responseHeader('Retry-After') },
+        504: replayable,
+      },
+    ),
+  );
+}
+
+/** `GET /v1/inquiries/{trackId}`. */
+export function ApiInquiryRecord(): MethodDecorator {
+  return applyDecorators(
+    ApiTags('inquiries'),
+    ApiOperation({
+      summary: 'The recorded state of one of your inquiries',
+      description:
+        'Needs the scope `inquiries:read`. Only the client that made the inquiry (and, for an app, only its end ' +
+        'user) sees it; anyone else gets 404, as for a trackId that never existed or has expired.',
+    }),
+    ApiScope('inquiries:read'),
+    ApiParam({
+      name: 'trackId',
+      description: 'The trackId of an earlier inquiry (any other value is a 404).',
+      schema: { type: 'string', format: 'uuid' },
+    }),
+    ApiOkResponse({
+      type: InquiryRecordDto,
+      description: 'The inquiry as recorded.',
+      headers: { 'X-Track-Id': responseHeader('X-Track-Id', true) },
+    }),
+    ApiProblemResponses(
+      ['unauthenticated', 'forbidden', 'not_found', 'internal', 'auth_unavailable', 'store_unavailable'],
+      {
+        503: { 'Retry-After': responseHeader('Retry-After') },
+      },
+    ),
+  );
+}

@@ -1,0 +1,57 @@
+import { ProblemException, type ProblemBody, type ProblemCode } from './problem.js';
+
+const TRACK_ID = '3f0c1c9e-8d2a-4c55-9a4e-2b7f1f0c6d11';
+
+/**
+ * One example per code for the OpenAPI document, built by `ProblemException.toBody()` so the
+ * examples have exactly the shape the gateway sends. Details are those of a typical occurrence.
+ */
+const EXAMPLES: Record<ProblemCode, ProblemException> = {
+  validation_failed: ProblemException.validation([
+    { field: 'nationalCode', message: 'must be a 10-digit Iranian national code with a valid check digit' },
+    { field: 'trackId', message: 'may not be sent; the gateway stamps the trackId' },
+  ]),
+  unauthenticated: new ProblemException('unauthenticated', 'The credential is not valid.'),
+  forbidden: new ProblemException('forbidden', 'The credential lacks the scope kyc:advanced.'),
+  not_found: new ProblemException('not_found', 'No inquiry with this trackId.'),
+  request_timeout: new ProblemException('request_timeout', 'The request was not received in time.'),
+  headers_too_large: new ProblemException('headers_too_large', 'The request headers are larger than allowed.'),
+  idempotency_key_in_use: new ProblemException(
+    'idempotency_key_in_use',
+    'A request with this Idempotency-Key is still in progress.',
+    { trackId: TRACK_ID },
+  ),
+  payload_too_large: new ProblemException('payload_too_large', 'The request body is larger than allowed.'),
+  idempotency_key_reused: new ProblemException(
+    'idempotency_key_reused',
+    'This Idempotency-Key was used with a different request.',
+  ),
+  upstream_rejected: new ProblemException('upstream_rejected', 'Validation failed', {
+    trackId: TRACK_ID,
+    errors: [{ field: 'nationalCode', message: 'Invalid national code' }],
+  }),
+  rate_limited: new ProblemException('rate_limited', 'The client quota of 600 inquiries per minute is used up.'),
+  upstream_error: new ProblemException('upstream_error', 'The verification service reported an error.', {
+    trackId: TRACK_ID,
+  }),
+  upstream_unavailable: new ProblemException(
+    'upstream_unavailable',
+    'The verification service cannot be used right now.',
+    { trackId: TRACK_ID },
+  ),
+  auth_unavailable: new ProblemException('auth_unavailable', 'Credentials cannot be checked right now; retry later.'),
+  store_unavailable: new ProblemException(
+    'store_unavailable',
+    'The record store is unavailable; nothing was sent to the verification service.',
+  ),
+  upstream_timeout: new ProblemException(
+    'upstream_timeout',
+    'The verification service did not answer in time; the outcome is unknown.',
+    { trackId: TRACK_ID },
+  ),
+  internal: new ProblemException('internal', 'An unexpected error occurred.'),
+};
+
+export function problemExample(code: ProblemCode): ProblemBody {
+  return EXAMPLES[code].toBody();
+}

@@ -1,0 +1,71 @@
+/**
+ * The OpenAPI document (docs/api.md §4): the served one is the committed docs/openapi.json,
+ * and it passes Redocly's recommended rules with no error and no warning.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
+import { startGateway, type RunningGateway } from './support/gateway.js';
+
+const COMMITTED = new URL('../docs/openapi.json', import.meta.url);
+const REDOCLY = createRequire(import.meta.url).resolve('@redocly/cli/bin/cli.js');
+
+interface OpenApiDocument {
+  openapi: string;
+  paths: Record<string, Record<string, { security?: unknown[]; responses: Record<string, unknown> }>>;
+}
+
+describe('OpenAPI document', () => {
+  let sim: UpstreamSimulator;
+  let gateway: RunningGateway;
+  let served: OpenApiDocument;
+
+  beforeAll(async () => {
+    sim = new UpstreamSimulator();
+    await sim.start();
+    gateway = await startGateway({ UPSTREAM_BASE_URL: sim.baseUrl });
+    served = (await (await fetch(`${gateway.url}/docs-json`)).json()) as OpenApiDocument;
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await sim.stop();
+  });
+
+  it('is the committed docs/openapi.json (run `npm run openapi` after changing the API)', () => {
+    const committed = JSON.parse(readFileSync(COMMITTED, 'utf8')) as OpenApiDocument;
+    expect(served).toEqual(committed);
+  });
+
+  it('passes `redocly lint` (recommended rules) with no error and no warning', async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [REDOCLY, 'lint', 'docs/openapi.json', '--format=json'],
+      {
+        cwd: new URL('..', import.meta.url).pathname,
+        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+      },
+    );
+    const report = JSON.parse(stdout) as { totals: Record<string, number>; problems: unknown[] };
+    expect(report.problems).toEqual([]);
+    expect(report.totals).toEqual({ errors: 0, warnings: 0, ignored: 0 });
+  });
+
+  it('describes every route, with probes, metrics and docs open and the rest behind a credential', () => {
+    expect(served.openapi).toBe('3.1.0');
+    const open = ['/health/live', '/health/ready', '/health/startup', '/metrics', '/docs', '/docs-json'];
+    const guarded = ['/v1/kyc/shahkar', '/v1/kyc/iban', '/v1/inquiries/{trackId}'];
+    expect(Object.keys(served.paths).sort()).toEqual([...open, ...guarded].sort());
+    for (const path of open) expect(served.paths[path].get.security).toEqual([]);
+    for (const path of guarded) {
+      for (const operation of Object.values(served.paths[path])) {
+        expect(operation.security).toHaveLength(2);
+        expect(Object.keys(operation.responses)).toEqual(
+          expect.arrayContaining(['200', '401', '403', '408', '431', '500', '503']),
+        );
+      }
+    }
+  });
+});
