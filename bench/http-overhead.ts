@@ -26,8 +26,8 @@ import { ServerProcess, type StartOptions } from './lib/servers.js';
 
 const NATIONAL_CODE = '0499370899';
 const MOBILE = '09121234567';
-const INQUIRY_BODY = JSON.stringify({ nationalCode: NATIONAL_CODE, mobileNumber: MOBILE });
-const API_KEY = TEST_CLIENTS.basic.key;
+export const INQUIRY_BODY = JSON.stringify({ nationalCode: NATIONAL_CODE, mobileNumber: MOBILE });
+export const API_KEY = TEST_CLIENTS.basic.key;
 const MONITOR_SAMPLE_INQUIRIES = 100;
 const MiB = 2 ** 20;
 const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -148,7 +148,7 @@ export interface HttpOverheadOptions {
 
 // ---------------------------------------------------------------------------------------------
 
-function gatewayTarget(url: string, idempotency: Scenario['idempotency'], replayKey?: string): LoadTarget {
+export function gatewayTarget(url: string, idempotency: Scenario['idempotency'], replayKey?: string): LoadTarget {
   const headers: Record<string, string> = { 'content-type': 'application/json', 'x-api-key': API_KEY };
   const target: LoadTarget = { url: `${url}/v1/kyc/shahkar`, method: 'POST', headers, body: INQUIRY_BODY };
   if (idempotency === 'replay' && replayKey) headers['idempotency-key'] = replayKey;
@@ -170,7 +170,7 @@ function referenceTarget(url: string): LoadTarget {
 }
 
 /** One request with the key, so that every measured request replays a settled answer. */
-async function primeIdempotencyKey(url: string, key: string): Promise<void> {
+export async function primeIdempotencyKey(url: string, key: string): Promise<void> {
   const target = gatewayTarget(url, 'replay', key);
   for (const expectReplay of [false, true]) {
     const response = await fetch(target.url, { method: 'POST', headers: target.headers, body: target.body });
@@ -201,7 +201,7 @@ const memoryOf = (s: ProcessStats) => ({
 });
 
 /** Warm-up, then the measured run with the server's, the simulator's and Redis's counters around it. */
-async function measureServer(
+export async function measureServer(
   server: ServerProcess,
   sim: ServerProcess,
   redis: Redis,
@@ -236,7 +236,7 @@ async function measureServer(
   };
 }
 
-const median = (values: number[]): number => {
+export const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
@@ -261,7 +261,8 @@ function medianFigures(rounds: ServerFigures[]): ServerFigures {
   };
 }
 
-const stripWindow = ({ window: _window, ...figures }: ServerFigures & { window?: unknown }): ServerFigures => figures;
+export const stripWindow = ({ window: _window, ...figures }: ServerFigures & { window?: unknown }): ServerFigures =>
+  figures;
 
 // ---------------------------------------------------------------------------------------------
 

@@ -1,0 +1,155 @@
+/**
+ * `npm run bench:compare -- <buildA> <buildB>`: two builds of the gateway (each a project
+ * directory whose `.build/` holds `npm run bench`'s compiled output, e.g. a `git archive` of
+ * main and this tree) measured alternately A, B, A, B … in front of one simulator and one
+ * redis-server, per scenario of section 1; prints medians of CPU per request, req/s, p50 and
+ * p99 and the change B − A. One change at a time, interleaved, medians: the way every gain in
+ * the README's Performance section was measured.
+ *
+ * Environment: BENCH_ROUNDS (default 5), BENCH_SCENARIOS (default "no key"), BENCH_DURATION,
+ * BENCH_WARMUP, BENCH_CONNECTIONS as for `npm run bench`.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Redis } from 'ioredis';
+import { RedisServer } from '../test/support/redis-server.js';
+import {
+  API_KEY,
+  gatewayTarget,
+  INQUIRY_BODY,
+  measureServer,
+  median,
+  primeIdempotencyKey,
+  SCENARIOS,
+  stripWindow,
+  type ServerFigures,
+} from './http-overhead.js';
+import { heading, num, signed, table } from './lib/format.js';
+import { killAllServers, ServerProcess } from './lib/servers.js';
+
+const number = (name: string, fallback: number) => {
+  const value = Number(process.env[name] ?? fallback);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number`);
+  return value;
+};
+
+async function main(): Promise<void> {
+  const builds = process.argv.slice(2, 4).map((dir) => resolve(dir));
+  if (builds.length !== 2) throw new Error('usage: npm run bench:compare -- <project dir A> <project dir B>');
+  const scripts = builds.map((dir) => resolve(dir, '.build/bench/server-process.js'));
+  for (const script of scripts) if (!existsSync(script)) throw new Error(`${script} missing: build it first`);
+  const rounds = number('BENCH_ROUNDS', 5);
+  const settings = {
+    connections: number('BENCH_CONNECTIONS', 32),
+    durationSeconds: number('BENCH_DURATION', 10),
+    warmupSeconds: number('BENCH_WARMUP', 2),
+  };
+  const wanted = (process.env.BENCH_SCENARIOS ?? 'no key').split(',').map((s) => s.trim().toLowerCase());
+  const scenarios = SCENARIOS.filter((s) => !s.skip?.() && wanted.some((w) => s.name.toLowerCase().includes(w)));
+  if (scenarios.length === 0) throw new Error(`no scenario matches ${wanted.join(', ')}`);
+
+  const redisServer = await RedisServer.start();
+  const redis = new Redis(redisServer.url);
+  const lines: string[] = [];
+  try {
+    const sim = await ServerProcess.start('simulator', { role: 'simulator', latencyMs: 0 });
+    const baseEnv = {
+      UPSTREAM_BASE_URL: sim.url,
+      REDIS_URL: redisServer.url,
+      REDIS_KEY_PREFIX: 'bench',
+      LOG_LEVEL: 'info',
+      OTEL_SDK_DISABLED: 'true',
+    };
+    for (const s of scenarios) {
+      const env = { ...baseEnv, ...s.gatewayEnv?.({ sinkUrl: 'http://127.0.0.1:9' }) };
+      const gateways = await Promise.all(
+        scripts.map((script, i) =>
+          ServerProcess.start(
+            `gateway ${'AB'[i]}`,
+            { role: 'gateway', env, probeBody: INQUIRY_BODY, probeApiKey: API_KEY },
+            { script },
+          ),
+        ),
+      );
+      const targets = await Promise.all(
+        gateways.map(async (g) => {
+          let key: string | undefined;
+          if (s.idempotency === 'replay') {
+            key = `bench-replay-${randomUUID()}`;
+            await primeIdempotencyKey(g.url, key);
+          }
+          return gatewayTarget(g.url, s.idempotency, key);
+        }),
+      );
+      const figures: ServerFigures[][] = [[], []];
+      if (s.failRatio) await sim.setFailRatio(s.failRatio);
+      try {
+        for (let round = 0; round < rounds; round++) {
+          // A first in even rounds, B first in odd ones: neither always follows the other.
+          for (const i of round % 2 ? [1, 0] : [0, 1]) {
+            const load = { ...settings, connections: s.connections ?? settings.connections };
+            const f = stripWindow(await measureServer(gateways[i], sim, redis, targets[i], load));
+            figures[i].push(f);
+            console.log(
+              `  ${s.name}, round ${round + 1}/${rounds}, ${'AB'[i]}: ${num(f.cpuUsPerRequest)} us/req, ` +
+                `${num(f.requestsPerSecond)} req/s, p50 ${num(f.latencyMs.p50, 2)} ms`,
+            );
+          }
+        }
+      } finally {
+        if (s.failRatio) await sim.setFailRatio(0);
+        await Promise.all(gateways.map((g) => g.stop()));
+      }
+      const m = figures.map((runs) => ({
+        cpu: median(runs.map((r) => r.cpuUsPerRequest)),
+        rps: median(runs.map((r) => r.requestsPerSecond)),
+        p50: median(runs.map((r) => r.latencyMs.p50)),
+        p99: median(runs.map((r) => r.latencyMs.p99)),
+        rss: median(runs.map((r) => r.memory.rssMiB)),
+        all: runs.map((r) => num(r.cpuUsPerRequest)).join(' '),
+      }));
+      lines.push(
+        '',
+        `${s.name} (${rounds} interleaved rounds, medians)`,
+        table(
+          ['build', 'CPU us/req', 'req/s', 'p50 ms', 'p99 ms', 'RSS MiB', 'CPU us/req per round'],
+          [
+            ...m.map((x, i) => [
+              `${'AB'[i]} ${builds[i]}`,
+              num(x.cpu),
+              num(x.rps),
+              num(x.p50, 2),
+              num(x.p99, 2),
+              num(x.rss),
+              x.all,
+            ]),
+            [
+              'B - A',
+              `${signed(m[1].cpu - m[0].cpu, 0)} (${signed(((m[1].cpu - m[0].cpu) / m[0].cpu) * 100, 1)}%)`,
+              signed(m[1].rps - m[0].rps, 0),
+              signed(m[1].p50 - m[0].p50, 2),
+              signed(m[1].p99 - m[0].p99, 2),
+              signed(m[1].rss - m[0].rss, 0),
+              '',
+            ],
+          ],
+          [0, 6],
+        ),
+      );
+    }
+    await sim.stop();
+  } finally {
+    killAllServers();
+    redis.disconnect();
+    await redisServer.stop();
+  }
+  console.log(heading('A/B comparison'));
+  for (const line of lines) console.log(line);
+}
+
+main().catch((error: Error) => {
+  console.error(`bench:compare failed: ${error.stack ?? error.message}`);
+  killAllServers();
+  process.exitCode = 1;
+});
