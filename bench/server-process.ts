@@ -13,7 +13,7 @@ import { UpstreamSimulator, type InquiryEvent } from '../test/upstream-simulator
 import type { Command, GatewaySpec, ProcessStats, Report, ServerSpec } from './lib/ipc.js';
 import { startReferenceProxy } from './reference-proxy.js';
 
-const PROBE_TIMEOUT_MS = 20_000;
+const PROBE_TIMEOUT_MS = 60_000;
 
 function send(report: Report): void {
   process.send?.(report);

@@ -16,7 +16,7 @@ export interface StartOptions {
   /** Keep the child's stdout (default: discarded; the gateway logs there). */
   showStdout?: boolean;
 }
-const READY_TIMEOUT_MS = 30_000;
+const READY_TIMEOUT_MS = 120_000;
 const STOP_TIMEOUT_MS = 10_000;
 
 /** Every child started and not yet stopped, so that a failing run can still kill them all. */
