@@ -3,7 +3,12 @@ import { describe, it, expect } from '@jest/globals';
 import { ProblemException, type FieldError } from '../../problem/problem.js';
 import { IbanRequestDto } from '../dto/iban-request.dto.js';
 import { ShahkarRequestDto } from '../dto/shahkar-request.dto.js';
-import { validateIdempotencyKey, validateInquiryBody, validateInquiryRequest } from './inquiry-request.validation.js';
+import {
+  validateIdempotencyKey,
+  validateInquiryBody,
+  validateInquiryRequest,
+  validateWithLibraries,
+} from './inquiry-request.validation.js';
 
 const NATIONAL_CODE = '0499370899';
 const MOBILE = '09121234567';
@@ -258,5 +263,76 @@ describe('validateIdempotencyKey', () => {
     expect(problemOf(() => validateIdempotencyKey(['a', 'b'])).errors).toEqual([
       { field: 'Idempotency-Key', message: 'must be sent at most once' },
     ]);
+  });
+});
+
+describe('rules compiled once per DTO', () => {
+  // The compiled path must answer exactly as plainToInstance + validateSync would.
+  const values: unknown[] = [
+    undefined,
+    null,
+    '',
+    ' ',
+    0,
+    1.5,
+    true,
+    false,
+    [],
+    ['x'],
+    {},
+    { a: 1 },
+    NATIONAL_CODE,
+    ' ۰۴۹۹۳۷۰۸۹۹ ',
+    '0499370898',
+    MOBILE,
+    '+98٩١٢١٢٣٤٥٦٧',
+    '9121234567',
+    '0912123456',
+    IBAN,
+    'ir82 0540 1026 8002 0817 9090 02',
+    'IR00',
+    'standard',
+    'advanced',
+    'Advanced',
+  ];
+  const viaLibraries = (dto: new () => object, known: Record<string, unknown>) => {
+    const errors = new Map<string, FieldError>();
+    const instance = validateWithLibraries(dto, known, errors);
+    return errors.size > 0 ? { errors: [...errors.values()] } : { body: { ...instance } };
+  };
+  const viaGateway = (dto: new () => object, known: Record<string, unknown>) => {
+    try {
+      return { body: { ...validateInquiryBody(dto, known) } };
+    } catch (error) {
+      return { errors: (error as ProblemException).errors };
+    }
+  };
+  const cases: [string, new () => object, string[]][] = [
+    ['Shahkar', ShahkarRequestDto, ['nationalCode', 'mobileNumber', 'requestHandlingType']],
+    ['IBAN', IbanRequestDto, ['iban', 'requestHandlingType']],
+  ];
+
+  it.each(cases)('%s: same instance or same errors as class-transformer + class-validator', (_name, dto, fields) => {
+    let compared = 0;
+    for (const a of values) {
+      for (const b of values) {
+        for (const c of [undefined, 'standard', 'advanced', 'x', null, 3]) {
+          const known: Record<string, unknown> = {};
+          const picks = [a, b, c];
+          fields.forEach((field, i) => {
+            if (picks[i] !== undefined) known[field] = picks[i];
+          });
+          expect(viaGateway(dto, known)).toEqual(viaLibraries(dto, known));
+          compared += 1;
+        }
+      }
+    }
+    expect(compared).toBe(values.length * values.length * 6);
+  });
+
+  it('returns an instance of the DTO with its defaults', () => {
+    const dto = validateInquiryBody(IbanRequestDto, { iban: IBAN });
+    expect(dto).toBeInstanceOf(IbanRequestDto);
+    expect(dto.requestHandlingType).toBe('standard');
   });
 });
