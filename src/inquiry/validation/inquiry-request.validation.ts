@@ -137,7 +137,7 @@ function compile(dto: ClassConstructor<object>): CompiledField[] | null {
       fields.set(m.propertyName, field);
     }
     field.checks.push({
-      constraint: constraintMetas[0].instance as ValidatorConstraintInterface,
+      constraint: constraintMetas[0].instance,
       constraints: m.constraints,
       message: m.message,
     });
