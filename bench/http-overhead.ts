@@ -73,7 +73,10 @@ export const SCENARIOS: Scenario[] = [
   { name: 'Idempotency-Key, new per request', idempotency: 'fresh', reference: false, monitor: true },
   { name: 'Idempotency-Key, replayed', idempotency: 'replay', reference: false, monitor: true },
   { name: '1 connection', connections: 1, reference: true },
+  // At 50 % the breaker (opens above 50 % of >= 10 calls in 10 s) soon opens and refuses at once;
+  // at 40 % it stays closed, and every failure goes through the breaker's bookkeeping.
   { name: 'half the upstream calls failing', failRatio: 0.5, reference: true },
+  { name: '40 % of upstream calls failing (breaker closed)', failRatio: 0.4, reference: false },
   { name: 'logging off (LOG_LEVEL=silent)', gatewayEnv: () => ({ LOG_LEVEL: 'silent' }), reference: false },
   {
     // Standard OpenTelemetry SDK variables, exporting OTLP/HTTP to a sink in the bench.
