@@ -10,7 +10,8 @@ import { installHttpObservability } from './observability/http-observability.js'
 import { JsonLogger } from './observability/json-logger.js';
 import { knownSecrets } from './observability/known-secrets.js';
 import { GatewayMetrics } from './observability/metrics.js';
-import { REQUEST_ID_HEADER, requestIdFrom } from './observability/request-context.js';
+import { REQUEST_ID_HEADER_IN } from './http/headers.js';
+import { requestIdFrom } from './observability/request-context.js';
 import { setupOpenApi } from './openapi.js';
 import { ShutdownState } from './health/shutdown.state.js';
 import { clientErrorHandler, frameworkErrors } from './problem/framework-errors.js';
@@ -45,7 +46,7 @@ export async function createGateway(
     // (one line per request) is written by http-observability.ts with the gateway's pino.
     logger: false,
     // Fastify's request id, from a well-formed X-Request-Id or fresh (request-context.ts).
-    genReqId: (request: IncomingMessage) => requestIdFrom(request.headers[REQUEST_ID_HEADER]),
+    genReqId: (request: IncomingMessage) => requestIdFrom(request.headers[REQUEST_ID_HEADER_IN]),
     // A body with `__proto__` or `constructor.prototype` is refused (400 validation_failed),
     // not silently altered: unknown fields are rejected, these included.
     onProtoPoisoning: 'error',

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { Injectable, Logger, Optional, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { AppConfig, ApiKeyEntry } from '../config/app-config.js';
@@ -7,8 +7,8 @@ import { SecretFileWatcher } from '../config/secret-file-watcher.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { knownSecrets } from '../observability/known-secrets.js';
 import type { Caller, CallerAuthenticator } from './caller.js';
-
-export const API_KEY_HEADER = 'x-api-key';
+import { API_KEY_HEADER_IN } from '../http/headers.js';
+import { sha256Bytes } from '../crypto/sha256.js';
 
 /**
  * `X-Api-Key` for services in the cluster (internal-api.md §1): the key's SHA-256 is
@@ -56,7 +56,7 @@ export class ApiKeyAuthenticator implements CallerAuthenticator, OnModuleInit, O
   }
 
   appliesTo(headers: Record<string, string | string[] | undefined>): boolean {
-    return headers[API_KEY_HEADER] !== undefined;
+    return headers[API_KEY_HEADER_IN] !== undefined;
   }
 
   /** Nothing to wait for here; the interface is asynchronous for the JWT authenticator's JWKS. */
@@ -65,9 +65,9 @@ export class ApiKeyAuthenticator implements CallerAuthenticator, OnModuleInit, O
   }
 
   private identify(headers: Record<string, string | string[] | undefined>): Caller | null {
-    const key = headers[API_KEY_HEADER];
+    const key = headers[API_KEY_HEADER_IN];
     if (typeof key !== 'string' || key.length === 0 || key.length > 512) return null;
-    const presented = createHash('sha256').update(key).digest();
+    const presented = sha256Bytes(key);
     let match: ApiKeyEntry | null = null;
     for (const entry of this.entries) {
       // No early exit: every entry is compared.

@@ -11,7 +11,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Scope } from '../config/app-config.js';
 import { noteAuthFailure } from '../observability/http-observability.js';
 import { ProblemException } from '../problem/problem.js';
-import { API_KEY_HEADER } from './api-key.authenticator.js';
+import { API_KEY_HEADER_IN } from '../http/headers.js';
 import { CALLER_AUTHENTICATORS, type Caller, type CallerAuthenticator } from './caller.js';
 
 const REQUIRED_SCOPES = 'vgw:requiredScopes';
@@ -49,7 +49,7 @@ export class CallerAuthGuard implements CanActivate {
     }
     const caller = await authenticator.authenticate(request.headers);
     if (!caller) {
-      noteAuthFailure(request, request.headers[API_KEY_HEADER] !== undefined ? 'invalid_api_key' : 'invalid_jwt');
+      noteAuthFailure(request, request.headers[API_KEY_HEADER_IN] !== undefined ? 'invalid_api_key' : 'invalid_jwt');
       throw new ProblemException('unauthenticated', 'The credential is not valid.');
     }
     request.caller = caller;

@@ -7,6 +7,7 @@ import { ProblemException } from '../problem/problem.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { sha256 } from '../crypto/sha256.js';
 import { callerScope, type Caller } from './caller.js';
+import { RETRY_AFTER_HEADER } from '../http/headers.js';
 
 const WINDOW_SECONDS = 60;
 
@@ -55,7 +56,7 @@ export class CallerQuotas {
           'rate_limited',
           `The ${scope === 'client' ? 'client' : 'user'} quota of ${perMinute} inquiries per minute is used up.`,
           {
-            headers: { 'Retry-After': String(retryAfter) },
+            headers: { [RETRY_AFTER_HEADER]: String(retryAfter) },
           },
         );
       }

@@ -8,6 +8,7 @@ import type { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException } from '../problem/problem.js';
 import type { Caller, CallerAuthenticator } from './caller.js';
 import { JwksKeySource, JwksUnavailableError, describeFailure, type JwksState } from './jwks-key-source.js';
+import { RETRY_AFTER_HEADER } from '../http/headers.js';
 
 /** Asymmetric algorithms only: a shared-secret (HS*) or `none` token is never accepted. */
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
@@ -120,7 +121,7 @@ export class JwtAuthenticator implements CallerAuthenticator {
         // "We cannot check tokens right now", not "your token is bad": a retry can succeed.
         this.refusedUnavailable?.inc();
         throw new ProblemException('auth_unavailable', 'Credentials cannot be checked right now; retry later.', {
-          headers: { 'Retry-After': String(JWKS_RETRY_MS / 1000) },
+          headers: { [RETRY_AFTER_HEADER]: String(JWKS_RETRY_MS / 1000) },
         });
       }
       // The reason (expired, wrong audience, …) is logged by its code; the token never is.

@@ -4,6 +4,7 @@ import { TokenUnavailableError } from '../token/token-unavailable.error.js';
 import type { UpstreamSuccess } from '../upstream/upstream.client.js';
 import { UpstreamError } from '../upstream/upstream-error.js';
 import type { InquiryRecord, InquiryStatus, StoredResponse } from './inquiry-record.js';
+import { RETRY_AFTER_HEADER } from '../http/headers.js';
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
@@ -80,7 +81,7 @@ export function failureOutcome(error: unknown, trackId: string, circuitRetryAfte
         ? fail(
             'failed',
             unavailable('The verification service is failing; inquiries are paused briefly.', {
-              'Retry-After': circuitRetryAfter,
+              [RETRY_AFTER_HEADER]: circuitRetryAfter,
             }),
             true,
           )

@@ -1,5 +1,10 @@
-import type { RequestHandlingType } from './validation/decorators.js';
-import type { InquiryOperation } from '../upstream/upstream.client.js';
+/** The inquiries the gateway offers (docs/api.md §2), by its own operation names. */
+export const INQUIRY_OPERATIONS = ['shahkar', 'iban'] as const;
+export type InquiryOperation = (typeof INQUIRY_OPERATIONS)[number];
+
+/** Which upstream suppliers may answer (docs/upstream-api.md §4.4 rules 6-8). */
+export const REQUEST_HANDLING_TYPES = ['standard', 'advanced'] as const;
+export type RequestHandlingType = (typeof REQUEST_HANDLING_TYPES)[number];
 
 export type InquiryStatus = 'pending' | 'succeeded' | 'failed' | 'unknown';
 

@@ -3,13 +3,13 @@ import type { FastifyReply } from 'fastify';
 import type { Caller } from '../caller-auth/caller.js';
 import { CallerAuthGuard, CurrentCaller, RequireScopes, requireScope } from '../caller-auth/caller-auth.guard.js';
 import { CallerQuotas } from '../caller-auth/caller-quotas.js';
-import { TRACK_ID_HEADER } from '../problem/problem.filter.js';
+import { IDEMPOTENCY_KEY_HEADER_IN, IDEMPOTENT_REPLAYED_HEADER, TRACK_ID_HEADER } from '../http/headers.js';
 import { IbanRequestDto } from './dto/iban-request.dto.js';
 import { ShahkarRequestDto } from './dto/shahkar-request.dto.js';
 import type { StoredResponse } from './inquiry-record.js';
 import { ApiInquiry, ApiInquiryRecord } from './inquiry.openapi.js';
 import { InquiryService, type InquiryRequest, type InquiryResponse } from './inquiry.service.js';
-import type { RequestHandlingType } from './validation/decorators.js';
+import type { RequestHandlingType } from './inquiry-record.js';
 import { validateInquiryRequest } from './validation/inquiry-request.validation.js';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -40,7 +40,7 @@ export class InquiryController {
   shahkar(
     @CurrentCaller() caller: Caller,
     @Body() body: unknown,
-    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Headers(IDEMPOTENCY_KEY_HEADER_IN) idempotencyKey: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
     return this.inquire(caller, reply, { body, idempotencyKey }, ShahkarRequestDto, (dto) => ({
@@ -57,7 +57,7 @@ export class InquiryController {
   iban(
     @CurrentCaller() caller: Caller,
     @Body() body: unknown,
-    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Headers(IDEMPOTENCY_KEY_HEADER_IN) idempotencyKey: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
     return this.inquire(caller, reply, { body, idempotencyKey }, IbanRequestDto, (dto) => ({
@@ -103,6 +103,6 @@ export class InquiryController {
 function send(reply: FastifyReply, response: StoredResponse | InquiryResponse): void {
   reply.status(response.status).header('content-type', response.contentType).header(TRACK_ID_HEADER, response.trackId);
   for (const [name, value] of Object.entries(response.headers ?? {})) reply.header(name, value);
-  if ('replayed' in response && response.replayed) reply.header('Idempotent-Replayed', 'true');
+  if ('replayed' in response && response.replayed) reply.header(IDEMPOTENT_REPLAYED_HEADER, 'true');
   void reply.send(response.body);
 }

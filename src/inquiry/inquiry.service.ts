@@ -7,14 +7,13 @@ import { sha256 } from '../crypto/sha256.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException } from '../problem/problem.js';
 import { AuthorizedUpstream } from '../token/authorized-upstream.js';
-import type { InquiryOperation } from '../upstream/upstream.client.js';
 import { writeOrRetryInBackground } from './background-write.js';
 import { IdempotencyService, type HeldKey } from './idempotency.service.js';
 import { failureLogLine, failureOutcome, successOutcome, type InquiryOutcome } from './inquiry-outcome.js';
 import { publicView, type InquiryRecord, type StoredResponse } from './inquiry-record.js';
 import { InquiryStore } from './inquiry.store.js';
 import { guardStore } from './store-guard.js';
-import type { RequestHandlingType } from './validation/decorators.js';
+import type { InquiryOperation, RequestHandlingType } from './inquiry-record.js';
 
 /** A validated, normalised inquiry as it will be sent upstream (without the trackId). */
 export interface InquiryRequest {

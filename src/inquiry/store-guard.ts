@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { ProblemException } from '../problem/problem.js';
 import { StoreUnavailableError } from '../store/store-unavailable.error.js';
+import { RETRY_AFTER_HEADER } from '../http/headers.js';
 
 const logger = new Logger('InquiryStore');
 
@@ -17,7 +18,7 @@ export async function guardStore<T>(operation: () => Promise<T>, trackId?: strin
       throw new ProblemException(
         'store_unavailable',
         'The record store is unavailable; nothing was sent to the verification service.',
-        { trackId, headers: { 'Retry-After': '1' } },
+        { trackId, headers: { [RETRY_AFTER_HEADER]: '1' } },
       );
     }
     throw error;

@@ -5,7 +5,8 @@ import type { Logger as Pino } from 'pino';
 import { PROBLEM_CONTENT_TYPE } from '../problem/problem.js';
 import type { GatewayMetrics } from './metrics.js';
 import { redactText } from './redact.js';
-import { REQUEST_ID_HEADER, type RequestFacts } from './request-context.js';
+import { REQUEST_ID_HEADER_IN } from '../http/headers.js';
+import { type RequestFacts } from './request-context.js';
 
 /** What the access log and the request metrics learn while a request is served. */
 interface Observed {
@@ -63,7 +64,7 @@ export async function installHttpObservability(
 
   fastify.addHook('onRequest', (request, reply, done) => {
     // Set first, so that every answer carries it: errors, 404s and refused bodies included.
-    void reply.header(REQUEST_ID_HEADER, request.id);
+    void reply.header(REQUEST_ID_HEADER_IN, request.id);
     done();
   });
 

@@ -2,8 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { requestContext } from '@fastify/request-context';
 import type { Span } from '@opentelemetry/api';
 
-export const REQUEST_ID_HEADER = 'x-request-id';
-
 /**
  * What every log line and span of one request shares, held in an async-local store
  * (@fastify/request-context: AsyncLocalStorage, re-entered after body parsing) so that

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { UpstreamClient, type InquiryOperation, type UpstreamSuccess } from '../upstream/upstream.client.js';
+import type { InquiryOperation } from '../inquiry/inquiry-record.js';
+import { UpstreamClient, type UpstreamSuccess } from '../upstream/upstream.client.js';
 import { UpstreamError } from '../upstream/upstream-error.js';
 import { TokenProvider } from './token.provider.js';
 

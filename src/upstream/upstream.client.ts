@@ -2,6 +2,7 @@ import { Injectable, Logger, Optional, type OnApplicationShutdown } from '@nestj
 import { ConfigService } from '@nestjs/config';
 import CircuitBreaker from 'opossum';
 import type { AppConfig } from '../config/app-config.js';
+import type { InquiryOperation } from '../inquiry/inquiry-record.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import {
   fieldErrors,
@@ -17,11 +18,10 @@ import { UpstreamCredentials } from './upstream-credentials.js';
 export const TOKEN_PATH = '/api/v5/Authentication/GetToken';
 
 /** Inquiry operations of upstream-api-v5.md §4.2, by the gateway's own operation names. */
-export const INQUIRY_PATHS = {
+export const INQUIRY_PATHS: Readonly<Record<InquiryOperation, string>> = {
   shahkar: '/api/v5/KYC/CheckShahkar',
   iban: '/api/v5/KYC/IbanInquiry',
-} as const;
-export type InquiryOperation = keyof typeof INQUIRY_PATHS;
+};
 
 /** GetToken request bodies, §4.1 variants A (credentials) and B (renewal). */
 export type TokenGrant = { kind: 'credentials' } | { kind: 'refresh'; refreshToken: string };

@@ -5,6 +5,7 @@ import { createGateway, type GatewayOptions } from '../../src/bootstrap.js';
 import { RedisConnection } from '../../src/store/redis-connection.js';
 import { TokenProvider } from '../../src/token/token.provider.js';
 import type { UpstreamSimulator, UpstreamSimulatorEvents } from '../upstream-simulator/upstream-simulator.js';
+import { nextEvent } from './events.js';
 
 export const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
@@ -115,20 +116,7 @@ export function nextSimEvent<K extends keyof UpstreamSimulatorEvents>(
   matches: (event: UpstreamSimulatorEvents[K][0]) => boolean = () => true,
   timeoutMs = 5000,
 ): Promise<UpstreamSimulatorEvents[K][0]> {
-  return new Promise((resolve, reject) => {
-    const emitter = sim as unknown as EventEmitter;
-    const listener = (event: UpstreamSimulatorEvents[K][0]) => {
-      if (!matches(event)) return;
-      clearTimeout(timer);
-      emitter.off(name, listener);
-      resolve(event);
-    };
-    const timer = setTimeout(() => {
-      emitter.off(name, listener);
-      reject(new Error(`no matching simulator '${name}' event within ${timeoutMs} ms`));
-    }, timeoutMs);
-    emitter.on(name, listener);
-  });
+  return nextEvent(sim as unknown as EventEmitter, name, matches, timeoutMs);
 }
 
 /**

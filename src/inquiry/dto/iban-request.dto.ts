@@ -1,11 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
-import {
-  IsIranianIban,
-  IsRequestHandlingType,
-  NormaliseWith,
-  REQUEST_HANDLING_TYPES,
-  type RequestHandlingType,
-} from '../validation/decorators.js';
+import { IsIranianIban, IsRequestHandlingType, NormaliseWith } from '../validation/decorators.js';
+import { REQUEST_HANDLING_TYPES, type RequestHandlingType } from '../inquiry-record.js';
 import { normaliseIban } from '../validation/iban.js';
 import { IBAN_PATTERN } from '../validation/input-patterns.js';
 

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
-import { REQUEST_HANDLING_TYPES } from '../validation/decorators.js';
+import { INQUIRY_OPERATIONS, REQUEST_HANDLING_TYPES, type RequestHandlingType } from '../inquiry-record.js';
 
 const UPSTREAM_DATA = {
   type: 'object',
@@ -42,7 +42,7 @@ export class InquiryRecordDto {
   @ApiProperty({ type: String, format: 'uuid', example: '3f0c1c9e-8d2a-4c55-9a4e-2b7f1f0c6d11' })
   trackId!: string;
 
-  @ApiProperty({ enum: ['shahkar', 'iban'], enumName: 'InquiryOperation' })
+  @ApiProperty({ enum: INQUIRY_OPERATIONS, enumName: 'InquiryOperation' })
   operation!: 'shahkar' | 'iban';
 
   @ApiProperty({
@@ -55,7 +55,7 @@ export class InquiryRecordDto {
   status!: 'pending' | 'succeeded' | 'failed' | 'unknown';
 
   @ApiProperty({ enum: REQUEST_HANDLING_TYPES, enumName: 'RequestHandlingType' })
-  requestHandlingType!: (typeof REQUEST_HANDLING_TYPES)[number];
+  requestHandlingType!: RequestHandlingType;
 
   @ApiProperty({ type: String, format: 'date-time', example: '2026-11-22T08:00:00.000Z' })
   createdAt!: string;

@@ -4,9 +4,8 @@ import {
   IsIranianNationalCode,
   IsRequestHandlingType,
   NormaliseWith,
-  REQUEST_HANDLING_TYPES,
-  type RequestHandlingType,
 } from '../validation/decorators.js';
+import { REQUEST_HANDLING_TYPES, type RequestHandlingType } from '../inquiry-record.js';
 import { MOBILE_PATTERN, NATIONAL_CODE_PATTERN } from '../validation/input-patterns.js';
 import { normaliseIranianMobile } from '../validation/mobile.js';
 import { normaliseNationalCode } from '../validation/national-code.js';

@@ -8,6 +8,7 @@ import { Transform } from 'class-transformer';
 import { normaliseIban } from './iban.js';
 import { normaliseIranianMobile } from './mobile.js';
 import { normaliseNationalCode } from './national-code.js';
+import { REQUEST_HANDLING_TYPES, type RequestHandlingType } from '../inquiry-record.js';
 
 /**
  * Field validators for the inquiry bodies.
@@ -17,9 +18,6 @@ import { normaliseNationalCode } from './national-code.js';
  * from the kind of failure only: the submitted value is never echoed (it may be a national
  * code, a phone number or an IBAN).
  */
-
-export const REQUEST_HANDLING_TYPES = ['standard', 'advanced'] as const;
-export type RequestHandlingType = (typeof REQUEST_HANDLING_TYPES)[number];
 
 export const MESSAGES = {
   required: 'is required',

@@ -1,0 +1,19 @@
+/**
+ * HTTP header names of the gateway's contract (docs/api.md), in one place. Fastify matches
+ * header names case-insensitively on the way out; incoming headers arrive lower-cased, so the
+ * `*_IN` names are the ones to read from `request.headers`.
+ */
+
+/** The trackId the gateway stamped (docs/api.md §2), on every inquiry answer once stamped. */
+export const TRACK_ID_HEADER = 'X-Track-Id';
+/** Present, `true`, on an answer replayed for a repeated Idempotency-Key. */
+export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
+/** Seconds to wait before retrying: 429, and 503 where a wait helps. */
+export const RETRY_AFTER_HEADER = 'Retry-After';
+
+/** A caller's retry key for an inquiry (docs/api.md §2, Idempotency). */
+export const IDEMPOTENCY_KEY_HEADER_IN = 'idempotency-key';
+/** A service's API key (docs/api.md §1). */
+export const API_KEY_HEADER_IN = 'x-api-key';
+/** A request id accepted from the caller when well-formed, echoed on every answer. */
+export const REQUEST_ID_HEADER_IN = 'x-request-id';
