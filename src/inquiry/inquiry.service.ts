@@ -139,13 +139,19 @@ export class InquiryService {
       completedAt: new Date().toISOString(),
       ...outcome.record,
     };
-    await writeOrRetryInBackground(this.logger, `record of ${trackId}`, () => this.records.settle(settled));
+    const recordWritten = writeOrRetryInBackground(this.logger, `record of ${trackId}`, () =>
+      this.records.settle(settled),
+    );
 
     const response: StoredResponse = { ...outcome.response, trackId };
     if (key) {
-      await writeOrRetryInBackground(this.logger, `idempotency result of ${trackId}`, () =>
+      // Sent together with the record's write (one round trip); the record's command goes first.
+      const keyWritten = writeOrRetryInBackground(this.logger, `idempotency result of ${trackId}`, () =>
         outcome.notCharged ? this.idempotency.release(key) : this.idempotency.complete(key, response),
       );
+      await Promise.all([recordWritten, keyWritten]);
+    } else {
+      await recordWritten;
     }
     return { ...response, replayed: false };
   }

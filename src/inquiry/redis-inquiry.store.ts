@@ -38,13 +38,6 @@ export class RedisInquiryStore extends InquiryStore {
   }
 }
 
-/** Returns the existing claim, or sets ours and returns nil: the claim is one atomic step. */
-const CLAIM = `
-local existing = redis.call('GET', KEYS[1])
-if existing then return existing end
-redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
-return false`;
-
 /** Stores the answer only while the claim is still in flight for this trackId. */
 const COMPLETE = `
 local existing = redis.call('GET', KEYS[1])
@@ -61,7 +54,6 @@ if existing and cjson.decode(existing).trackId == ARGV[1] then return redis.call
 return 0`;
 
 interface IdempotencyScripts {
-  vgwIdemClaim(key: string, claim: string, ttlSeconds: number): Promise<string | null>;
   vgwIdemComplete(key: string, trackId: string, done: string): Promise<number>;
   vgwIdemRelease(key: string, trackId: string): Promise<number>;
 }
@@ -75,7 +67,6 @@ export class RedisIdempotencyStore extends IdempotencyStore {
     private readonly cipher: StoreCipher,
   ) {
     super();
-    client.defineCommand('vgwIdemClaim', { numberOfKeys: 1, lua: CLAIM });
     client.defineCommand('vgwIdemComplete', { numberOfKeys: 1, lua: COMPLETE });
     client.defineCommand('vgwIdemRelease', { numberOfKeys: 1, lua: RELEASE });
     this.scripts = client as unknown as IdempotencyScripts;
@@ -89,7 +80,8 @@ export class RedisIdempotencyStore extends IdempotencyStore {
   ): Promise<IdempotencyClaim | null> {
     return storeCall('idempotency claim', async () => {
       const key = this.keys.idempotency(scope, keySha256);
-      const existing = await this.scripts.vgwIdemClaim(key, this.serialise(claim, key), ttlSeconds);
+      // One atomic command (Redis ≥ 7.0): sets ours unless a claim exists, and returns that one.
+      const existing = await this.client.set(key, this.serialise(claim, key), 'EX', ttlSeconds, 'NX', 'GET');
       return existing ? this.parse(existing, key) : null;
     });
   }
