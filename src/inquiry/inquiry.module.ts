@@ -10,6 +10,7 @@ import { InquiryService } from './inquiry.service.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
 import { MemoryIdempotencyStore, MemoryInquiryStore } from './memory-inquiry.store.js';
 import { RedisIdempotencyStore, RedisInquiryStore } from './redis-inquiry.store.js';
+import { Settlements } from './settlements.js';
 
 @Module({
   imports: [CallerAuthModule, StoreModule, TokenModule],
@@ -29,6 +30,7 @@ import { RedisIdempotencyStore, RedisInquiryStore } from './redis-inquiry.store.
     },
     IdempotencyService,
     InquiryService,
+    Settlements,
   ],
 })
 export class InquiryModule {}

@@ -7,11 +7,11 @@ import { sha256 } from '../crypto/sha256.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException } from '../problem/problem.js';
 import { AuthorizedUpstream } from '../token/authorized-upstream.js';
-import { writeOrRetryInBackground } from './background-write.js';
 import { IdempotencyService, type HeldKey } from './idempotency.service.js';
 import { failureLogLine, failureOutcome, successOutcome, type InquiryOutcome } from './inquiry-outcome.js';
 import { publicView, type InquiryRecord, type StoredResponse } from './inquiry-record.js';
 import { InquiryStore } from './inquiry.store.js';
+import { Settlements } from './settlements.js';
 import { guardStore } from './store-guard.js';
 import type { InquiryOperation, RequestHandlingType } from './inquiry-record.js';
 
@@ -48,6 +48,7 @@ export class InquiryService {
     private readonly idempotency: IdempotencyService,
     private readonly upstream: AuthorizedUpstream,
     private readonly metrics: GatewayMetrics,
+    private readonly settlements: Settlements,
   ) {
     this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
     this.circuitRetryAfter = String(Math.ceil(config.get('upstream', { infer: true }).circuitResetMs / 1000));
@@ -129,7 +130,7 @@ export class InquiryService {
 
   /**
    * The caller gets the answer at once; the record and the key's answer are written after it
-   * (retried in the background when the store fails just then). A key whose request cannot
+   * (owed to the store and retried until it is back when it fails just then: `Settlements`). A key whose request cannot
    * have been charged is released instead, so a retry runs afresh.
    */
   private async settle(record: InquiryRecord, outcome: InquiryOutcome, key?: HeldKey): Promise<InquiryResponse> {
@@ -148,20 +149,20 @@ export class InquiryService {
       upstream: outcome.record.upstream,
       data: outcome.record.data,
     };
-    const recordWritten = writeOrRetryInBackground(this.logger, `record of ${trackId}`, () =>
-      this.records.settle(settled),
-    );
-
+    // Owed until stored (or the record has expired): the caller is answered either way.
+    const until = Date.parse(record.createdAt) + this.ttlSeconds * 1000;
+    const ttlLeft = () => Math.ceil((until - Date.now()) / 1000);
     const response: StoredResponse = { ...outcome.response, trackId };
-    if (key) {
-      // Sent together with the record's write (one round trip); the record's command goes first.
-      const keyWritten = writeOrRetryInBackground(this.logger, `idempotency result of ${trackId}`, () =>
-        outcome.notCharged ? this.idempotency.release(key) : this.idempotency.complete(key, response),
-      );
-      await Promise.all([recordWritten, keyWritten]);
-    } else {
-      await recordWritten;
-    }
+    // Sent together (one round trip); the record's command goes first.
+    await Promise.all([
+      this.settlements.write(`record of ${trackId}`, () => this.records.settle(settled, ttlLeft()), until),
+      key &&
+        this.settlements.write(
+          `idempotency result of ${trackId}`,
+          () => (outcome.notCharged ? this.idempotency.release(key) : this.idempotency.complete(key, response)),
+          until,
+        ),
+    ]);
     return { ...response, replayed: false };
   }
 }

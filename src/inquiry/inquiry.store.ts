@@ -4,8 +4,14 @@ import type { IdempotencyClaim, InquiryRecord } from './inquiry-record.js';
 export abstract class InquiryStore {
   /** Writes a new record; fails (StoreUnavailableError) rather than let an inquiry go unrecorded. */
   abstract create(record: InquiryRecord, ttlSeconds: number): Promise<void>;
-  /** Replaces an existing record with its settled state (keeping its expiry); one round trip. */
-  abstract settle(record: InquiryRecord): Promise<void>;
+  /**
+   * Replaces an existing record with its settled state (keeping its expiry); one round trip.
+   * With `ttlSeconds`, a record that is gone (a Redis restart without persistence lost it) is
+   * written again with that expiry, so a settlement owed across an outage still lands.
+   */
+  abstract settle(record: InquiryRecord, ttlSeconds?: number): Promise<void>;
+  /** Deletes the record of a request refused before anything was sent (its create may land late). */
+  abstract discard(trackId: string): Promise<void>;
   abstract get(trackId: string): Promise<InquiryRecord | null>;
 }
 

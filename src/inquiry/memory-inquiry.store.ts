@@ -22,8 +22,15 @@ export class MemoryInquiryStore extends InquiryStore {
     return Promise.resolve();
   }
 
-  settle(record: InquiryRecord): Promise<void> {
+  settle(record: InquiryRecord, ttlSeconds?: number): Promise<void> {
     if (this.records.has(record.trackId)) this.records.set(record.trackId, { ...record }, { noUpdateTTL: true });
+    else if (ttlSeconds !== undefined && ttlSeconds > 0)
+      this.records.set(record.trackId, { ...record }, { ttl: ttlSeconds * 1000 });
+    return Promise.resolve();
+  }
+
+  discard(trackId: string): Promise<void> {
+    this.records.delete(trackId);
     return Promise.resolve();
   }
 

@@ -22,10 +22,20 @@ export class RedisInquiryStore extends InquiryStore {
     });
   }
 
-  settle(record: InquiryRecord): Promise<void> {
+  settle(record: InquiryRecord, ttlSeconds?: number): Promise<void> {
     return storeCall('inquiry settle', async () => {
       const key = this.keys.inquiry(record.trackId);
-      await this.client.set(key, this.cipher.seal(JSON.stringify(record), key), 'KEEPTTL', 'XX');
+      const value = this.cipher.seal(JSON.stringify(record), key);
+      const replaced = await this.client.set(key, value, 'KEEPTTL', 'XX');
+      if (replaced === null && ttlSeconds !== undefined && ttlSeconds > 0) {
+        await this.client.set(key, value, 'EX', ttlSeconds, 'NX');
+      }
+    });
+  }
+
+  discard(trackId: string): Promise<void> {
+    return storeCall('inquiry discard', async () => {
+      await this.client.del(this.keys.inquiry(trackId));
     });
   }
 
