@@ -59,7 +59,15 @@ export class IdempotencyService {
     const claim: IdempotencyClaim = { trackId, fingerprint, state: 'in_flight', claimedAt: Date.now() };
     // A second round only when the first found an abandoned claim that sent nothing.
     for (let round = 0; ; round++) {
-      const earlier = await guardStore(() => this.claims.claim(scope, keySha256, claim, this.ttlSeconds));
+      const earlier = await guardStore(() => this.claims.claim(scope, keySha256, claim, this.ttlSeconds)).catch(
+        (error: unknown) => {
+          // Refused: a claim that timed out may still land later and would block the retry
+          // the 503 invites. The release (only of our trackId's claim) follows it on the same
+          // connection, so Redis runs it after the late claim.
+          void this.claims.release(scope, keySha256, trackId).catch(() => undefined);
+          throw error;
+        },
+      );
       if (!earlier) return { held: { scope, keySha256, claim } };
       const replay = await this.answerRepeat(scope, keySha256, earlier, fingerprint);
       if (replay) return { replay };

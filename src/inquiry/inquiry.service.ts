@@ -82,7 +82,11 @@ export class InquiryService {
     try {
       await guardStore(() => this.records.create(record, this.ttlSeconds), trackId);
     } catch (error) {
-      if (key) await this.idempotency.release(key).catch(() => undefined);
+      // Refused (503): nothing was sent, so nothing of this request may stay. A create that
+      // timed out may still land later: the delete is sent after it on the same connection,
+      // so Redis runs it after the late create (docs: README "Failure handling").
+      void this.records.discard(trackId).catch(() => undefined);
+      if (key) void this.idempotency.release(key).catch(() => undefined);
       throw error;
     }
 
