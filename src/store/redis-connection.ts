@@ -21,6 +21,9 @@ const CLIENT_OPTIONS: RedisOptions = {
   connectTimeout: 2000,
   retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2000),
   lazyConnect: true,
+  // Commands issued in the same tick share one socket write: an inquiry's record write no longer
+  // costs a write syscall of its own under load (measured: see README, Performance).
+  enableAutoPipelining: true,
 };
 
 type RedisStore = Exclude<StoreConfig, { mode: 'memory' }>;
@@ -58,6 +61,7 @@ function createClient(store: RedisStore, connectionName: string): RedisClient {
         redisOptions: options,
         enableOfflineQueue: false,
         lazyConnect: true,
+        enableAutoPipelining: true,
         clusterRetryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2000),
       });
   }
