@@ -1,5 +1,5 @@
 /**
- * The upstream circuit breaker (internal-api.md §3: 503 upstream_unavailable "circuit open"):
+ * The upstream circuit breaker (docs/api.md §3: 503 upstream_unavailable "circuit open"):
  * repeated upstream failures stop inquiries at the gateway, a trial call after the reset
  * time closes it again, and business answers (4xx) never count as failures.
  */

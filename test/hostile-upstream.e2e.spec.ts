@@ -1,5 +1,5 @@
 /**
- * Hostile upstream answers (docs: internal-api.md §3, 502 `upstream_error`): a success whose
+ * Hostile upstream answers (docs: docs/api.md §3, 502 `upstream_error`): a success whose
  * `data` is nested thousands of levels deep, and a 32 MiB answer. The gateway takes neither:
  * the caller gets 502 `upstream_error` (never 500), the record is settled `unknown` (the
  * upstream charged), the Idempotency-Key is concluded (a retry replays the 502 and is not sent

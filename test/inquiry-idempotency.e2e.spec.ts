@@ -1,6 +1,6 @@
 /**
  * End to end, over real HTTP against the upstream simulator and one real Redis shared by
- * several gateway instances: Idempotency-Key semantics (internal-api.md §2 "Idempotency").
+ * several gateway instances: Idempotency-Key semantics (docs/api.md §2 "Idempotency").
  * A replay must cost nothing upstream: no call, no charge.
  */
 import { randomUUID } from 'node:crypto';

@@ -1,7 +1,7 @@
 /**
  * End to end, over real HTTP against the upstream simulator and a real Redis: what the
  * gateway answers when the upstream fails, rejects, times out or refuses its credentials,
- * and when Redis is down (internal-api.md §3), with the inquiry record each case leaves,
+ * and when Redis is down (docs/api.md §3), with the inquiry record each case leaves,
  * the retry after a 401, and the rule that no trackId is ever charged twice.
  */
 import { randomUUID } from 'node:crypto';

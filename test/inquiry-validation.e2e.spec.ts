@@ -1,7 +1,7 @@
 /**
  * End to end, over real HTTP against the upstream simulator and a real Redis:
  * input validation and normalisation, caller authentication and scopes, routing, body
- * limits, the stamped trackId and the inquiry record (internal-api.md §1–§3).
+ * limits, the stamped trackId and the inquiry record (docs/api.md §1–§3).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { MESSAGES } from '../src/inquiry/validation/decorators.js';
@@ -63,7 +63,7 @@ const iban = (json: unknown, options: CallOptions = {}) =>
 const record = (trackId: string, apiKey: string = TEST_CLIENTS.full.key) =>
   call('GET', `/v1/inquiries/${trackId}`, { apiKey });
 
-/** RFC 9457 shape of internal-api.md §3; `stamped` says whether a trackId must be present. */
+/** RFC 9457 shape of docs/api.md §3; `stamped` says whether a trackId must be present. */
 function expectProblem(res: Exchange, status: number, code: string, stamped: boolean): void {
   expectProblemShape(res, status, code);
   if (stamped) {

@@ -1,5 +1,5 @@
 /**
- * JWT callers (internal-api.md §1): signature by public key or JWKS URL, iss/aud/exp/nbf,
+ * JWT callers (docs/api.md §1): signature by public key or JWKS URL, iss/aud/exp/nbf,
  * scopes from `scope` or `scp`, client from `azp` or `client_id`.
  */
 import { createServer, type Server } from 'node:http';

@@ -1,5 +1,5 @@
 /**
- * Log and metric hygiene end to end (internal-api.md §1, §3): a gateway with the real
+ * Log and metric hygiene end to end (docs/api.md §1, §3): a gateway with the real
  * JsonLogger at LOG_LEVEL trace, driven through token acquisition, successful inquiries,
  * validation errors, an upstream 500 and rejected upstream credentials. Every log line must
  * be JSON, and no log line nor /metrics may carry a credential, a token, the raw API key,

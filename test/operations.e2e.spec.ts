@@ -1,4 +1,4 @@
-/** Probes, metrics and OpenAPI (internal-api.md §4), with a real Redis that goes away. */
+/** Probes, metrics and OpenAPI (docs/api.md §4), with a real Redis that goes away. */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { UpstreamSimulator, type TokenEvent } from './upstream-simulator/upstream-simulator.js';
 import { nextEvent } from './support/events.js';

@@ -1,5 +1,5 @@
 /**
- * Quotas (internal-api.md §3: 429 rate_limited with Retry-After): per client, counted
+ * Quotas (docs/api.md §3: 429 rate_limited with Retry-After): per client, counted
  * across replicas in Redis, and per end user of a JWT caller.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';

@@ -11,7 +11,7 @@ import { API_KEY_HEADER_IN } from '../http/headers.js';
 import { sha256Bytes } from '../crypto/sha256.js';
 
 /**
- * `X-Api-Key` for services in the cluster (internal-api.md §1): the key's SHA-256 is
+ * `X-Api-Key` for services in the cluster (docs/api.md §1): the key's SHA-256 is
  * compared with every configured hash in constant time, so neither the match position
  * nor the number of matching bytes shows in the response time.
  */

@@ -31,7 +31,7 @@ export const CurrentCaller = createParamDecorator((_data: unknown, context: Exec
 /**
  * Resolves the caller with the first authenticator whose credential the request carries
  * (API key, JWT, …), then checks the route's scopes. No credential or a bad one: 401;
- * a good one without the scope: 403 (internal-api.md §1).
+ * a good one without the scope: 403 (docs/api.md §1).
  */
 @Injectable()
 export class CallerAuthGuard implements CanActivate {

@@ -12,7 +12,7 @@ import { RETRY_AFTER_HEADER } from '../http/headers.js';
 const WINDOW_SECONDS = 60;
 
 /**
- * Inquiry quotas (internal-api.md §3: 429 `rate_limited` with `Retry-After`): per client
+ * Inquiry quotas (docs/api.md §3: 429 `rate_limited` with `Retry-After`): per client
  * when its API key entry sets `quotaPerMinute`, and per end user (JWT `sub`, within its
  * client) at `USER_QUOTA_PER_MINUTE`. Counted in Redis for all replicas (one single-key Lua
  * script per check, so Cluster-safe); while Redis is unreachable each replica counts alone.

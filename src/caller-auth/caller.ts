@@ -1,7 +1,7 @@
 import type { Scope } from '../config/app-config.js';
 import { sha256 } from '../crypto/sha256.js';
 
-/** Whoever called the gateway, after authentication (internal-api.md §1). */
+/** Whoever called the gateway, after authentication (docs/api.md §1). */
 export interface Caller {
   /** The client: a configured API key's clientId, or a JWT's `azp` / `client_id`. */
   clientId: string;

@@ -22,7 +22,7 @@ const JWKS_COOLDOWN_MS = 30_000;
 const JWKS_STATES: JwksState[] = ['ok', 'stale', 'unavailable'];
 
 /**
- * `Authorization: Bearer <JWT>` for the company's apps (internal-api.md §1): the signature
+ * `Authorization: Bearer <JWT>` for the company's apps (docs/api.md §1): the signature
  * is checked against the JWKS URL (keys cached and refreshed by jose) or the configured
  * public key, plus `iss`, `aud`, `exp` and `nbf`. Scopes come from `scope` (space-separated)
  * or `scp` (array), the client from `azp` or `client_id`, the end user from `sub`, which is

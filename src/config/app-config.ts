@@ -1,6 +1,6 @@
 import type { Secret } from './secret.js';
 
-/** Scopes a caller may hold (internal-api.md §1). */
+/** Scopes a caller may hold (docs/api.md §1). */
 export const SCOPES = ['kyc:shahkar', 'kyc:iban', 'inquiries:read', 'kyc:advanced'] as const;
 export type Scope = (typeof SCOPES)[number];
 

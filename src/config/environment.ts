@@ -5,7 +5,7 @@ import { IsIn, IsInt, IsOptional, IsString, IsUrl, Matches, Max, Min, MinLength 
 export const HOST_PORT_LIST = /^[A-Za-z0-9.\-[\]:]+:\d{1,5}(,[A-Za-z0-9.\-[\]:]+:\d{1,5})*$/;
 
 /**
- * The whole environment of internal-api.md §5 in one class, validated at startup.
+ * The whole environment of docs/api.md §5 in one class, validated at startup.
  * `*_FILE` variants are resolved into their plain names before validation (see load-config).
  */
 export class EnvironmentVariables {

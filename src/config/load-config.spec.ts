@@ -1,5 +1,5 @@
 /**
- * Configuration loading (internal-api.md §5): defaults, every bad variable named at once,
+ * Configuration loading (docs/api.md §5): defaults, every bad variable named at once,
  * `*_FILE` variants, Redis modes, API keys and JWT, and secrets that are never echoed.
  */
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -304,7 +304,7 @@ function jwtConfig(vars: EnvironmentVariables, problems: string[]): AppConfig['c
 }
 
 /**
- * True when the text is a public key usable for JWT signatures (internal-api.md §1: asymmetric
+ * True when the text is a public key usable for JWT signatures (docs/api.md §1: asymmetric
  * only). Parsed here, at startup, so a malformed key is a configuration error naming the
  * variable (exit 78) rather than a crash with a stack trace when the authenticator is built.
  * A private key is refused too: it does not belong in the gateway's environment.

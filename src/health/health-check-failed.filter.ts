@@ -3,7 +3,7 @@ import type { FastifyReply } from 'fastify';
 
 /**
  * A failed Terminus check throws 503 with the check's result. Probes and dashboards read that
- * Terminus JSON (internal-api.md §4), so it is sent as it is, not turned into problem+json
+ * Terminus JSON (docs/api.md §4), so it is sent as it is, not turned into problem+json
  * by the global problem filter.
  */
 @Catch(ServiceUnavailableException)

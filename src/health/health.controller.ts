@@ -7,7 +7,7 @@ import { ApiProbe } from './health.openapi.js';
 import { LifecycleHealthIndicator } from './lifecycle.health.js';
 
 /**
- * Kubernetes probes (internal-api.md §4). None needs a credential; none reveals a secret.
+ * Kubernetes probes (docs/api.md §4). None needs a credential; none reveals a secret.
  * Bodies are Terminus JSON, also on 503 (not problem+json: probes and dashboards read them).
  */
 @Controller('health')

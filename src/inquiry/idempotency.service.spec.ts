@@ -1,5 +1,5 @@
 /**
- * The Idempotency-Key decisions (internal-api.md §2, "Idempotency") against the in-process
+ * The Idempotency-Key decisions (docs/api.md §2, "Idempotency") against the in-process
  * stores: claim, replay, in use, reused, the conclusion of an abandoned claim, release and
  * complete. No Redis, no HTTP.
  */

@@ -21,7 +21,7 @@ export interface HeldKey {
 export type ClaimResult = { held: HeldKey } | { replay: StoredResponse };
 
 /**
- * The `Idempotency-Key` rules of internal-api.md §2 (upstream-api-v5.md §4.4 rules 1, 5 and 9):
+ * The `Idempotency-Key` rules of docs/api.md §2 (docs/upstream-api.md §4.4 rules 1, 5 and 9):
  * the first request with a key claims it; a retry with the same request replays the stored
  * answer and is never sent again; a different request under the key is refused (422), one
  * still in flight too (409); a claim left behind by a request that died is concluded.

@@ -1,5 +1,5 @@
 /**
- * The upstream-failure rows of the error table (internal-api.md §3, "Errors") as the gateway
+ * The upstream-failure rows of the error table (docs/api.md §3, "Errors") as the gateway
  * applies them: each failure of a call gives one problem code and status, the record status
  * (`failed` when the upstream decided or nothing was sent, `unknown` when it may have charged),
  * and whether the Idempotency-Key is released (nothing can have been charged).
@@ -49,7 +49,7 @@ const TABLE: Row[] = [
   { when: 'unexpected error', error: new TypeError('boom'), status: 500, code: 'internal', record: 'unknown', released: false },
 ];
 
-describe('failureOutcome: the error table of internal-api.md §3', () => {
+describe('failureOutcome: the error table of docs/api.md §3', () => {
   it.each(TABLE)('$when → $status $code, record $record, key released: $released', (row) => {
     const outcome = failureOutcome(row.error, TRACK_ID, RETRY_AFTER);
     expect(outcome.status).toBe(row.record);

@@ -21,7 +21,7 @@ export interface InquiryOutcome {
   notCharged: boolean;
 }
 
-/** The body of a successful inquiry (internal-api.md §2), also rebuilt from a record for a replay. */
+/** The body of a successful inquiry (docs/api.md §2), also rebuilt from a record for a replay. */
 export function succeededBody(trackId: string, data: unknown) {
   return { trackId, status: 'succeeded' as const, data };
 }
@@ -46,7 +46,7 @@ export function problemResponse(problem: ProblemException): Omit<StoredResponse,
 }
 
 /**
- * A failed upstream call as the error table of internal-api.md §3 describes it: which problem
+ * A failed upstream call as the error table of docs/api.md §3 describes it: which problem
  * the caller gets, whether the record is `failed` (the upstream decided, or nothing was sent)
  * or `unknown` (it may have been processed and charged), and whether the key is released.
  * `circuitRetryAfter` is the `Retry-After` (seconds) while the circuit breaker is open.

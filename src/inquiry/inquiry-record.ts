@@ -9,7 +9,7 @@ export type RequestHandlingType = (typeof REQUEST_HANDLING_TYPES)[number];
 export type InquiryStatus = 'pending' | 'succeeded' | 'failed' | 'unknown';
 
 /**
- * One inquiry, written before the upstream call and settled after it (upstream-api-v5.md
+ * One inquiry, written before the upstream call and settled after it (docs/upstream-api.md
  * §4.4: the trackId is the billing and support reference). The request's personal data is
  * not kept: only a fingerprint of it, for idempotency.
  */
@@ -28,7 +28,7 @@ export interface InquiryRecord {
   data?: unknown;
 }
 
-/** What `GET /v1/inquiries/{trackId}` shows (internal-api.md §2). */
+/** What `GET /v1/inquiries/{trackId}` shows (docs/api.md §2). */
 export function publicView(record: InquiryRecord) {
   return {
     trackId: record.trackId,

@@ -30,10 +30,10 @@ export interface InquiryResponse extends StoredResponse {
 }
 
 /**
- * The gateway's main job (internal-api.md §2), in five steps: stamp a trackId, claim the
+ * The gateway's main job (docs/api.md §2), in five steps: stamp a trackId, claim the
  * Idempotency-Key (a retry replays the first answer instead of charging again), record the
  * inquiry before the upstream sees it, call the upstream, settle the record and answer
- * (upstream-api-v5.md §4.4 rules 1, 5 and 9).
+ * (docs/upstream-api.md §4.4 rules 1, 5 and 9).
  */
 @Injectable()
 export class InquiryService {
@@ -120,7 +120,7 @@ export class InquiryService {
     return publicView(record);
   }
 
-  /** One upstream inquiry; every failure becomes its outcome (internal-api.md §3), none is thrown. */
+  /** One upstream inquiry; every failure becomes its outcome (docs/api.md §3), none is thrown. */
   private async call(request: InquiryRequest, trackId: string): Promise<InquiryOutcome> {
     const body = { ...request.fields, requestHandlingType: request.requestHandlingType, trackId };
     try {

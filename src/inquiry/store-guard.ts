@@ -7,7 +7,7 @@ const logger = new Logger('InquiryStore');
 
 /**
  * Runs a record or claim store operation that must succeed before anything is sent upstream:
- * a store failure becomes 503 `store_unavailable` (internal-api.md §3), nothing is charged.
+ * a store failure becomes 503 `store_unavailable` (docs/api.md §3), nothing is charged.
  */
 export async function guardStore<T>(operation: () => Promise<T>, trackId?: string): Promise<T> {
   try {

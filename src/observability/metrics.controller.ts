@@ -4,7 +4,7 @@ import { ApiPublic } from '../openapi.js';
 import type { FastifyReply } from 'fastify';
 import { GatewayMetrics } from './metrics.js';
 
-/** `GET /metrics`: Prometheus text format (internal-api.md §4). No credential needed. */
+/** `GET /metrics`: Prometheus text format (docs/api.md §4). No credential needed. */
 @ApiTags('operations')
 @Controller('metrics')
 export class MetricsController {

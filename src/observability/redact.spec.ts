@@ -1,5 +1,5 @@
 /**
- * The log redactor (internal-api.md §1, §3): personal identifiers and credentials are masked
+ * The log redactor (docs/api.md §1, §3): personal identifiers and credentials are masked
  * in any log text, ordinary text and trackIds stay readable.
  */
 import { describe, expect, it } from '@jest/globals';

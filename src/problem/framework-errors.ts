@@ -24,7 +24,7 @@ export function problemForFrameworkError(error: { code?: string }): ProblemExcep
       );
     case 'FST_ERR_MAX_PARAM_LENGTH':
       // An over-long path segment (e.g. a trackId of kilobytes) names nothing that exists: 404, as
-      // any unknown trackId (internal-api.md §2), rather than fastify's 414.
+      // any unknown trackId (docs/api.md §2), rather than fastify's 414.
       return new ProblemException('not_found', 'No such resource.');
     default:
       return new ProblemException('internal', 'An unexpected error occurred.');

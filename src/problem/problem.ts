@@ -1,7 +1,7 @@
 import { knownSecrets } from '../observability/known-secrets.js';
 
 /**
- * RFC 9457 problem details, with the stable `code`s of internal-api.md §3.
+ * RFC 9457 problem details, with the stable `code`s of docs/api.md §3.
  * Every error the gateway returns is built from a `ProblemException`, so callers can rely
  * on `code` and never see a stack trace, a secret or a raw personal identifier.
  */

@@ -1,5 +1,5 @@
 /**
- * Anything thrown while serving a request becomes one problem (internal-api.md §3): Nest's
+ * Anything thrown while serving a request becomes one problem (docs/api.md §3): Nest's
  * HTTP exceptions and Fastify's own request errors keep their meaning (status → stable
  * code), everything else is a 500 `internal` whose detail is fixed, so that no message,
  * stack or input of an unexpected error reaches the caller.

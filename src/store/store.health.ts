@@ -3,7 +3,7 @@ import { HealthIndicatorService } from '@nestjs/terminus';
 import { RedisConnection } from './redis-connection.js';
 
 /**
- * Readiness of the record store (internal-api.md §4): the in-process store is always up;
+ * Readiness of the record store (docs/api.md §4): the in-process store is always up;
  * Redis is up when a PING answers. A probe only reads: it updates no metric.
  */
 @Injectable()

@@ -7,7 +7,7 @@ import { TokenProvider } from './token.provider.js';
 /**
  * Upstream inquiries with the shared access token, so no caller ever handles a raw token.
  * After a 401 the token is renewed once and the call repeated with the same body and
- * trackId: the upstream rejected the first attempt before registering it (upstream-api-v5.md
+ * trackId: the upstream rejected the first attempt before registering it (docs/upstream-api.md
  * §5.1 is checked before the trackId is used). No other failure is retried.
  */
 @Injectable()

@@ -1,5 +1,5 @@
 /**
- * Why a GetToken call failed (upstream-api-v5.md §4.1 rule 3, §7.1): the answers a person
+ * Why a GetToken call failed (docs/upstream-api.md §4.1 rule 3, §7.1): the answers a person
  * must act on (password never set, credentials wrong, account disabled) are told apart from
  * everything transient, and the upstream's own words are kept for the operator.
  */

@@ -1,7 +1,7 @@
 import { UpstreamError } from '../upstream/upstream-error.js';
 import { TokenUnavailableError } from './token-unavailable.error.js';
 
-/** The upstream's message for an API password never set (upstream-api-v5.md §4.1 rule 3). */
+/** The upstream's message for an API password never set (docs/upstream-api.md §4.1 rule 3). */
 const PASSWORD_NOT_SET = 'Api password has not been set';
 
 /**

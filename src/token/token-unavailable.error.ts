@@ -1,6 +1,6 @@
 /**
  * No usable upstream token could be had. The reason tells operators what to fix; callers
- * only ever see 503 `upstream_unavailable` (internal-api.md §3).
+ * only ever see 503 `upstream_unavailable` (docs/api.md §3).
  */
 export type TokenFailureReason = 'password_not_set' | 'credentials_rejected' | 'account_disabled' | 'upstream_failure';
 

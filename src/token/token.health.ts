@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import { TokenProvider } from './token.provider.js';
 
-/** Startup (internal-api.md §4): up once the first upstream token attempt has finished, successfully or not. */
+/** Startup (docs/api.md §4): up once the first upstream token attempt has finished, successfully or not. */
 @Injectable()
 export class FirstTokenAttemptIndicator {
   constructor(

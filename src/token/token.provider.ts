@@ -31,7 +31,7 @@ const POLL_INTERVAL_MS = 250;
  * before expiry, in the background, so requests keep using the current token meanwhile.
  * It is single-flight twice over: one promise per process, and across replicas a store
  * lock whose winner calls GetToken while the others wait for its announcement
- * (upstream-api-v5.md §5.5: a token is kept until it expires, not fetched per call).
+ * (docs/upstream-api.md §5.5: a token is kept until it expires, not fetched per call).
  * With the refresh token first (§4.1 variant B), credentials when it is rejected (§4.1
  * rule 4: a password change invalidates every refresh token). If the store is down, the
  * process renews on its own and the store catches up when it returns.

@@ -9,7 +9,7 @@ import { GatewayMetrics } from '../observability/metrics.js';
 /**
  * The upstream API credentials currently in force. With UPSTREAM_USERNAME_FILE /
  * UPSTREAM_PASSWORD_FILE the files are re-read while running, so a rotated password is used
- * at the next credentials login (GetToken variant A, upstream-api-v5.md §4.1) without a
+ * at the next credentials login (GetToken variant A, docs/upstream-api.md §4.1) without a
  * restart; tokens already held stay in use until they need renewing.
  */
 @Injectable()

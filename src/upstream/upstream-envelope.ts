@@ -1,6 +1,6 @@
 import type { UpstreamFieldError } from './upstream-error.js';
 
-/** The response envelope of upstream-api-v5.md §2.2. */
+/** The response envelope of docs/upstream-api.md §2.2. */
 export interface UpstreamMeta {
   trackId?: string;
   status?: string;

@@ -1,5 +1,5 @@
 /**
- * The transport-failure classification of the upstream client (docs: upstream-api-v5.md §4.4
+ * The transport-failure classification of the upstream client (docs: docs/upstream-api.md §4.4
  * rules 5 and 9): only a request whose body never reached the socket is `not_sent` (a retry
  * cannot charge twice); once written, every failure may have been charged. The errors are
  * undici's own classes and Node's system errors, as the transport receives them.

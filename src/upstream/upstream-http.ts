@@ -4,7 +4,7 @@ import { UpstreamError } from './upstream-error.js';
 /** One answered HTTP exchange, body read completely (and within the size bound). */
 export interface UpstreamHttpResponse {
   status: number;
-  /** The `X-Track-Id` response header, if any (upstream-api-v5.md §2.2). */
+  /** The `X-Track-Id` response header, if any (docs/upstream-api.md §2.2). */
   trackIdHeader?: string;
   body: string;
 }
@@ -33,7 +33,7 @@ const TIMEOUT_CODES = new Set([
 
 /**
  * Whether the upstream may have seen the request decides whether it may have charged it
- * (upstream-api-v5.md §4.4 rules 5 and 9), so the proof is strict: `not_sent` only when the
+ * (docs/upstream-api.md §4.4 rules 5 and 9), so the proof is strict: `not_sent` only when the
  * request body was never handed to the socket (`requestWritten` false: the connection was
  * refused, the name did not resolve, the host was unreachable, the connect timed out, or the
  * call expired while queued, so the upstream cannot hold a complete request). Once written,

@@ -17,7 +17,7 @@ import { UpstreamCredentials } from './upstream-credentials.js';
 
 export const TOKEN_PATH = '/api/v5/Authentication/GetToken';
 
-/** Inquiry operations of upstream-api-v5.md §4.2, by the gateway's own operation names. */
+/** Inquiry operations of docs/upstream-api.md §4.2, by the gateway's own operation names. */
 export const INQUIRY_PATHS: Readonly<Record<InquiryOperation, string>> = {
   shahkar: '/api/v5/KYC/CheckShahkar',
   iban: '/api/v5/KYC/IbanInquiry',

@@ -2,7 +2,7 @@ import { expect } from '@jest/globals';
 import type { UpstreamSimulator } from '../upstream-simulator/upstream-simulator.js';
 import type { Exchange } from './gateway.js';
 
-/** No body or header of any exchange contains any of `secrets` (internal-api.md §1). */
+/** No body or header of any exchange contains any of `secrets` (docs/api.md §1). */
 export function expectNoSecretInExchanges(exchanges: readonly Exchange[], secrets: readonly string[]): void {
   for (const exchange of exchanges) {
     const headers = JSON.stringify([...exchange.headers.entries()]);
@@ -30,7 +30,7 @@ export function expectEveryChargeTraceable(sim: UpstreamSimulator, exchanges: re
   expect(untraced).toEqual([]);
 }
 
-/** The RFC 9457 shape of internal-api.md §3: problem+json with the code's type, status, title and detail. */
+/** The RFC 9457 shape of docs/api.md §3: problem+json with the code's type, status, title and detail. */
 export function expectProblemShape(res: Exchange, status: number, code: string): void {
   expect({ status: res.status, code: res.body.code }).toEqual({ status, code });
   expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);

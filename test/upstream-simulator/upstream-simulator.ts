@@ -1,6 +1,6 @@
 /**
  * In-process simulator of the upstream verification service, API version 5
- * (contract: /work/shared/upstream-api-v5.md). Used directly by the gateway's jest tests
+ * (contract: docs/upstream-api.md). Used directly by the gateway's jest tests
  * and, through `main.ts`, as a stand-alone sandbox.
  *
  * Rules implemented from the contract

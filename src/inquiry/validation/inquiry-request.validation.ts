@@ -227,7 +227,7 @@ export function validateIdempotencyKey(value: string | string[] | undefined): st
 
 /**
  * The whole inquiry request: body and `Idempotency-Key` checked together, so that one
- * answer lists every bad field, the header included (internal-api.md §3). Returns the
+ * answer lists every bad field, the header included (docs/api.md §3). Returns the
  * normalised DTO and the key.
  */
 export function validateInquiryRequest<T extends object>(
