@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import type { IncomingMessage } from 'node:http';
 import type { LoggerService } from '@nestjs/common';
+import fastifyCors from '@fastify/cors';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppModule } from './app.module.js';
@@ -10,7 +11,14 @@ import { installHttpObservability } from './observability/http-observability.js'
 import { JsonLogger } from './observability/json-logger.js';
 import { knownSecrets } from './observability/known-secrets.js';
 import { GatewayMetrics } from './observability/metrics.js';
-import { REQUEST_ID_HEADER_IN } from './http/headers.js';
+import {
+  API_KEY_HEADER_IN,
+  IDEMPOTENCY_KEY_HEADER_IN,
+  IDEMPOTENT_REPLAYED_HEADER,
+  REQUEST_ID_HEADER_IN,
+  RETRY_AFTER_HEADER,
+  TRACK_ID_HEADER,
+} from './http/headers.js';
 import { requestIdFrom } from './observability/request-context.js';
 import { setupOpenApi } from './openapi.js';
 import { ShutdownState } from './health/shutdown.state.js';
@@ -82,6 +90,25 @@ export async function createGateway(
       if (shutdown.isShuttingDown) reply.header('connection', 'close');
       return payload;
     });
+  if (config.http.corsOrigins.length > 0) {
+    // Web apps are named callers (docs/operations.md, CORS_ORIGINS): their preflights get the
+    // request headers an inquiry needs, and scripts may read the headers the contract answers with.
+    await app.register(fastifyCors, {
+      origin: config.http.corsOrigins,
+      methods: ['GET', 'POST'],
+      allowedHeaders: [
+        'authorization',
+        API_KEY_HEADER_IN,
+        IDEMPOTENCY_KEY_HEADER_IN,
+        'content-type',
+        REQUEST_ID_HEADER_IN,
+        'traceparent',
+        'tracestate',
+      ],
+      exposedHeaders: [TRACK_ID_HEADER, IDEMPOTENT_REPLAYED_HEADER, RETRY_AFTER_HEADER, 'X-Request-Id'],
+      maxAge: 600,
+    });
+  }
   await installHttpObservability(app, {
     logger: logger instanceof JsonLogger ? logger.pino : undefined,
     metrics: app.get(GatewayMetrics),

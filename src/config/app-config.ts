@@ -61,6 +61,8 @@ export interface AppConfig {
     /** Headers and body must arrive within this (408 otherwise). */
     requestTimeoutMs: number;
     keepAliveTimeoutMs: number;
+    /** Browser origins allowed by CORS; empty: CORS off. */
+    corsOrigins: string[];
   };
   logging: { level: string };
   upstream: {

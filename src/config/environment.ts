@@ -199,6 +199,14 @@ export class EnvironmentVariables {
   @Max(3_600_000)
   HTTP_KEEP_ALIVE_TIMEOUT_MS = 75_000;
 
+  /**
+   * Not in the contract's table: web apps' origins allowed to call the inquiry API from a
+   * browser, comma-separated, exact (`https://app.example.com`). Unset or empty: CORS off.
+   */
+  @IsOptional()
+  @IsString()
+  CORS_ORIGINS?: string;
+
   /** Not in the contract's table, which only fixes the 16 KiB default (§3, 413). */
   @Type(() => Number)
   @IsInt()

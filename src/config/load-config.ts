@@ -50,6 +50,7 @@ export function loadConfig(env: Env): AppConfig {
   const apiKeys = bad.has('API_KEYS') ? [] : parseApiKeys(vars.API_KEYS, problems);
   const jwt = jwtConfig(vars, problems);
   const storeEncryption = { keys: parseEncryptionKeys(vars.STORE_ENCRYPTION_KEYS, problems) };
+  const corsOrigins = parseCorsOrigins(vars.CORS_ORIGINS, problems);
   // A malformed API_KEYS is already reported: no second, misleading "none configured".
   if (apiKeys.length === 0 && !jwt && !problems.some((p) => p.startsWith('API_KEYS'))) {
     problems.push(
@@ -64,6 +65,7 @@ export function loadConfig(env: Env): AppConfig {
       bodyLimitBytes: vars.BODY_LIMIT_BYTES,
       requestTimeoutMs: vars.HTTP_REQUEST_TIMEOUT_MS,
       keepAliveTimeoutMs: vars.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      corsOrigins,
     },
     logging: { level: vars.LOG_LEVEL },
     upstream: {
@@ -87,6 +89,31 @@ export function loadConfig(env: Env): AppConfig {
       pollIntervalMs: vars.SECRET_FILES_POLL_MS,
     },
   };
+}
+
+/**
+ * `CORS_ORIGINS`: exact origins (scheme, host, optional port; no path), comma-separated. An
+ * origin is compared as the browser sends it, so each is normalised by the URL parser and must
+ * come out unchanged: a typo fails at startup instead of silently blocking a web app.
+ */
+function parseCorsOrigins(raw: string | undefined, problems: string[]): string[] {
+  const origins = (raw ?? '')
+    .split(',')
+    .map((origin) => origin.trim())
+    .filter((origin) => origin.length > 0);
+  for (const origin of origins) {
+    let normalised: string | null = null;
+    try {
+      normalised = new URL(origin).origin;
+    } catch {
+      normalised = null;
+    }
+    if (normalised !== origin || !/^https?:/.test(origin)) {
+      problems.push('CORS_ORIGINS: each entry must be an exact http(s) origin such as https://app.example.com');
+      break;
+    }
+  }
+  return origins;
 }
 
 function resolveFileVariables(env: Env, problems: string[]): Env {
