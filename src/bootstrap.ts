@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import type { IncomingMessage } from 'node:http';
 import type { LoggerService } from '@nestjs/common';
+import type { SpanExporter } from '@opentelemetry/sdk-trace';
 import fastifyCors from '@fastify/cors';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -20,6 +21,7 @@ import {
   TRACK_ID_HEADER,
 } from './http/headers.js';
 import { requestIdFrom } from './observability/request-context.js';
+import { GatewayTracing } from './observability/tracing.js';
 import { setupOpenApi } from './openapi.js';
 import { ShutdownState } from './health/shutdown.state.js';
 import { clientErrorHandler, frameworkErrors } from './problem/framework-errors.js';
@@ -28,11 +30,18 @@ import { ProblemFilter } from './problem/problem.filter.js';
 export interface GatewayOptions {
   /** Defaults to structured JSON logs at LOG_LEVEL; tests pass `false` or their own. */
   logger?: LoggerService | false;
+  /**
+   * Where spans go instead of the OTLP endpoint (an embedding process, or a test's in-memory
+   * exporter). Tracing itself is still switched on and sampled by the OTEL_* variables.
+   */
+  spanExporter?: SpanExporter;
 }
 
 export interface Gateway {
   app: NestFastifyApplication;
   config: AppConfig;
+  /** Present while tracing is on; its spans are exported on close. */
+  tracing?: GatewayTracing;
 }
 
 /**
@@ -47,6 +56,7 @@ export async function createGateway(
   const config = loadConfig(env);
   // Scrubbed by value from every log line and problem detail (known-secrets.ts).
   knownSecrets.add('credential', config.upstream.username.reveal(), config.upstream.password.reveal());
+  knownSecrets.add('credential', ...Object.values(config.tracing.exporterHeaders));
   const logger = options.logger ?? new JsonLogger(config.logging.level);
   const adapter = new FastifyAdapter({
     bodyLimit: config.http.bodyLimitBytes,
@@ -109,11 +119,20 @@ export async function createGateway(
       maxAge: 600,
     });
   }
+  const tracing = config.tracing.enabled ? new GatewayTracing(config.tracing, options.spanExporter) : undefined;
+  if (tracing) {
+    // After the server has drained: the last requests' spans are exported, not dropped.
+    app
+      .getHttpAdapter()
+      .getInstance()
+      .addHook('onClose', () => tracing.shutdown());
+  }
   await installHttpObservability(app, {
     logger: logger instanceof JsonLogger ? logger.pino : undefined,
     metrics: app.get(GatewayMetrics),
+    tracing,
   });
   setupOpenApi(app);
   await app.init();
-  return { app, config };
+  return { app, config, tracing };
 }

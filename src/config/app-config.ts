@@ -1,3 +1,4 @@
+import type { TracingConfig } from '../observability/tracing.js';
 import type { Secret } from './secret.js';
 
 /** Scopes a caller may hold (docs/api.md §1). */
@@ -65,6 +66,8 @@ export interface AppConfig {
     corsOrigins: string[];
   };
   logging: { level: string };
+  /** OpenTelemetry tracing, from the standard OTEL_* variables (observability/tracing.ts). */
+  tracing: TracingConfig;
   upstream: {
     baseUrl: string;
     username: Secret;

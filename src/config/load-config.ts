@@ -14,6 +14,7 @@ import {
 } from './app-config.js';
 import { EnvironmentVariables } from './environment.js';
 import { Secret } from './secret.js';
+import { tracingConfigFrom } from '../observability/tracing.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -51,6 +52,7 @@ export function loadConfig(env: Env): AppConfig {
   const jwt = jwtConfig(vars, problems);
   const storeEncryption = { keys: parseEncryptionKeys(vars.STORE_ENCRYPTION_KEYS, problems) };
   const corsOrigins = parseCorsOrigins(vars.CORS_ORIGINS, problems);
+  const tracing = tracingConfigFrom(resolved, problems);
   // A malformed API_KEYS is already reported: no second, misleading "none configured".
   if (apiKeys.length === 0 && !jwt && !problems.some((p) => p.startsWith('API_KEYS'))) {
     problems.push(
@@ -68,6 +70,7 @@ export function loadConfig(env: Env): AppConfig {
       corsOrigins,
     },
     logging: { level: vars.LOG_LEVEL },
+    tracing,
     upstream: {
       baseUrl: vars.UPSTREAM_BASE_URL.replace(/\/+$/, ''),
       username: new Secret(vars.UPSTREAM_USERNAME),

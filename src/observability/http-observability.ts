@@ -7,6 +7,8 @@ import type { GatewayMetrics } from './metrics.js';
 import { redactText } from './redact.js';
 import { REQUEST_ID_HEADER_IN } from '../http/headers.js';
 import { type RequestFacts } from './request-context.js';
+import { callerTraceContext, endSpanWithError, type GatewayTracing } from './tracing.js';
+import { SpanStatusCode } from '@opentelemetry/api';
 
 /** What the access log and the request metrics learn while a request is served. */
 interface Observed {
@@ -36,6 +38,8 @@ export interface HttpObservabilityOptions {
   /** The access log; none when the gateway runs without a logger (tests). */
   logger?: Pino;
   metrics: GatewayMetrics;
+  /** Request spans, when tracing is configured (tracing.ts). */
+  tracing?: GatewayTracing;
 }
 
 /**
@@ -62,9 +66,24 @@ export async function installHttpObservability(
     },
   });
 
+  const { logger, metrics, tracing } = options;
   fastify.addHook('onRequest', (request, reply, done) => {
     // Set first, so that every answer carries it: errors, 404s and refused bodies included.
     void reply.header(REQUEST_ID_HEADER_IN, request.id);
+    const facts = (request as ObservedRequest)[OBSERVED]?.facts;
+    if (facts) {
+      if (tracing) {
+        const route = request.routeOptions.url;
+        const span = tracing.startRequestSpan(route ? `${request.method} ${route}` : request.method, request.headers, {
+          'http.request.method': request.method,
+          ...(route ? { 'http.route': route } : {}),
+          'vgw.request_id': request.id,
+        });
+        facts.trace = { span, tracing };
+      } else {
+        facts.callerTraceContext = callerTraceContext(request.headers);
+      }
+    }
     done();
   });
 
@@ -74,11 +93,21 @@ export async function installHttpObservability(
     done(null, payload);
   });
 
-  const { logger, metrics } = options;
+  if (tracing) {
+    // A client that hangs up before its answer gets no onResponse: its span ends here.
+    fastify.addHook('onRequestAbort', (request, done) => {
+      const facts = (request as ObservedRequest)[OBSERVED]?.facts;
+      if (facts?.trace) endSpanWithError(facts.trace.span, 'client_aborted');
+      if (facts) facts.trace = undefined;
+      done();
+    });
+  }
+
   fastify.addHook('onResponse', (request, reply, done) => {
     const observed = (request as ObservedRequest)[OBSERVED];
     const route = request.routeOptions.url;
     const status = reply.statusCode;
+    if (observed?.facts.trace) endRequestSpan(request, reply, observed);
     metrics.observeRequest(route, request.method, status, observed?.code, reply.elapsedTime / 1000);
     if (status === 401 || status === 403) {
       metrics.authFailures.inc({
@@ -92,12 +121,26 @@ export async function installHttpObservability(
   });
 }
 
+/** The request span's outcome: the same facts as the access line, none of them personal data. */
+function endRequestSpan(request: ObservedRequest, reply: FastifyReply, observed: Observed): void {
+  const span = observed.facts.trace!.span;
+  const trackId = reply.getHeader('x-track-id');
+  span.setAttribute('http.response.status_code', reply.statusCode);
+  if (observed.code) span.setAttribute('vgw.problem_code', observed.code);
+  if (request.caller) span.setAttribute('vgw.client_id', request.caller.clientId);
+  if (typeof trackId === 'string') span.setAttribute('vgw.track_id', trackId);
+  if (reply.getHeader('idempotent-replayed')) span.setAttribute('vgw.replayed', true);
+  if (reply.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+  span.end();
+}
+
 function accessLine(request: ObservedRequest, reply: FastifyReply, observed: Observed | undefined): object {
   const route = request.routeOptions.url;
   const trackId = reply.getHeader('x-track-id');
   return {
     // The line is written after the request context has ended: the id is set here.
     requestId: request.id,
+    ...(observed?.facts.trace ? { traceId: observed.facts.trace.span.spanContext().traceId } : {}),
     method: request.method,
     // The template, never the raw path (it may hold a trackId); an unknown path is logged
     // redacted (a caller may put anything in it).

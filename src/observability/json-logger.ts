@@ -94,7 +94,7 @@ const NO_FIELDS = {};
 function requestFields(): object {
   const facts = currentRequest();
   if (!facts) return NO_FIELDS;
-  const traceId = facts.span?.spanContext().traceId;
+  const traceId = facts.trace?.span.spanContext().traceId;
   return traceId ? { requestId: facts.requestId, traceId } : { requestId: facts.requestId };
 }
 

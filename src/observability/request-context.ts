@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { requestContext } from '@fastify/request-context';
-import type { Span } from '@opentelemetry/api';
+import type { CallerTraceContext, RequestTrace } from './tracing.js';
 
 /**
  * What every log line and span of one request shares, held in an async-local store
@@ -9,8 +9,10 @@ import type { Span } from '@opentelemetry/api';
  */
 export interface RequestFacts {
   requestId: string;
-  /** The request's server span while tracing is on. */
-  span?: Span;
+  /** The request's SERVER span and its tracer, while tracing is on (tracing.ts). */
+  trace?: RequestTrace;
+  /** While tracing is off: a caller's valid trace context, passed on to the upstream unchanged. */
+  callerTraceContext?: CallerTraceContext;
 }
 
 declare module '@fastify/request-context' {

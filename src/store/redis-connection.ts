@@ -101,7 +101,9 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
     }
     this.client = createClient(store, 'vgw-commands');
     this.subscriber = createClient(store, 'vgw-subscriber');
-    if (metrics) for (const client of [this.client, this.subscriber]) instrumentRedis(client, metrics);
+    if (metrics)
+      for (const client of [this.client, this.subscriber])
+        instrumentRedis(client, metrics, { traced: config.get('tracing', { infer: true }).enabled });
     for (const [name, client] of [
       ['commands', this.client],
       ['subscriber', this.subscriber],

@@ -1,4 +1,6 @@
 import { Pool, errors, type Dispatcher } from 'undici';
+import { currentRequest } from '../observability/request-context.js';
+import { endSpanWithError, type RequestTrace } from '../observability/tracing.js';
 import { UpstreamError } from './upstream-error.js';
 
 /** One answered HTTP exchange, body read completely (and within the size bound). */
@@ -68,9 +70,11 @@ export class UpstreamHttp {
   private readonly pool: Pool;
   private readonly pathPrefix: string;
   private readonly timeoutMs: number;
+  private readonly host: string;
 
   constructor(settings: UpstreamHttpSettings) {
     const url = new URL(settings.baseUrl);
+    this.host = url.hostname;
     this.pathPrefix = url.pathname.replace(/\/+$/, '');
     this.timeoutMs = settings.timeoutMs;
     this.pool = new Pool(url.origin, {
@@ -88,11 +92,43 @@ export class UpstreamHttp {
   post(path: string, body: string, accessToken: string | undefined): Promise<UpstreamHttpResponse> {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
     if (accessToken) headers.authorization = `Bearer ${accessToken}`;
+    const request = currentRequest();
+    if (request?.trace) return this.tracedPost(path, body, headers, request.trace);
+    if (request?.callerTraceContext) Object.assign(headers, request.callerTraceContext);
+    return this.send(path, body, headers);
+  }
+
+  private send(path: string, body: string, headers: Record<string, string>): Promise<UpstreamHttpResponse> {
     return new Promise((resolve, reject) => {
       const exchange = new Exchange(resolve, reject);
       exchange.timer = setTimeout(() => exchange.expire(), this.timeoutMs);
       this.pool.dispatch({ method: 'POST', path: this.pathPrefix + path, headers, body }, exchange);
     });
+  }
+
+  /** The call as a CLIENT span of the request, whose context the upstream receives as `traceparent`. */
+  private async tracedPost(
+    path: string,
+    body: string,
+    headers: Record<string, string>,
+    { span: parent, tracing }: RequestTrace,
+  ): Promise<UpstreamHttpResponse> {
+    const span = tracing.startClientSpan(parent, `upstream POST ${path}`, {
+      'http.request.method': 'POST',
+      'url.path': this.pathPrefix + path,
+      'server.address': this.host,
+    });
+    tracing.inject(span, headers);
+    try {
+      const response = await this.send(path, body, headers);
+      span.setAttribute('http.response.status_code', response.status);
+      if (response.status >= 500) endSpanWithError(span, String(response.status));
+      else span.end();
+      return response;
+    } catch (error) {
+      endSpanWithError(span, error instanceof UpstreamError ? error.kind : 'unknown');
+      throw error;
+    }
   }
 
   /** Closes every connection, in-flight calls included (after the HTTP server has drained). */

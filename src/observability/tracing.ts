@@ -1,0 +1,255 @@
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  trace,
+  type Attributes,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+  type Sampler,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace';
+
+type Env = Record<string, string | undefined>;
+
+const SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+type SamplerName = (typeof SAMPLERS)[number];
+
+/** Tracing as the standard OTEL_* variables configure it (docs/operations.md, "Tracing"). */
+export interface TracingConfig {
+  enabled: boolean;
+  serviceName: string;
+  sampler: SamplerName;
+  /** The ratio of the *traceidratio samplers, 0..1. */
+  samplerRatio: number;
+  /** Where spans are sent (OTLP over HTTP, protobuf). */
+  tracesUrl: string;
+  /** OTLP exporter headers (often an auth token): treated as secrets, never logged. */
+  exporterHeaders: Record<string, string>;
+  resourceAttributes: Record<string, string>;
+  /** BatchSpanProcessor's export delay (OTEL_BSP_SCHEDULE_DELAY). */
+  batchDelayMs: number;
+}
+
+/**
+ * The tracing slice of the configuration, read from the standard OpenTelemetry variables so
+ * that an operator's usual settings work unchanged. Tracing is OFF unless an OTLP endpoint is
+ * set (or OTEL_TRACES_EXPORTER=otlp); OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none turn
+ * it off whatever else is set. Problems are reported by variable name, never by value.
+ */
+export function tracingConfigFrom(env: Env, problems: string[]): TracingConfig {
+  const exporter = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase();
+  if (exporter !== undefined && exporter !== 'otlp' && exporter !== 'none') {
+    problems.push('OTEL_TRACES_EXPORTER: must be otlp or none (the gateway ships the OTLP exporter only)');
+  }
+  const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL;
+  if (protocol !== undefined && protocol !== 'http/protobuf') {
+    problems.push(
+      `${env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL'}: must be http/protobuf`,
+    );
+  }
+
+  let tracesUrl = 'http://localhost:4318/v1/traces';
+  const signalEndpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  const baseEndpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if (signalEndpoint !== undefined) {
+    if (isHttpUrl(signalEndpoint)) tracesUrl = signalEndpoint;
+    else problems.push('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: must be an http(s) URL');
+  } else if (baseEndpoint !== undefined) {
+    // The spec: the base endpoint gets the signal's path appended.
+    if (isHttpUrl(baseEndpoint)) tracesUrl = `${baseEndpoint.replace(/\/+$/, '')}/v1/traces`;
+    else problems.push('OTEL_EXPORTER_OTLP_ENDPOINT: must be an http(s) URL');
+  }
+
+  const sampler = (env.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on') as SamplerName;
+  if (!SAMPLERS.includes(sampler)) problems.push(`OTEL_TRACES_SAMPLER: must be one of ${SAMPLERS.join(', ')}`);
+  const samplerRatio = env.OTEL_TRACES_SAMPLER_ARG === undefined ? 1 : Number(env.OTEL_TRACES_SAMPLER_ARG);
+  if (!(samplerRatio >= 0 && samplerRatio <= 1)) problems.push('OTEL_TRACES_SAMPLER_ARG: must be a number from 0 to 1');
+
+  const batchDelayMs = env.OTEL_BSP_SCHEDULE_DELAY === undefined ? 5000 : Number(env.OTEL_BSP_SCHEDULE_DELAY);
+  if (!(Number.isInteger(batchDelayMs) && batchDelayMs >= 0)) {
+    problems.push('OTEL_BSP_SCHEDULE_DELAY: must be a whole number of milliseconds');
+  }
+
+  const disabled = env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true' || exporter === 'none';
+  return {
+    enabled: !disabled && (exporter === 'otlp' || signalEndpoint !== undefined || baseEndpoint !== undefined),
+    serviceName: env.OTEL_SERVICE_NAME ?? 'verification-gateway',
+    sampler,
+    samplerRatio,
+    tracesUrl,
+    exporterHeaders: keyValueList(
+      env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS,
+      env.OTEL_EXPORTER_OTLP_TRACES_HEADERS !== undefined
+        ? 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'
+        : 'OTEL_EXPORTER_OTLP_HEADERS',
+      problems,
+    ),
+    resourceAttributes: keyValueList(env.OTEL_RESOURCE_ATTRIBUTES, 'OTEL_RESOURCE_ATTRIBUTES', problems),
+    batchDelayMs,
+  };
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    return /^https?:$/.test(new URL(value).protocol);
+  } catch {
+    return false;
+  }
+}
+
+/** The W3C Baggage-style `key=value,key2=value2` lists of OTEL_*_HEADERS and OTEL_RESOURCE_ATTRIBUTES. */
+function keyValueList(raw: string | undefined, variable: string, problems: string[]): Record<string, string> {
+  const pairs: Record<string, string> = {};
+  if (raw === undefined) return pairs;
+  for (const entry of raw.split(',')) {
+    if (entry.trim() === '') continue;
+    const at = entry.indexOf('=');
+    let key = '';
+    let value = '';
+    try {
+      key = decodeURIComponent(entry.slice(0, Math.max(at, 0)).trim());
+      value = decodeURIComponent(entry.slice(at + 1).trim());
+    } catch {
+      key = '';
+    }
+    if (at <= 0 || key === '') {
+      problems.push(`${variable}: must be a comma-separated list of key=value pairs`);
+      return {};
+    }
+    pairs[key] = value;
+  }
+  return pairs;
+}
+
+function samplerFor(config: TracingConfig): Sampler {
+  switch (config.sampler) {
+    case 'always_on':
+      return new AlwaysOnSampler();
+    case 'always_off':
+      return new AlwaysOffSampler();
+    case 'traceidratio':
+      return new TraceIdRatioBasedSampler(config.samplerRatio);
+    case 'parentbased_always_off':
+      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
+    case 'parentbased_traceidratio':
+      return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.samplerRatio) });
+    case 'parentbased_always_on':
+      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+  }
+}
+
+/** A valid W3C `traceparent` (version 00 layout; all-zero ids are invalid). */
+const TRACEPARENT = /^[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/**
+ * A caller's trace context, when tracing is off: passed on to the upstream unchanged so the
+ * provider's side of the trace still joins the caller's (the gateway adds no span of its own).
+ * Only a well-formed `traceparent` is passed on, with a bounded `tracestate`.
+ */
+export interface CallerTraceContext {
+  traceparent: string;
+  tracestate?: string;
+}
+
+export function callerTraceContext(
+  headers: Record<string, string | string[] | undefined>,
+): CallerTraceContext | undefined {
+  const traceparent = headers.traceparent;
+  if (typeof traceparent !== 'string' || !TRACEPARENT.test(traceparent)) return undefined;
+  const tracestate = headers.tracestate;
+  return typeof tracestate === 'string' && tracestate.length <= 512 && !/[\r\n]/.test(tracestate)
+    ? { traceparent, tracestate }
+    : { traceparent };
+}
+
+/**
+ * OpenTelemetry tracing with explicit spans at the three places an inquiry spends its time:
+ * the request (SERVER, from the Fastify hooks that already see every request), each Redis
+ * command (CLIENT, at ioredis's `sendCommand`) and each upstream call (CLIENT, with
+ * `traceparent` injected). Explicit rather than auto-instrumentation: the auto-instrumentations
+ * patch modules through require hooks, which this native-ESM service would have to load
+ * through a loader before anything else, and the http/fastify instrumentations add several
+ * spans and context switches per request that the gateway's own hooks make redundant.
+ *
+ * No global provider or context manager is registered: a span's parent is passed explicitly
+ * (the request's span lives in the async-local request context, request-context.ts), so two
+ * gateways in one process (tests) never mix their spans, and nothing runs when tracing is off.
+ *
+ * What spans carry is chosen here and in their callers: route templates, methods, statuses,
+ * problem codes, client ids, trackIds and request ids. Never a request body, a raw path, a
+ * header value, a Redis key or argument, a token or a credential.
+ */
+export class GatewayTracing {
+  readonly tracer: Tracer;
+  private readonly provider: TracerProvider;
+  private readonly propagator = new W3CTraceContextPropagator();
+
+  constructor(config: TracingConfig, exporter?: SpanExporter) {
+    this.provider = new TracerProvider({
+      sampler: samplerFor(config),
+      resource: resourceFromAttributes({ ...config.resourceAttributes, 'service.name': config.serviceName }),
+      spanProcessors: [
+        new BatchSpanProcessor({
+          exporter: exporter ?? new OTLPTraceExporter({ url: config.tracesUrl, headers: config.exporterHeaders }),
+          scheduledDelayMillis: config.batchDelayMs,
+        }),
+      ],
+    });
+    this.tracer = this.provider.getTracer('verification-gateway');
+  }
+
+  /** A request's SERVER span, continuing the caller's trace when its headers carry one. */
+  startRequestSpan(name: string, headers: Record<string, string | string[] | undefined>, attributes: Attributes): Span {
+    const parent = this.propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
+    return this.tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
+  }
+
+  /** A CLIENT span under `parent` (the request's span). */
+  startClientSpan(parent: Span, name: string, attributes: Attributes): Span {
+    return this.tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, trace.setSpan(ROOT_CONTEXT, parent));
+  }
+
+  /** Writes `traceparent` (and `tracestate`) naming `span` into outgoing headers. */
+  inject(span: Span, headers: Record<string, string>): void {
+    this.propagator.inject(trace.setSpan(ROOT_CONTEXT, span), headers, defaultTextMapSetter);
+  }
+
+  /** Exports what is still buffered (graceful shutdown). */
+  async shutdown(): Promise<void> {
+    await this.provider.shutdown();
+  }
+}
+
+/** Ends a span as failed, with a bounded, value-free error type (never a message). */
+export function endSpanWithError(span: Span, errorType: string): void {
+  span.setAttribute('error.type', errorType);
+  span.setStatus({ code: SpanStatusCode.ERROR });
+  span.end();
+}
+
+/** The request and its tracer, while tracing is on (request-context.ts holds it). */
+export interface RequestTrace {
+  span: Span;
+  tracing: GatewayTracing;
+}
