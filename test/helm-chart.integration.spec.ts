@@ -89,7 +89,15 @@ describe('Helm chart', () => {
   it('renders the optional objects: Ingress, HTTPRoute, helm test pod, init containers and extra volumes', () => {
     const all = [...rendered.values()].flat();
     const kinds = new Set(all.map((o) => o.kind));
-    for (const kind of ['Ingress', 'HTTPRoute', 'Pod', 'ServiceMonitor', 'NetworkPolicy', 'HorizontalPodAutoscaler']) {
+    for (const kind of [
+      'Ingress',
+      'HTTPRoute',
+      'Pod',
+      'ServiceMonitor',
+      'PrometheusRule',
+      'NetworkPolicy',
+      'HorizontalPodAutoscaler',
+    ]) {
       expect(kinds).toContain(kind);
     }
     const testPod = all.find((o) => o.kind === 'Pod') as KubernetesObject & {
@@ -224,6 +232,16 @@ describe('Helm chart', () => {
       'probes.readiness: Additional property periodSecond is not allowed',
     ],
     ['a wrong type', ['--set', 'config.port=http'], 'config.port: Invalid type. Expected: integer, given: string'],
+    [
+      'a misspelt alert threshold',
+      ['--set', 'prometheusRule.thresholds.p99Second=2'],
+      'prometheusRule.thresholds: Additional property p99Second is not allowed',
+    ],
+    [
+      'an error ratio above 1',
+      ['--set', 'prometheusRule.thresholds.errorRatio=5'],
+      'prometheusRule.thresholds.errorRatio: Must be less than or equal to 1',
+    ],
   ])('refuses %s', async (_name, args, message) => {
     const result = await template([...VALID, ...args]);
     expect(result.ok).toBe(false);
