@@ -170,10 +170,17 @@ describe('access log and request ids', () => {
   });
 
   it('puts the request id on every line written while the request was served', () => {
-    const inquiryLine = lines.all.find(
-      (l) => l.msg.startsWith('inquiry ') && l.msg.includes(String(exchanges.ok.body.trackId)),
-    );
-    expect(inquiryLine).toMatchObject({ level: 'info', requestId: 'app-7f3a:42' });
+    const inquiryLine = lines.all.find((l) => l.msg === 'inquiry' && l.trackId === exchanges.ok.body.trackId);
+    // The inquiry's facts as fields, not packed into the message.
+    expect(inquiryLine).toMatchObject({
+      level: 'info',
+      requestId: 'app-7f3a:42',
+      operation: 'shahkar',
+      clientId: expect.any(String),
+      outcome: 'succeeded',
+      status: 200,
+      upstreamMs: expect.any(Number),
+    });
     const upstreamLine = lines.all.find(
       (l) => l.msg.startsWith('POST /api/v5/KYC/CheckShahkar') && l.requestId === 'app-7f3a:42',
     );

@@ -94,11 +94,18 @@ export class InquiryService {
     const started = performance.now();
     const outcome = await this.call(request, trackId);
     this.metrics.inquiries.inc({ operation: request.operation, status: outcome.status });
-    // One line per inquiry: the trace of every possible charge (no personal data in it).
-    this.logger.log(
-      `inquiry ${trackId} ${request.operation}/${request.requestHandlingType} client=${caller.clientId} ` +
-        `-> ${outcome.status} http=${outcome.response.status} in ${Math.round(performance.now() - started)} ms`,
-    );
+    // One line per inquiry, its facts as fields: the trace of every possible charge, written
+    // even when the caller has gone (no personal data in it).
+    this.logger.log({
+      msg: 'inquiry',
+      trackId,
+      operation: request.operation,
+      requestHandlingType: request.requestHandlingType,
+      clientId: caller.clientId,
+      outcome: outcome.status,
+      status: outcome.response.status,
+      upstreamMs: Math.round(performance.now() - started),
+    });
 
     // 5. Settle the record and the key, and answer.
     return this.settle(record, outcome, key);

@@ -103,4 +103,23 @@ describe('JsonLogger', () => {
     expect(raw()).not.toContain('0499370899');
     expect(lines()).toHaveLength(4);
   });
+
+  it('writes an entry with a msg as JSON fields, string values masked', () => {
+    const { logger, lines } = capture();
+    logger.log(
+      { msg: 'inquiry', trackId: 'abc', outcome: 'succeeded', status: 200, note: 'for 0499370899' },
+      'Inquiry',
+    );
+    expect(lines()).toEqual([
+      expect.objectContaining({
+        level: 'info',
+        context: 'Inquiry',
+        msg: 'inquiry',
+        trackId: 'abc',
+        outcome: 'succeeded',
+        status: 200,
+        note: 'for 04******99',
+      }),
+    ]);
+  });
 });

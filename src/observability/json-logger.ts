@@ -6,9 +6,11 @@ import { currentRequest } from './request-context.js';
 
 /**
  * Structured JSON logs (pino) for every Nest log call and the access log. Messages pass
- * through `redactText`, pino's own `redact` removes well-known secret fields from any object
- * logged, and every finished line is scrubbed of the secret values the gateway knows
- * (known-secrets.ts). Levels are written as names (`"level":"info"`), which log pipelines
+ * through `redactText` (objects are serialised first, so credential-shaped fields are masked
+ * by the same patterns), and every finished line is scrubbed of the secret values the gateway
+ * knows (known-secrets.ts). No pino `redact` paths: no object reaches pino unserialised but the
+ * access line and the fields below, which are built from known, safe facts, and its per-line
+ * cost was 2.6 % of the gateway's CPU per inquiry (README, "Performance"). Levels are written as names (`"level":"info"`), which log pipelines
  * (Loki, Elasticsearch, Cloud Logging) read without configuration; every line written while
  * a request is served carries its `requestId` (and `traceId` when traced) from the
  * async-local request context.
@@ -21,26 +23,12 @@ export class JsonLogger implements LoggerService {
       {
         level,
         base: { service: 'verification-gateway' },
-        redact: {
-          paths: [
-            'password',
-            '*.password',
-            'accessToken',
-            '*.accessToken',
-            'refreshToken',
-            '*.refreshToken',
-            'authorization',
-            '*.authorization',
-            'headers["x-api-key"]',
-          ],
-          censor: '[redacted]',
-        },
         timestamp: pino.stdTimeFunctions.isoTime,
         formatters: { level: (label) => ({ level: label }) },
         mixin: requestFields,
         hooks: { streamWrite: (line) => knownSecrets.scrub(line) },
       },
-      destination ?? pino.destination({ sync: false }),
+      destination ?? bufferedStdout(),
     );
   }
 
@@ -78,6 +66,17 @@ export class JsonLogger implements LoggerService {
     // no context name, so it is dropped too rather than logged as one.
     const last = params[params.length - 1];
     const context = typeof last === 'string' && /^[\w.:@/-]{1,128}$/.test(last) ? last : undefined;
+    if (isFactsEntry(message)) {
+      // Facts in their own JSON fields (the inquiry line): string values masked like messages.
+      const fields: Record<string, unknown> = { context };
+      for (const key of Object.keys(message)) {
+        if (key === 'msg') continue;
+        const value = message[key];
+        fields[key] = typeof value === 'string' ? redactText(value) : value;
+      }
+      this.pino[level](fields, message.msg);
+      return;
+    }
     const text =
       message instanceof Error
         ? `${message.name}: ${message.message}`
@@ -86,6 +85,35 @@ export class JsonLogger implements LoggerService {
           : describe(message);
     this.pino[level]({ context }, redactText(text));
   }
+}
+
+/**
+ * An entry logged as fields: a plain object with a `msg`, e.g.
+ * `logger.log({ msg: 'inquiry', trackId, outcome })`. Other objects are serialised into `msg`.
+ */
+function isFactsEntry(message: unknown): message is Record<string, unknown> & { msg: string } {
+  return (
+    typeof message === 'object' &&
+    message !== null &&
+    Object.getPrototypeOf(message) === Object.prototype &&
+    typeof (message as { msg?: unknown }).msg === 'string'
+  );
+}
+
+/**
+ * stdout through a 4 KiB buffer: one write per few lines instead of one per line, flushed at
+ * least every second so a quiet gateway's lines are never held back, and at exit by pino.
+ */
+function bufferedStdout(): ReturnType<typeof pino.destination> {
+  const destination = pino.destination({ sync: false, minLength: 4096 });
+  setInterval(() => {
+    try {
+      destination.flush();
+    } catch {
+      // A flush while the stream is not yet open or is busy: the next one or exit writes it.
+    }
+  }, 1000).unref();
+  return destination;
 }
 
 const NO_FIELDS = {};
