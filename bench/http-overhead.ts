@@ -10,6 +10,7 @@
  * upstream failure ratio. Gateways with the same environment are one process, started when first
  * needed and stopped after the last scenario that uses it.
  */
+import { PRODUCTION_NODE_FLAGS } from './lib/node-flags.js';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
@@ -66,6 +67,12 @@ const hasDependency = (prefix: string): boolean => {
     return false;
   }
 };
+
+/**
+ * The gateway's Node flags: the production ones (the image's NODE_OPTIONS, docs/operations.md,
+ * "Memory"), or BENCH_GATEWAY_NODE_FLAGS to try others ('' for none).
+ */
+const GATEWAY_NODE_FLAGS = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? PRODUCTION_NODE_FLAGS).split(' ').filter(Boolean);
 
 /** The first entry is the baseline every other scenario without its own reference run is compared with. */
 export const SCENARIOS: Scenario[] = [
@@ -324,7 +331,10 @@ export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<H
           `gateway (${s.name})`,
           { role: 'gateway', env: envOf(s), probeBody: INQUIRY_BODY, probeApiKey: API_KEY },
           {
-            execArgv: options.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+            execArgv: [
+              ...GATEWAY_NODE_FLAGS,
+              ...(options.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+            ],
           },
         );
         gateways.set(key, gateway);

@@ -3,7 +3,6 @@
  * by Node's HTTP parser before any route runs; slow clients are cut off in time and leave nothing
  * behind. Raw sockets, since fetch cannot send malformed requests.
  */
-import { connect } from 'node:net';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
@@ -11,62 +10,7 @@ import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { TEST_CLIENTS, callGateway, startGateway, untilStoreReady, type RunningGateway } from './support/gateway.js';
 import { SHAHKAR } from './support/fixtures.js';
 import { RedisServer } from './support/redis-server.js';
-
-interface RawAnswer {
-  status: number;
-  headers: Record<string, string>;
-  body: Record<string, unknown>;
-  /** The server closed the connection (it always should after these errors). */
-  closed: boolean;
-  /** Milliseconds from the first byte sent to the connection's close. */
-  elapsedMs: number;
-}
-
-/** Sends `chunks` (the later ones after `gapMs` each), reads until the server closes the connection. */
-function raw(port: number, chunks: string[], gapMs = 0, timeoutMs = 10_000): Promise<RawAnswer> {
-  return new Promise((resolve, reject) => {
-    const started = Date.now();
-    const socket = connect(port, '127.0.0.1');
-    let text = '';
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`connection still open after ${timeoutMs} ms; received: ${text.slice(0, 200)}`));
-    }, timeoutMs);
-    socket.setEncoding('latin1');
-    socket.on('data', (data: string) => (text += data));
-    socket.on('error', () => undefined);
-    socket.on('close', () => {
-      clearTimeout(timer);
-      const [head = '', payload = ''] = text.split('\r\n\r\n');
-      const [statusLine, ...lines] = head.split('\r\n');
-      const headers = Object.fromEntries(
-        lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
-      );
-      let body: Record<string, unknown> = {};
-      try {
-        body = JSON.parse(payload) as Record<string, unknown>;
-      } catch {
-        // not JSON: the assertions below say so
-      }
-      resolve({
-        status: Number(statusLine?.split(' ')[1]),
-        headers,
-        body,
-        closed: true,
-        elapsedMs: Date.now() - started,
-      });
-    });
-    socket.on('connect', () => {
-      void (async () => {
-        for (const [index, chunk] of chunks.entries()) {
-          if (index > 0) await new Promise((r) => setTimeout(r, gapMs));
-          if (socket.destroyed) return;
-          socket.write(chunk);
-        }
-      })();
-    });
-  });
-}
+import { raw, type RawAnswer } from './support/raw-http.js';
 
 function expectProblem(answer: RawAnswer, status: number, code: string): void {
   expect({ status: answer.status, code: answer.body.code }).toEqual({ status, code });

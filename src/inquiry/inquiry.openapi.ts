@@ -93,7 +93,8 @@ export function ApiInquiryRecord(): MethodDecorator {
     ApiScope('inquiries:read'),
     ApiParam({
       name: 'trackId',
-      description: 'The trackId of an earlier inquiry (any other value is a 404).',
+      description:
+        'The trackId of an earlier inquiry (any other value is a 404; a path that is not valid URL encoding is a 400).',
       schema: { type: 'string', format: 'uuid' },
     }),
     ApiOkResponse({
@@ -102,7 +103,15 @@ export function ApiInquiryRecord(): MethodDecorator {
       headers: { 'X-Track-Id': responseHeader('X-Track-Id', true) },
     }),
     ApiProblemResponses(
-      ['unauthenticated', 'forbidden', 'not_found', 'internal', 'auth_unavailable', 'store_unavailable'],
+      [
+        'validation_failed',
+        'unauthenticated',
+        'forbidden',
+        'not_found',
+        'internal',
+        'auth_unavailable',
+        'store_unavailable',
+      ],
       {
         503: { 'Retry-After': responseHeader('Retry-After') },
       },

@@ -1,0 +1,300 @@
+/**
+ * The live gateway against its own committed document (docs/openapi.json): a scripted set of
+ * requests provokes every status each operation documents, and every answer is checked: its
+ * status is documented for the operation, its media type is the documented one, its body
+ * validates against the documented schema, and its documented headers are present (when
+ * required) and valid. The test also fails when a documented (operation, status) pair was
+ * never provoked, so a status added to the document needs a request here.
+ *
+ * The validator is Ajv in JSON Schema 2020-12 mode: OpenAPI 3.1 schemas are JSON Schema
+ * 2020-12, so they are validated as they are written (openapi-backend and other OpenAPI 3.0
+ * validators refuse the 3.1 document: `$ref` with sibling keywords).
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
+import { RedisServer, freePort } from './support/redis-server.js';
+import { IBAN, SHAHKAR } from './support/fixtures.js';
+import { raw } from './support/raw-http.js';
+import {
+  TEST_CLIENTS,
+  callGateway,
+  sha256,
+  startGateway,
+  untilStoreReady,
+  type RunningGateway,
+} from './support/gateway.js';
+
+interface Operation {
+  operationId: string;
+  responses: Record<
+    string,
+    {
+      content?: Record<string, { schema?: object }>;
+      headers?: Record<string, { required?: boolean; schema?: object }>;
+    }
+  >;
+}
+type Document = { paths: Record<string, Record<string, Operation>> };
+
+const DOCUMENT = JSON.parse(readFileSync(new URL('../docs/openapi.json', import.meta.url), 'utf8')) as Document;
+
+// ajv-formats is CommonJS with a default export, which ESM sees as `default` of the module.
+type AddFormats = (ajv: Ajv2020) => Ajv2020;
+const addFormats =
+  (addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats);
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats(ajv);
+ajv.addSchema(DOCUMENT, 'openapi');
+/** Header values are strings on the wire: a second instance coerces them to the documented type. */
+const headerAjv = new Ajv2020({ strict: false, coerceTypes: true });
+addFormats(headerAjv);
+headerAjv.addSchema(DOCUMENT, 'openapi');
+
+const pointer = (...parts: string[]) =>
+  '#/' + parts.map((p) => p.replaceAll('~', '~0').replaceAll('/', '~1')).join('/');
+
+/** Statuses no request can provoke, and those the HTTP layer answers the same way for every path. */
+const NOT_PROVOKED = new Map([
+  [
+    '500',
+    'internal: documented for completeness; no caller input or upstream fault leads to it (test/fuzz.e2e.spec.ts)',
+  ],
+]);
+/** Answered by Node's HTTP parser or the request timeout before routing: checked on one operation. */
+const BEFORE_ROUTING = new Set(['408', '431']);
+const BEFORE_ROUTING_OPERATION = 'InquiryController_shahkar';
+
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  text: string;
+}
+
+const QUOTA_KEY = 'key-contract-quota-0123456789';
+const API_KEYS = JSON.stringify([
+  ...Object.values(TEST_CLIENTS).map(({ clientId, key, scopes }) => ({ clientId, keySha256: sha256(key), scopes })),
+  { clientId: 'app-quota', keySha256: sha256(QUOTA_KEY), scopes: ['kyc:shahkar', 'kyc:iban'], quotaPerMinute: 1 },
+]);
+
+describe('the live gateway against docs/openapi.json', () => {
+  const checked = new Set<string>();
+  const problems: string[] = [];
+  let sim: UpstreamSimulator;
+  let redis: RedisServer;
+  let gateway: RunningGateway;
+  let storeless: RunningGateway;
+  let silentUpstream: Server;
+  const silentSockets = new Set<Socket>();
+  let starting: RunningGateway;
+
+  /** Checks one answer against the operation at (method, path template), and records the pair. */
+  function check(method: string, template: string, answer: Answer): void {
+    const operation = DOCUMENT.paths[template]?.[method.toLowerCase()];
+    if (!operation) throw new Error(`${method} ${template} is not in the document`);
+    const status = String(answer.status);
+    const where = `${operation.operationId} ${status}`;
+    checked.add(where);
+    const response = operation.responses[status];
+    if (!response) {
+      problems.push(`${where}: status not documented (body ${answer.text.slice(0, 200)})`);
+      return;
+    }
+    const mediaType = (answer.headers['content-type'] ?? '').split(';')[0].trim();
+    if (response.content) {
+      const content = response.content[mediaType];
+      if (!content) {
+        problems.push(`${where}: media type ${mediaType} not documented (${Object.keys(response.content).join(', ')})`);
+      } else if (content.schema && /json/.test(mediaType)) {
+        const validate = ajv.getSchema(
+          `openapi${pointer('paths', template, method.toLowerCase(), 'responses', status, 'content', mediaType, 'schema')}`,
+        )!;
+        if (!validate(JSON.parse(answer.text))) {
+          problems.push(`${where}: body ${ajv.errorsText(validate.errors)} (${answer.text.slice(0, 300)})`);
+        }
+      }
+    }
+    for (const [name, header] of Object.entries(response.headers ?? {})) {
+      const value = answer.headers[name.toLowerCase()];
+      if (value === undefined) {
+        if (header.required) problems.push(`${where}: required header ${name} missing`);
+        continue;
+      }
+      if (!header.schema) continue;
+      const validate: ValidateFunction = headerAjv.compile({
+        $ref: `openapi${pointer('paths', template, method.toLowerCase(), 'responses', status, 'headers', name, 'schema')}`,
+      });
+      const valid: boolean = validate(value);
+      if (!valid) problems.push(`${where}: header ${name}=${value} ${headerAjv.errorsText(validate.errors)}`);
+    }
+  }
+
+  async function call(
+    target: RunningGateway,
+    method: string,
+    template: string,
+    options: Parameters<typeof callGateway>[3] & { path?: string } = {},
+  ): Promise<Answer> {
+    const res = await callGateway(target.url, method, options.path ?? template, options);
+    const answer = { status: res.status, headers: Object.fromEntries(res.headers), text: res.text };
+    check(method, template, answer);
+    return answer;
+  }
+
+  const inquiry = (operation: 'shahkar' | 'iban') =>
+    operation === 'shahkar'
+      ? { template: '/v1/kyc/shahkar', json: SHAHKAR }
+      : { template: '/v1/kyc/iban', json: { iban: IBAN } };
+
+  beforeAll(async () => {
+    sim = new UpstreamSimulator();
+    await sim.start();
+    redis = await RedisServer.start();
+    gateway = await startGateway({
+      UPSTREAM_BASE_URL: sim.baseUrl,
+      REDIS_URL: redis.url,
+      API_KEYS,
+      BODY_LIMIT_BYTES: '1024',
+      UPSTREAM_TIMEOUT_MS: '1000',
+      HTTP_REQUEST_TIMEOUT_MS: '1000',
+    });
+    await untilStoreReady(gateway);
+    // A Redis that is not there: readiness and every store access answer 503.
+    storeless = await startGateway({
+      UPSTREAM_BASE_URL: sim.baseUrl,
+      REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+    });
+    // An upstream that accepts connections and never answers: the first token attempt never ends.
+    silentUpstream = createServer((socket) => silentSockets.add(socket));
+    await new Promise<void>((resolve) => silentUpstream.listen(0, '127.0.0.1', resolve));
+    const { port } = silentUpstream.address() as { port: number };
+    starting = await startGateway({ UPSTREAM_BASE_URL: `http://127.0.0.1:${port}`, UPSTREAM_TIMEOUT_MS: '60000' });
+    await gateway.tokens.untilStartupComplete();
+  });
+
+  afterAll(async () => {
+    // The silent upstream hangs up: the pending token call fails and `starting` can close.
+    for (const socket of silentSockets) socket.destroy();
+    await new Promise((resolve) => silentUpstream.close(resolve));
+    await Promise.all([gateway.close(), storeless.close(), starting.close()]);
+    await redis.stop();
+    await sim.stop();
+  });
+
+  it('documents every answer of the probes, /metrics and /docs', async () => {
+    for (const path of ['/health/live', '/health/ready', '/health/startup', '/metrics', '/docs', '/docs-json']) {
+      expect((await call(gateway, 'GET', path)).status).toBe(200);
+    }
+    expect((await call(storeless, 'GET', '/health/ready')).status).toBe(503);
+    expect((await call(starting, 'GET', '/health/startup')).status).toBe(503);
+  });
+
+  it.each(['shahkar', 'iban'] as const)('documents every answer of the %s inquiry', async (operation) => {
+    const { template, json } = inquiry(operation);
+    const key = TEST_CLIENTS.full.key;
+    const ok = await call(gateway, 'POST', template, {
+      apiKey: key,
+      json,
+      headers: { 'idempotency-key': `ok-${operation}` },
+    });
+    expect(ok.status).toBe(200);
+    // The replay has its own header.
+    const replay = await call(gateway, 'POST', template, {
+      apiKey: key,
+      json,
+      headers: { 'idempotency-key': `ok-${operation}` },
+    });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect((await call(gateway, 'POST', template, { apiKey: key, json: { nope: 1 } })).status).toBe(400);
+    expect((await call(gateway, 'POST', template, { json })).status).toBe(401);
+    expect((await call(gateway, 'POST', template, { apiKey: TEST_CLIENTS.none.key, json })).status).toBe(403);
+    expect(
+      (await call(gateway, 'POST', template, { apiKey: key, raw: JSON.stringify({ pad: 'x'.repeat(2000) }) })).status,
+    ).toBe(413);
+
+    // 409: the same key while the first request is still at the upstream.
+    sim.setLatency(300);
+    try {
+      const both = await Promise.all(
+        [0, 1].map(() =>
+          call(gateway, 'POST', template, { apiKey: key, json, headers: { 'idempotency-key': `busy-${operation}` } }),
+        ),
+      );
+      expect(both.map((a) => a.status).sort()).toEqual([200, 409]);
+    } finally {
+      sim.setLatency(0);
+    }
+
+    sim.setFieldValidator(() => [{ field: 'trackId', message: 'rejected by the provider' }]);
+    try {
+      expect((await call(gateway, 'POST', template, { apiKey: key, json })).status).toBe(422);
+    } finally {
+      sim.setFieldValidator(() => []);
+    }
+
+    // 429 after the quota client's one request per minute (shared by both operations).
+    await call(gateway, 'POST', template, { apiKey: QUOTA_KEY, json });
+    const limited = await call(gateway, 'POST', template, { apiKey: QUOTA_KEY, json });
+    expect(limited.status).toBe(429);
+
+    sim.injectFault({ kind: 'malformed' });
+    expect((await call(gateway, 'POST', template, { apiKey: key, json })).status).toBe(502);
+
+    const credit = sim.credit;
+    sim.setCredit(0);
+    try {
+      expect((await call(gateway, 'POST', template, { apiKey: key, json })).status).toBe(503);
+    } finally {
+      sim.setCredit(credit);
+    }
+    expect((await call(storeless, 'POST', template, { apiKey: key, json })).status).toBe(503);
+
+    sim.injectFault({ kind: 'hang' });
+    expect((await call(gateway, 'POST', template, { apiKey: key, json })).status).toBe(504);
+  });
+
+  it('documents every answer of the record lookup', async () => {
+    const key = TEST_CLIENTS.full.key;
+    const made = await callGateway(gateway.url, 'POST', '/v1/kyc/shahkar', { apiKey: key, json: SHAHKAR });
+    const template = '/v1/inquiries/{trackId}';
+    const at = (trackId: string) => ({ path: `/v1/inquiries/${trackId}` });
+    expect((await call(gateway, 'GET', template, { ...at(String(made.body.trackId)), apiKey: key })).status).toBe(200);
+    expect((await call(gateway, 'GET', template, { ...at('%zz'), apiKey: key })).status).toBe(400);
+    expect((await call(gateway, 'GET', template, { ...at(String(made.body.trackId)) })).status).toBe(401);
+    expect(
+      (await call(gateway, 'GET', template, { ...at(String(made.body.trackId)), apiKey: TEST_CLIENTS.none.key }))
+        .status,
+    ).toBe(403);
+    expect((await call(gateway, 'GET', template, { ...at(crypto.randomUUID()), apiKey: key })).status).toBe(404);
+    expect((await call(storeless, 'GET', template, { ...at(crypto.randomUUID()), apiKey: key })).status).toBe(503);
+  });
+
+  it('documents the answers given before routing (a body too slow, headers too large)', async () => {
+    const port = Number(new URL(gateway.url).port);
+    const head = `POST /v1/kyc/shahkar HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${TEST_CLIENTS.full.key}\r\nContent-Type: application/json\r\n`;
+    const slow = await raw(port, [`${head}Content-Length: 100\r\n\r\n{"nationalCode":`]);
+    const large = await raw(port, [`${head}X-Big: ${'b'.repeat(20_000)}\r\nContent-Length: 2\r\n\r\n{}`]);
+    for (const answer of [slow, large]) {
+      check('POST', '/v1/kyc/shahkar', {
+        status: answer.status,
+        headers: answer.headers,
+        text: JSON.stringify(answer.body),
+      });
+    }
+    expect([slow.status, large.status]).toEqual([408, 431]);
+  });
+
+  it('found every answer valid and provoked every documented status', () => {
+    expect(problems).toEqual([]);
+    const documented = Object.values(DOCUMENT.paths)
+      .flatMap((operations) => Object.values(operations))
+      .flatMap((operation) => Object.keys(operation.responses).map((status) => ({ id: operation.operationId, status })))
+      .filter(({ status }) => !NOT_PROVOKED.has(status))
+      .filter(({ id, status }) => !BEFORE_ROUTING.has(status) || id === BEFORE_ROUTING_OPERATION)
+      .map(({ id, status }) => `${id} ${status}`);
+    expect(documented.filter((pair) => !checked.has(pair))).toEqual([]);
+  });
+});
