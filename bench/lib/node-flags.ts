@@ -1,6 +1,10 @@
+import { readFileSync } from 'node:fs';
+
 /**
- * The Node flags the production image starts the gateway with (Dockerfile: NODE_OPTIONS),
- * so the bench measures what runs in production. Keep the two in step; test/image… checks nothing
- * here, the Dockerfile is the source (docs/operations.md, "Memory").
+ * (Compiled to .build/bench/lib: the Dockerfile is three levels up.)
+ * The Node flags the production image starts the gateway with, read from the Dockerfile's
+ * `ENV NODE_OPTIONS=` line, so the bench measures what runs in production (docs/operations.md,
+ * "Memory").
  */
-export const PRODUCTION_NODE_FLAGS = '';
+export const PRODUCTION_NODE_FLAGS =
+  /^ENV NODE_OPTIONS=(.*)$/m.exec(readFileSync(new URL('../../../Dockerfile', import.meta.url), 'utf8'))?.[1] ?? '';
