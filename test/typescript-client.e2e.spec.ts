@@ -1,0 +1,150 @@
+/**
+ * The typed client (clients/typescript) against a running gateway and the upstream simulator:
+ * the three calls an app makes, idempotent retries, and every problem shape as a typed value;
+ * and its generated types are those of the committed docs/openapi.json.
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { UnexpectedResponseError, VerificationGatewayClient, type Result } from '../clients/typescript/src/index.js';
+import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
+import { IBAN, SHAHKAR } from './support/fixtures.js';
+import { RedisServer } from './support/redis-server.js';
+import { TEST_CLIENTS, sha256, startGateway, untilStoreReady, type RunningGateway } from './support/gateway.js';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const QUOTA_KEY = 'key-client-quota-0123456789';
+
+/** The problem's code of a failed call (and the test fails on a success). */
+function problemOf<T>(result: Result<T>) {
+  if (result.ok) throw new Error(`expected a problem, got ${result.status}`);
+  return result;
+}
+
+describe('clients/typescript', () => {
+  let sim: UpstreamSimulator;
+  let redis: RedisServer;
+  let gateway: RunningGateway;
+  let client: VerificationGatewayClient;
+
+  beforeAll(async () => {
+    sim = new UpstreamSimulator();
+    await sim.start();
+    redis = await RedisServer.start();
+    gateway = await startGateway({
+      UPSTREAM_BASE_URL: sim.baseUrl,
+      REDIS_URL: redis.url,
+      UPSTREAM_TIMEOUT_MS: '1000',
+      API_KEYS: JSON.stringify([
+        ...Object.values(TEST_CLIENTS).map(({ clientId, key, scopes }) => ({
+          clientId,
+          keySha256: sha256(key),
+          scopes,
+        })),
+        { clientId: 'app-quota', keySha256: sha256(QUOTA_KEY), scopes: ['kyc:shahkar'], quotaPerMinute: 1 },
+      ]),
+    });
+    await untilStoreReady(gateway);
+    client = new VerificationGatewayClient({ baseUrl: gateway.url, apiKey: TEST_CLIENTS.full.key });
+  });
+
+  afterAll(async () => {
+    await gateway.close();
+    await redis.stop();
+    await sim.stop();
+  });
+
+  it('has the types a fresh generation from docs/openapi.json gives (npm run client:generate)', () => {
+    const check = spawnSync(
+      join(ROOT, 'node_modules/.bin/openapi-typescript'),
+      ['docs/openapi.json', '-o', 'clients/typescript/src/schema.ts', '--default-non-nullable', 'false', '--check'],
+      { cwd: ROOT, encoding: 'utf8' },
+    );
+    expect({ status: check.status, output: check.stdout + check.stderr }).toEqual({
+      status: 0,
+      output: expect.any(String),
+    });
+  });
+
+  it('makes the three calls an app makes, with trackIds and idempotent retries', async () => {
+    const first = await client.shahkar(SHAHKAR, { idempotencyKey: 'client-retry-1', requestId: 'client-req-1' });
+    if (!first.ok) throw new Error(first.problem.code);
+    expect(first).toMatchObject({ status: 200, replayed: false, requestId: 'client-req-1' });
+    expect(first.data.trackId).toBe(first.trackId);
+    const retry = await client.shahkar(SHAHKAR, { idempotencyKey: 'client-retry-1' });
+    expect(retry).toMatchObject({ ok: true, replayed: true, trackId: first.trackId });
+    expect(sim.chargeCount(first.trackId!)).toBe(1);
+
+    const iban = await client.iban({ iban: IBAN }, { idempotencyKey: true });
+    expect(iban).toMatchObject({ ok: true, status: 200, replayed: false });
+
+    const record = await client.inquiry(first.trackId!);
+    if (!record.ok) throw new Error(record.problem.code);
+    expect(record.data).toMatchObject({ trackId: first.trackId, operation: 'shahkar', status: 'succeeded' });
+  });
+
+  it('gives every refusal as a typed problem: 400 with field errors, 401, 403, 404, 429 with Retry-After', async () => {
+    const invalid = problemOf(await client.shahkar({ ...SHAHKAR, nationalCode: '123' }));
+    expect(invalid).toMatchObject({ status: 400, problem: { code: 'validation_failed' } });
+    expect(invalid.problem.errors?.map((e) => e.field)).toContain('nationalCode');
+
+    const anonymous = new VerificationGatewayClient({ baseUrl: gateway.url });
+    expect(problemOf(await anonymous.iban({ iban: IBAN })).problem.code).toBe('unauthenticated');
+    const unscoped = new VerificationGatewayClient({ baseUrl: gateway.url, apiKey: TEST_CLIENTS.none.key });
+    expect(problemOf(await unscoped.shahkar(SHAHKAR)).problem.code).toBe('forbidden');
+    expect(problemOf(await client.inquiry(crypto.randomUUID())).problem.code).toBe('not_found');
+
+    const quota = new VerificationGatewayClient({ baseUrl: gateway.url, apiKey: QUOTA_KEY });
+    await quota.shahkar(SHAHKAR);
+    const limited = problemOf(await quota.shahkar(SHAHKAR));
+    expect(limited).toMatchObject({ status: 429, problem: { code: 'rate_limited' } });
+    expect(limited.retryAfterSeconds).toBeGreaterThan(0);
+  });
+
+  it('gives the upstream outcomes as typed problems: 409, 422, 502, 503, 504', async () => {
+    sim.setLatency(300);
+    try {
+      const both = await Promise.all([0, 1].map(() => client.iban({ iban: IBAN }, { idempotencyKey: 'client-busy' })));
+      expect(both.map((r) => (r.ok ? 200 : r.problem.code)).sort()).toEqual([200, 'idempotency_key_in_use']);
+    } finally {
+      sim.setLatency(0);
+    }
+    sim.setFieldValidator(() => [{ field: 'iban', message: 'unknown to the provider' }]);
+    try {
+      expect(problemOf(await client.iban({ iban: IBAN })).problem.code).toBe('upstream_rejected');
+    } finally {
+      sim.setFieldValidator(() => []);
+    }
+    sim.injectFault({ kind: 'malformed' });
+    expect(problemOf(await client.iban({ iban: IBAN })).problem.code).toBe('upstream_error');
+    const credit = sim.credit;
+    sim.setCredit(0);
+    try {
+      expect(problemOf(await client.iban({ iban: IBAN })).problem).toMatchObject({
+        status: 503,
+        code: 'upstream_unavailable',
+      });
+    } finally {
+      sim.setCredit(credit);
+    }
+    sim.injectFault({ kind: 'hang' });
+    const timedOut = problemOf(await client.iban({ iban: IBAN }));
+    expect(timedOut.problem).toMatchObject({ status: 504, code: 'upstream_timeout', trackId: expect.any(String) });
+  });
+
+  it('sends an end user token from the provider on every call, and throws on an answer that is not the gateway’s', async () => {
+    const seen: Array<string | null> = [];
+    const proxied = new VerificationGatewayClient({
+      baseUrl: 'http://gateway.invalid',
+      accessToken: () => 'user-jwt',
+      fetch: (input) => {
+        seen.push((input as Request).headers.get('authorization'));
+        return Promise.resolve(
+          new Response('<html>Bad gateway</html>', { status: 502, headers: { 'content-type': 'text/html' } }),
+        );
+      },
+    });
+    await expect(proxied.shahkar(SHAHKAR)).rejects.toBeInstanceOf(UnexpectedResponseError);
+    expect(seen).toEqual(['Bearer user-jwt']);
+  });
+});
