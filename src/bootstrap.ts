@@ -23,6 +23,7 @@ import {
 import { requestIdFrom } from './observability/request-context.js';
 import { GatewayTracing } from './observability/tracing.js';
 import { setupOpenApi } from './openapi.js';
+import { installOpsListener } from './http/ops-listener.js';
 import { ShutdownState } from './health/shutdown.state.js';
 import { clientErrorHandler, frameworkErrors } from './problem/framework-errors.js';
 import { ProblemFilter } from './problem/problem.filter.js';
@@ -132,6 +133,13 @@ export async function createGateway(
     metrics: app.get(GatewayMetrics),
     tracing,
   });
+  if (config.http.opsPort !== undefined) {
+    installOpsListener(app, {
+      port: config.http.opsPort,
+      requestTimeoutMs: config.http.requestTimeoutMs,
+      keepAliveTimeoutMs: config.http.keepAliveTimeoutMs,
+    });
+  }
   setupOpenApi(app);
   await app.init();
   return { app, config, tracing };

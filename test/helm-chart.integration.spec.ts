@@ -113,6 +113,23 @@ describe('Helm chart', () => {
     expect(withExtras.spec.template.spec.volumes.map((v) => v.name)).toContain('ca');
   });
 
+  it('puts /metrics on the ops port when config.opsPort is set: container, Service and ServiceMonitor', () => {
+    const objects = rendered.get('chart-secret-redis-url-values.yaml')!;
+    const byKind = (kind: string): unknown => objects.find((o) => o.kind === kind);
+    expect((byKind('ConfigMap') as { data: Record<string, string> }).data.OPS_PORT).toBe('9090');
+    const service = byKind('Service') as { spec: { ports: Array<{ name: string; targetPort: string }> } };
+    expect(service.spec.ports.map((p) => [p.name, p.targetPort])).toEqual([
+      ['http', 'http'],
+      ['ops', 'ops'],
+    ]);
+    const container = deployment(objects).spec.template.spec.containers[0] as unknown as {
+      ports: Array<{ name: string; containerPort: number }>;
+    };
+    expect(container.ports).toContainEqual(expect.objectContaining({ name: 'ops', containerPort: 9090 }));
+    const monitor = byKind('ServiceMonitor') as { spec: { endpoints: Array<{ port: string; path: string }> } };
+    expect(monitor.spec.endpoints[0]).toMatchObject({ port: 'ops', path: '/metrics' });
+  });
+
   it('wires Redis credentials and TLS as files from Secrets, never into the ConfigMap', () => {
     const objects = rendered.get('cluster-password-tls-values.yaml')!;
     const config = objects.find((o) => o.kind === 'ConfigMap') as KubernetesObject & { data: Record<string, string> };

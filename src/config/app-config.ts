@@ -58,6 +58,8 @@ export interface HostPort {
 export interface AppConfig {
   http: {
     port: number;
+    /** The operations listener (`/metrics`, `/docs`), when separate from `port`. */
+    opsPort?: number;
     bodyLimitBytes: number;
     /** Headers and body must arrive within this (408 otherwise). */
     requestTimeoutMs: number;

@@ -15,6 +15,17 @@ export class EnvironmentVariables {
   @Max(65535)
   PORT = 3000;
 
+  /**
+   * When set, `/metrics` and `/docs` are served on this port only (for Prometheus and operators)
+   * and answer 404 on PORT, so an Ingress publishing PORT cannot expose them.
+   */
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(65535)
+  OPS_PORT?: number;
+
   @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
   UPSTREAM_BASE_URL!: string;
 

@@ -53,6 +53,9 @@ export function loadConfig(env: Env): AppConfig {
   const storeEncryption = { keys: parseEncryptionKeys(vars.STORE_ENCRYPTION_KEYS, problems) };
   const corsOrigins = parseCorsOrigins(vars.CORS_ORIGINS, problems);
   const tracing = tracingConfigFrom(resolved, problems);
+  if (vars.OPS_PORT !== undefined && vars.OPS_PORT === vars.PORT) {
+    problems.push('OPS_PORT: must differ from PORT (unset it to serve everything on PORT)');
+  }
   // A malformed API_KEYS is already reported: no second, misleading "none configured".
   if (apiKeys.length === 0 && !jwt && !problems.some((p) => p.startsWith('API_KEYS'))) {
     problems.push(
@@ -64,6 +67,7 @@ export function loadConfig(env: Env): AppConfig {
   return {
     http: {
       port: vars.PORT,
+      opsPort: vars.OPS_PORT,
       bodyLimitBytes: vars.BODY_LIMIT_BYTES,
       requestTimeoutMs: vars.HTTP_REQUEST_TIMEOUT_MS,
       keepAliveTimeoutMs: vars.HTTP_KEEP_ALIVE_TIMEOUT_MS,
