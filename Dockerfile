@@ -9,9 +9,11 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
+COPY scripts/slim-runtime-deps.sh ./scripts/
 COPY src ./src
 RUN npx tsc -p tsconfig.build.json \
  && npm prune --omit=dev --ignore-scripts \
+ && sh scripts/slim-runtime-deps.sh \
  && npm cache clean --force
 
 FROM ${NODE_IMAGE} AS runtime

@@ -33,7 +33,7 @@ export function installOpsListener(app: NestFastifyApplication, settings: OpsLis
       headersTimeout: Math.min(10_000, settings.requestTimeoutMs),
       keepAliveTimeout: settings.keepAliveTimeoutMs,
     },
-    fastify.routing,
+    (request, response) => fastify.routing(request, response),
   );
   server.on('clientError', clientErrorHandler);
 

@@ -1,0 +1,131 @@
+/**
+ * The container image's runtime stage, replayed without a container engine (none runs on the CI
+ * machines, and no registry is reachable for a base image: README, "Deploying"). What the
+ * Dockerfile's runtime stage holds is rebuilt here the same way: production dependencies
+ * (`npm ci --omit=dev`), slimmed by the script the Dockerfile runs, and `dist/` compiled with
+ * tsconfig.build.json. That tree is checked (no TypeScript, test code, simulator or bench; its
+ * size printed), then started as the image starts it (`node dist/main.js` with the Dockerfile's
+ * NODE_OPTIONS, as the Dockerfile's numeric user when the test runs as root): it must serve its
+ * probes and an inquiry, write nothing into its own tree, and exit 0 on SIGTERM.
+ *
+ * Not proven here: the base image itself, the `COPY` lines and file ownership inside a real image.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
+import { SHAHKAR, UPSTREAM_PASSWORD, UPSTREAM_USERNAME } from './support/fixtures.js';
+import { freePort } from './support/redis-server.js';
+import { TEST_API_KEYS, TEST_CLIENTS, callGateway } from './support/gateway.js';
+import { nextEvent } from './support/events.js';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const DOCKERFILE = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+const RUNTIME_STAGE = DOCKERFILE.slice(DOCKERFILE.indexOf(' AS runtime'));
+
+/** Every file under `dir`, relative to it. */
+function files(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name).slice(dir.length + 1));
+}
+
+function run(command: string, args: string[], cwd: string): void {
+  const result = spawnSync(command, args, { cwd, encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')}: ${result.stderr || result.stdout}`);
+}
+
+describe('the image runtime stage, replayed', () => {
+  let app: string;
+  let sim: UpstreamSimulator;
+
+  beforeAll(async () => {
+    app = mkdtempSync(join(tmpdir(), 'vgw-image-'));
+    // Readable by the image's numeric user, as the image's root-owned, read-only /app is.
+    chmodSync(app, 0o755);
+    for (const file of ['package.json', 'package-lock.json']) cpSync(join(ROOT, file), join(app, file));
+    run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund'], app);
+    run('sh', [join(ROOT, 'scripts/slim-runtime-deps.sh'), app], ROOT);
+    run(
+      process.execPath,
+      [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', join(app, 'dist')],
+      ROOT,
+    );
+    sim = new UpstreamSimulator();
+    await sim.start();
+  }, 240_000);
+
+  afterAll(async () => {
+    await sim?.stop();
+    rmSync(app, { recursive: true, force: true });
+  });
+
+  it('declares what the checks below rely on: a numeric user, node as PID 1 on dist/main.js, NODE_OPTIONS', () => {
+    expect(RUNTIME_STAGE).toMatch(/^USER \d+:\d+$/m);
+    expect(RUNTIME_STAGE).toMatch(/^CMD \["node", "dist\/main\.js"\]$/m);
+    expect(RUNTIME_STAGE).toMatch(/^ENV NODE_OPTIONS=\S+$/m);
+    expect(RUNTIME_STAGE).toMatch(/^COPY --from=build \/app\/node_modules \.\/node_modules$/m);
+    expect(DOCKERFILE).toContain('sh scripts/slim-runtime-deps.sh');
+  });
+
+  it('holds production code only: no TypeScript, test tooling, tests, simulator or bench', () => {
+    const modules = readdirSync(join(app, 'node_modules'));
+    for (const name of ['typescript', 'jest', 'ts-jest', 'autocannon', 'eslint', 'axios'])
+      expect(modules).not.toContain(name);
+    expect(existsSync(join(app, 'node_modules/@nestjs/testing'))).toBe(false);
+    const dist = files(join(app, 'dist'));
+    expect(dist).toContain('main.js');
+    expect(dist.filter((file) => /spec|simulator|bench|sandbox/.test(file))).toEqual([]);
+    const size = spawnSync('du', ['-sm', join(app, 'node_modules'), join(app, 'dist')], { encoding: 'utf8' }).stdout;
+    console.log(`image runtime tree (MiB):\n${size}`);
+  });
+
+  it('starts as the image does, serves probes and an inquiry, writes nothing, and exits 0 on SIGTERM', async () => {
+    const before = files(app).sort();
+    const port = await freePort();
+    const nodeOptions = /^ENV NODE_OPTIONS=(\S+)$/m.exec(RUNTIME_STAGE)![1];
+    const asImageUser = process.getuid?.() === 0 ? { uid: 10001, gid: 10001 } : {};
+    const gateway: ChildProcess = spawn(process.execPath, ['dist/main.js'], {
+      cwd: app,
+      ...asImageUser,
+      env: {
+        PATH: process.env.PATH,
+        NODE_ENV: 'production',
+        NODE_OPTIONS: nodeOptions,
+        PORT: String(port),
+        UPSTREAM_BASE_URL: sim.baseUrl,
+        UPSTREAM_USERNAME,
+        UPSTREAM_PASSWORD,
+        API_KEYS: TEST_API_KEYS,
+        LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    gateway.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    gateway.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = nextEvent<number | null>(gateway, 'exit', () => true, 30_000);
+    try {
+      // Nest's own line once the server listens (JSON, on stdout like every log line).
+      await nextEvent(gateway.stdout!, 'data', () => stdout.includes('successfully started'), 20_000);
+      const url = `http://127.0.0.1:${port}`;
+      expect((await fetch(`${url}/health/live`)).status).toBe(200);
+      expect((await fetch(`${url}/health/ready`)).status).toBe(200);
+      const inquiry = await callGateway(url, 'POST', '/v1/kyc/shahkar', {
+        apiKey: TEST_CLIENTS.full.key,
+        json: SHAHKAR,
+      });
+      expect(inquiry.status).toBe(200);
+    } finally {
+      gateway.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    expect(stderr).toBe('');
+    // Graceful: the shutdown is logged, and every line is JSON.
+    for (const line of stdout.trim().split('\n')) expect(() => JSON.parse(line) as unknown).not.toThrow();
+    expect(files(app).sort()).toEqual(before);
+  });
+});
