@@ -125,6 +125,20 @@ describe.each(implementations)('%s stores', (_name, make) => {
       });
     });
 
+    it('keeps the renewal backoff until it is cleared or its time is up', async () => {
+      const { tokens } = await make();
+      expect(await tokens.readBackoff()).toBeNull();
+      const backoff = { reason: 'account_disabled' as const, attempts: 2, retryAt: Date.now() + 2000 };
+      await tokens.writeBackoff(backoff, 60_000);
+      expect(await tokens.readBackoff()).toEqual(backoff);
+      await tokens.clearBackoff();
+      expect(await tokens.readBackoff()).toBeNull();
+      await tokens.writeBackoff(backoff, 1);
+      // Expired (1 ms TTL): read once the TTL has passed, by polling the store, not a fixed sleep.
+      for (let i = 0; i < 10_000 && (await tokens.readBackoff()) !== null; i++) await new Promise((r) => setImmediate(r));
+      expect(await tokens.readBackoff()).toBeNull();
+    });
+
     it('announces renewals to subscribers', async () => {
       const { tokens } = await make();
       const heard = new Promise<number>((resolve) => void tokens.onRenewed(resolve));

@@ -65,7 +65,12 @@ export function failureOutcome(error: unknown, trackId: string, circuitRetryAfte
     new ProblemException('upstream_unavailable', detail, headers ? { headers } : {});
 
   if (error instanceof TokenUnavailableError) {
-    return fail('failed', unavailable('The verification service cannot be used right now.'), true);
+    // While token renewals back off, the caller learns when the next attempt will be made.
+    const retryAfter =
+      error.retryAt !== undefined
+        ? { 'Retry-After': String(Math.max(1, Math.ceil((error.retryAt - Date.now()) / 1000))) }
+        : undefined;
+    return fail('failed', unavailable('The verification service cannot be used right now.', retryAfter), true);
   }
   if (!(error instanceof UpstreamError)) {
     // The request may have gone out: keep it replayable and unknown, never retried blindly.

@@ -18,6 +18,14 @@ export class RedisKeys {
     return `{${this.prefix}:token}:lock`;
   }
 
+  /**
+   * The renewal backoff after a failed GetToken (reason, attempts, next attempt time: no
+   * secret), shared so that the whole deployment makes one call per round.
+   */
+  tokenBackoff(): string {
+    return `{${this.prefix}:token}:backoff`;
+  }
+
   /** Pub/sub channel announcing a newly written token record. */
   tokenChannel(): string {
     return `${this.prefix}:token:renewed`;

@@ -1,11 +1,12 @@
 import { EventEmitter } from 'node:events';
 import type { TokenRecord } from './token-record.js';
-import { TokenStore } from './token.store.js';
+import { TokenStore, type RenewalBackoff } from './token.store.js';
 
 /** One replica only: the same contract as the Redis store, held in this process. */
 export class MemoryTokenStore extends TokenStore {
   private record: TokenRecord | null = null;
   private lock: { owner: string; expiresAt: number } | null = null;
+  private backoff: { value: RenewalBackoff; expiresAt: number } | null = null;
   private readonly events = new EventEmitter();
 
   read(): Promise<TokenRecord | null> {
@@ -39,6 +40,21 @@ export class MemoryTokenStore extends TokenStore {
     if (this.record?.accessToken !== accessToken) return Promise.resolve(false);
     this.record = { ...this.record, accessExpiresAt: 0, renewAt: 0 };
     return Promise.resolve(true);
+  }
+
+  readBackoff(): Promise<RenewalBackoff | null> {
+    const live = this.backoff && this.backoff.expiresAt > Date.now() ? { ...this.backoff.value } : null;
+    return Promise.resolve(live);
+  }
+
+  writeBackoff(backoff: RenewalBackoff, ttlMs: number): Promise<void> {
+    this.backoff = { value: { ...backoff }, expiresAt: Date.now() + ttlMs };
+    return Promise.resolve();
+  }
+
+  clearBackoff(): Promise<void> {
+    this.backoff = null;
+    return Promise.resolve();
   }
 
   publishRenewed(generation: number): Promise<void> {

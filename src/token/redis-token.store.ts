@@ -4,7 +4,15 @@ import type { RedisKeys } from '../store/redis-keys.js';
 import type { StoreCipher } from '../store/store-cipher.js';
 import { storeCall } from '../store/store-unavailable.error.js';
 import type { TokenRecord } from './token-record.js';
-import { TokenStore } from './token.store.js';
+import { TokenStore, type RenewalBackoff } from './token.store.js';
+import type { TokenFailureReason } from './token-unavailable.error.js';
+
+const FAILURE_REASONS: readonly TokenFailureReason[] = [
+  'password_not_set',
+  'credentials_rejected',
+  'account_disabled',
+  'upstream_failure',
+];
 
 /** Compare-and-delete, so a renewal that outlived its lock cannot free a successor's lock. */
 const UNLOCK = `
@@ -129,6 +137,42 @@ export class RedisTokenStore extends TokenStore {
           digest('sha1', accessToken),
         )) === 1,
     );
+  }
+
+  // The backoff holds no secret (a reason, a count, a time): stored in clear (docs/architecture.md).
+  readBackoff(): Promise<RenewalBackoff | null> {
+    return storeCall('token backoff read', async () => {
+      const raw = await this.client.get(this.keys.tokenBackoff());
+      if (raw === null) return null;
+      try {
+        const value = JSON.parse(raw) as Partial<RenewalBackoff>;
+        const valid =
+          FAILURE_REASONS.includes(value.reason as TokenFailureReason) &&
+          Number.isInteger(value.attempts) &&
+          Number.isFinite(value.retryAt);
+        return valid ? (value as RenewalBackoff) : null;
+      } catch {
+        return null;
+      }
+    });
+  }
+
+  writeBackoff(backoff: RenewalBackoff, ttlMs: number): Promise<void> {
+    return storeCall('token backoff write', async () => {
+      const { reason, attempts, retryAt } = backoff;
+      await this.client.set(
+        this.keys.tokenBackoff(),
+        JSON.stringify({ reason, attempts, retryAt }),
+        'PX',
+        Math.max(1, Math.round(ttlMs)),
+      );
+    });
+  }
+
+  clearBackoff(): Promise<void> {
+    return storeCall('token backoff clear', async () => {
+      await this.client.del(this.keys.tokenBackoff());
+    });
   }
 
   publishRenewed(generation: number): Promise<void> {

@@ -5,6 +5,9 @@
 export type TokenFailureReason = 'password_not_set' | 'credentials_rejected' | 'account_disabled' | 'upstream_failure';
 
 export class TokenUnavailableError extends Error {
+  /** When the next renewal attempt may be made (epoch ms), while renewals back off. */
+  retryAt?: number;
+
   constructor(
     readonly reason: TokenFailureReason,
     /** The upstream's own message (§7.1), never a secret. */

@@ -167,6 +167,7 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
     for (;;) {
       const shared = await this.store.read();
       if (shared && this.isFresh(shared)) return this.adopt(shared, shared.generation, true);
+      await this.followSharedBackoff();
 
       const owner = `${this.instanceId}:${++this.lockAttempts}`;
       if (await this.store.tryLock(owner, this.lockTtlMs)) {
@@ -174,7 +175,22 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
           // Re-read under the lock: a renewal may have finished between our read and the lock.
           const latest = await this.store.read();
           if (latest && this.isFresh(latest)) return this.adopt(latest, latest.generation, true);
-          const renewed = await this.callUpstream(latest ?? this.held);
+          await this.followSharedBackoff();
+          let renewed: Omit<TokenRecord, 'generation'>;
+          try {
+            renewed = await this.callUpstream(latest ?? this.held);
+          } catch (error) {
+            // This round failed for the whole deployment: every replica waits for the same next attempt.
+            if (error instanceof TokenUnavailableError && this.failure?.error === error) {
+              const { attempts, retryAt } = this.failure;
+              await this.store
+                .writeBackoff({ reason: error.reason, attempts, retryAt }, retryAt - Date.now() + MAX_BACKOFF_MS)
+                .catch(() => undefined);
+            }
+            throw error;
+          }
+          // A success ends the deployment's backoff (one DEL per renewal, every few hours).
+          await this.store.clearBackoff().catch(() => undefined);
           let generation: number | null;
           try {
             generation = await this.store.writeIfOwner(
@@ -209,6 +225,26 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
       // Another replica is renewing: wait for its announcement, polling in case it is missed.
       await this.waitForAnnouncement(POLL_INTERVAL_MS);
     }
+  }
+
+  /**
+   * The deployment's renewal backoff (written by whichever replica's renewal failed last):
+   * within it, fail at once with the time of the next attempt; otherwise carry on. So N
+   * replicas make one GetToken call per failure round, not N.
+   */
+  private async followSharedBackoff(): Promise<void> {
+    const backoff = await this.store.readBackoff();
+    if (!backoff) {
+      if (this.failure && !this.storeDegraded) this.failure = null;
+      return;
+    }
+    if (this.failure?.retryAt !== backoff.retryAt) {
+      const error = new TokenUnavailableError(backoff.reason);
+      error.retryAt = backoff.retryAt;
+      this.failure = { error, retryAt: backoff.retryAt, attempts: backoff.attempts };
+      this.schedule(backoff.retryAt);
+    }
+    if (Date.now() < backoff.retryAt) throw this.failure.error;
   }
 
   private async waitForAnnouncement(ms: number): Promise<void> {
@@ -251,8 +287,12 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
       const failure = toTokenFailure(error);
       this.metrics.tokenRenewalFailures.inc({ reason: failure.reason });
       const attempts = (this.failure?.attempts ?? 0) + 1;
-      const delay = Math.min(MIN_BACKOFF_MS * 2 ** (attempts - 1), MAX_BACKOFF_MS);
-      this.failure = { error: failure, retryAt: Date.now() + delay, attempts };
+      // Exponential, capped, with ±20 % jitter (decided once, by the replica that tried).
+      const delay = Math.round(
+        Math.min(MIN_BACKOFF_MS * 2 ** (attempts - 1), MAX_BACKOFF_MS) * (0.8 + 0.4 * Math.random()),
+      );
+      failure.retryAt = Date.now() + delay;
+      this.failure = { error: failure, retryAt: failure.retryAt, attempts };
       this.logger.error(
         `token renewal failed (${failure.reason}${failure.upstreamMessage ? `: ${failure.upstreamMessage}` : ''}); next attempt in ${delay} ms`,
       );

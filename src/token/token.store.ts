@@ -1,4 +1,15 @@
 import type { TokenRecord } from './token-record.js';
+import type { TokenFailureReason } from './token-unavailable.error.js';
+
+/**
+ * After a failed renewal: why, how many rounds in a row have failed, and when the next attempt
+ * may be made (epoch ms). Decided once by the replica that held the lock, obeyed by all.
+ */
+export interface RenewalBackoff {
+  reason: TokenFailureReason;
+  attempts: number;
+  retryAt: number;
+}
 
 /**
  * Where the current upstream token pair is shared between replicas, with the renewal lock
@@ -30,6 +41,15 @@ export abstract class TokenStore {
    * upstream rejected with 401). The refresh token is kept for the renewal that follows.
    */
   abstract invalidateIfCurrent(accessToken: string): Promise<boolean>;
+
+  /** The current renewal backoff, or null when the last renewal succeeded (or long ago failed). */
+  abstract readBackoff(): Promise<RenewalBackoff | null>;
+
+  /** Written by the lock holder after a failed renewal; kept `ttlMs` so the next failure counts on. */
+  abstract writeBackoff(backoff: RenewalBackoff, ttlMs: number): Promise<void>;
+
+  /** A renewal succeeded: every replica may renew again at once when it needs to. */
+  abstract clearBackoff(): Promise<void>;
 
   /** Announces a new generation to every replica. */
   abstract publishRenewed(generation: number): Promise<void>;

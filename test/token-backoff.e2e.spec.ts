@@ -1,0 +1,76 @@
+/**
+ * One GetToken call per failure round for the whole deployment (docs/architecture.md, "Token
+ * lifecycle"): during an upstream credentials outage, three replicas sharing one Redis back off
+ * together, as the replica whose renewal failed decided; callers meanwhile get 503
+ * upstream_unavailable with the Retry-After of the next attempt; when the outage ends, the
+ * next round's one call succeeds and every replica adopts its token.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { UpstreamSimulator, type TokenEvent } from './upstream-simulator/upstream-simulator.js';
+import { nextEvent } from './support/events.js';
+import { SHAHKAR } from './support/fixtures.js';
+import { RedisServer } from './support/redis-server.js';
+import { TEST_CLIENTS, callGateway, startGateways, untilStoreReady, type RunningGateway } from './support/gateway.js';
+
+describe('renewal backoff shared by three replicas', () => {
+  let redis: RedisServer;
+  let sim: UpstreamSimulator;
+  let gateways: RunningGateway[];
+
+  beforeAll(async () => {
+    redis = await RedisServer.start();
+    sim = new UpstreamSimulator();
+    sim.disableAccount();
+    await sim.start();
+    gateways = await startGateways(3, { UPSTREAM_BASE_URL: sim.baseUrl, REDIS_URL: redis.url });
+    await Promise.all(gateways.map((g) => untilStoreReady(g)));
+    await Promise.all(gateways.map((g) => g.tokens.untilStartupComplete()));
+  });
+
+  afterAll(async () => {
+    await Promise.all(gateways.map((g) => g.close()));
+    await sim.stop();
+    await redis.stop();
+  });
+
+  const inquireEverywhere = (count: number) =>
+    Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        callGateway(gateways[i % gateways.length].url, 'POST', '/v1/kyc/shahkar', {
+          apiKey: TEST_CLIENTS.full.key,
+          json: SHAHKAR,
+        }),
+      ),
+    );
+
+  it('makes one call per round during the outage, and one to recover', async () => {
+    // Round 1: the three first attempts at startup made one call between them.
+    expect(sim.tokenCalls.credentials).toBe(1);
+    const direct = new Redis(redis.url);
+    const backoff = JSON.parse((await direct.get('{vgw:token}:backoff'))!) as Record<string, unknown>;
+    direct.disconnect();
+    expect(backoff).toMatchObject({ reason: 'account_disabled', attempts: 1, retryAt: expect.any(Number) });
+    expect(JSON.stringify(backoff)).not.toContain('sandbox');
+
+    // Within the backoff, 60 inquiries over the three replicas: refused at once, no call.
+    const refused = await inquireEverywhere(60);
+    expect(new Set(refused.map((r) => `${r.status} ${String(r.body.code)}`))).toEqual(
+      new Set(['503 upstream_unavailable']),
+    );
+    for (const r of refused) expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(sim.tokenCalls.credentials).toBe(1);
+
+    // Round 2 (about 1 s later, when the replicas' timers fire): one call, still refused.
+    await nextEvent<TokenEvent>(sim, 'token', (e) => !e.ok, 5000);
+    await inquireEverywhere(30);
+    expect(sim.tokenCalls.credentials).toBe(2);
+
+    // The account is enabled again: round 3 (about 2 s later) is one successful call.
+    sim.disableAccount(false);
+    await nextEvent<TokenEvent>(sim, 'token', (e) => e.ok, 8000);
+    const served = await inquireEverywhere(30);
+    expect(served.map((r) => r.status)).toEqual(served.map(() => 200));
+    expect(sim.tokenCalls).toMatchObject({ credentials: 3, refresh: 0 });
+  });
+});
