@@ -135,7 +135,8 @@ describe.each(implementations)('%s stores', (_name, make) => {
       expect(await tokens.readBackoff()).toBeNull();
       await tokens.writeBackoff(backoff, 1);
       // Expired (1 ms TTL): read once the TTL has passed, by polling the store, not a fixed sleep.
-      for (let i = 0; i < 10_000 && (await tokens.readBackoff()) !== null; i++) await new Promise((r) => setImmediate(r));
+      for (let i = 0; i < 10_000 && (await tokens.readBackoff()) !== null; i++)
+        await new Promise((r) => setImmediate(r));
       expect(await tokens.readBackoff()).toBeNull();
     });
 
