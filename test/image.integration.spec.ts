@@ -8,7 +8,14 @@
  * NODE_OPTIONS, as the Dockerfile's numeric user when the test runs as root): it must serve its
  * probes and an inquiry, write nothing into its own tree, and exit 0 on SIGTERM.
  *
- * Not proven here: the base image itself, the `COPY` lines and file ownership inside a real image.
+ * Then the Dockerfile itself is built with buildah (no daemon, `--isolation chroot`) on a Node
+ * base image assembled from this machine's own Node (no registry is reachable for
+ * `node:…-slim`): the image's configuration is checked (numeric user, exec-form CMD, workdir,
+ * NODE_OPTIONS, the port), and its root filesystem is started as the image's user with the
+ * image's CMD, environment and workdir (`chroot`, since no container runtime starts here).
+ *
+ * Not proven here: the real base image (its Node build and libraries), and container isolation
+ * (namespaces, a read-only root) as Kubernetes applies it.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -20,6 +27,7 @@ import { SHAHKAR, UPSTREAM_PASSWORD, UPSTREAM_USERNAME } from './support/fixture
 import { freePort } from './support/redis-server.js';
 import { TEST_API_KEYS, TEST_CLIENTS, callGateway } from './support/gateway.js';
 import { nextEvent } from './support/events.js';
+import { assembleNodeBase, buildah } from './support/buildah.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const DOCKERFILE = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
@@ -127,5 +135,96 @@ describe('the image runtime stage, replayed', () => {
     // Graceful: the shutdown is logged, and every line is JSON.
     for (const line of stdout.trim().split('\n')) expect(() => JSON.parse(line) as unknown).not.toThrow();
     expect(files(app).sort()).toEqual(before);
+  });
+});
+
+describe("the Dockerfile, built with buildah on a base assembled from this machine's Node", () => {
+  const run = buildah();
+  const tag = `${process.pid}-${Date.now()}`;
+  let dir: string;
+  let sim: UpstreamSimulator;
+  let image = '';
+  let container = '';
+  let root = '';
+  let config: { User: string; Env: string[]; WorkingDir: string; Cmd: string[]; ExposedPorts?: Record<string, object> };
+
+  beforeAll(async () => {
+    if (!run) return;
+    dir = mkdtempSync(join(tmpdir(), 'vgw-buildah-'));
+    const base = assembleNodeBase(run, dir, `localhost/vgw-node-base:${tag}`);
+    image = `localhost/verification-gateway:${tag}`;
+    const started = Date.now();
+    run('bud', '--isolation', 'chroot', '--build-arg', `NODE_IMAGE=${base}`, '-t', image, ROOT);
+    const sizes = run('images', '--format', '{{.Name}}:{{.Tag}} {{.Size}}');
+    console.log(`buildah bud: ${Math.round((Date.now() - started) / 1000)} s; images:\n${sizes}`);
+    const inspected = JSON.parse(run('inspect', '--type', 'image', image)) as { OCIv1: { config: typeof config } };
+    config = inspected.OCIv1.config;
+    container = run('from', image);
+    root = run('mount', container);
+    sim = new UpstreamSimulator();
+    await sim.start();
+  }, 300_000);
+
+  afterAll(async () => {
+    await sim?.stop();
+    if (!run || !image) return;
+    if (container) {
+      run('umount', container);
+      run('rm', container);
+    }
+    run('rmi', '-f', image, `localhost/vgw-node-base:${tag}`);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('builds an image that runs as a numeric user, node as PID 1 on dist/main.js, with NODE_OPTIONS', () => {
+    if (!run) return;
+    expect(config).toMatchObject({ User: '10001:10001', WorkingDir: '/app', Cmd: ['node', 'dist/main.js'] });
+    expect(config.Env).toEqual(
+      expect.arrayContaining(['NODE_ENV=production', expect.stringMatching(/^NODE_OPTIONS=--max-old-space-size=/)]),
+    );
+    expect(Object.keys(config.ExposedPorts ?? {})).toEqual(['3000/tcp']);
+    const app = readdirSync(join(root, 'app')).sort();
+    expect(app).toEqual(['dist', 'node_modules', 'package.json']);
+    expect(existsSync(join(root, 'app/node_modules/typescript'))).toBe(false);
+    expect(existsSync(join(root, 'app/src'))).toBe(false);
+  });
+
+  it("starts from its root filesystem as the image's user and CMD, serves, and exits 0 on SIGTERM", async () => {
+    if (!run) return;
+    const port = await freePort();
+    const env = [
+      ...config.Env,
+      `PORT=${port}`,
+      `UPSTREAM_BASE_URL=${sim.baseUrl}`,
+      `UPSTREAM_USERNAME=${UPSTREAM_USERNAME}`,
+      `UPSTREAM_PASSWORD=${UPSTREAM_PASSWORD}`,
+      `API_KEYS=${TEST_API_KEYS}`,
+    ];
+    // chroot into the image's filesystem as its user; env sets the workdir and environment and
+    // execs the CMD, so node is the process that receives the signal.
+    const gateway = spawn(
+      'chroot',
+      [`--userspec=${config.User}`, root, '/usr/bin/env', '-i', `--chdir=${config.WorkingDir}`, ...env, ...config.Cmd],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    gateway.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    gateway.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = nextEvent<number | null>(gateway, 'exit', () => true, 30_000);
+    try {
+      await nextEvent(gateway.stdout, 'data', () => stdout.includes('successfully started'), 20_000);
+      const url = `http://127.0.0.1:${port}`;
+      expect((await fetch(`${url}/health/ready`)).status).toBe(200);
+      const inquiry = await callGateway(url, 'POST', '/v1/kyc/shahkar', {
+        apiKey: TEST_CLIENTS.full.key,
+        json: SHAHKAR,
+      });
+      expect(inquiry.status).toBe(200);
+    } finally {
+      gateway.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    expect(stderr).toBe('');
   });
 });
