@@ -17,6 +17,10 @@ interface Observed {
   code?: string;
   /** Why a 401 or 403 was answered (noteAuthFailure). */
   authFailure?: AuthFailureReason;
+  /** When the request arrived (performance.now()), for requests that end without an answer. */
+  startedAt: number;
+  /** Logged and counted (at its answer, or when its caller hung up): never twice. */
+  done?: true;
 }
 
 /** Bounded reasons of vgw_auth_failures_total. */
@@ -30,6 +34,10 @@ export function noteAuthFailure(request: object, reason: AuthFailureReason): voi
 
 const OBSERVED = Symbol('vgw.observed');
 type ObservedRequest = FastifyRequest & { [OBSERVED]?: Observed; caller?: { clientId: string } };
+
+/** Status and code of a request whose caller hung up before the answer (logs and metrics only). */
+const CLIENT_CLOSED_STATUS = 499;
+const CLIENT_CLOSED_CODE = 'client_closed_request';
 
 /** Probes and scrapes are logged at debug: every few seconds from every kubelet and Prometheus. */
 const QUIET_ROUTES = new Set(['/health/live', '/health/ready', '/health/startup', '/metrics']);
@@ -60,7 +68,7 @@ export async function installHttpObservability(
   const fastify = app.getHttpAdapter().getInstance();
   await app.register(fastifyRequestContext, {
     defaultStoreValues: (request: FastifyRequest) => {
-      const observed: Observed = { facts: { requestId: request.id } };
+      const observed: Observed = { facts: { requestId: request.id }, startedAt: performance.now() };
       (request as ObservedRequest)[OBSERVED] = observed;
       return { facts: observed.facts };
     },
@@ -70,7 +78,15 @@ export async function installHttpObservability(
   fastify.addHook('onRequest', (request, reply, done) => {
     // Set first, so that every answer carries it: errors, 404s and refused bodies included.
     void reply.header(REQUEST_ID_HEADER_IN, request.id);
-    const facts = (request as ObservedRequest)[OBSERVED]?.facts;
+    const observed = (request as ObservedRequest)[OBSERVED];
+    // A caller that hangs up before its answer is complete (while the body arrives, or while an
+    // inquiry runs) is logged and counted when the connection closes, as status 499 (nginx's
+    // "client closed request"); an inquiry it started still runs to its end and writes its
+    // own line with the same request id. Fastify may still run onResponse later for the
+    // aborted write: `observed.done` keeps it to one line.
+    if (observed)
+      reply.raw.once('close', () => !reply.raw.writableFinished && hungUp(request as ObservedRequest, observed));
+    const facts = observed?.facts;
     if (facts) {
       if (tracing) {
         const route = request.routeOptions.url;
@@ -93,18 +109,34 @@ export async function installHttpObservability(
     done(null, payload);
   });
 
-  if (tracing) {
-    // A client that hangs up before its answer gets no onResponse: its span ends here.
-    fastify.addHook('onRequestAbort', (request, done) => {
-      const facts = (request as ObservedRequest)[OBSERVED]?.facts;
-      if (facts?.trace) endSpanWithError(facts.trace.span, 'client_aborted');
-      if (facts) facts.trace = undefined;
-      done();
-    });
-  }
+  const hungUp = (request: ObservedRequest, observed: Observed): void => {
+    if (observed.done) return;
+    observed.done = true;
+    observed.code = CLIENT_CLOSED_CODE;
+    if (observed.facts.trace) endSpanWithError(observed.facts.trace.span, 'client_aborted');
+    observed.facts.trace = undefined;
+    const route = request.routeOptions.url;
+    const seconds = (performance.now() - observed.startedAt) / 1000;
+    metrics.observeRequest(route, request.method, CLIENT_CLOSED_STATUS, CLIENT_CLOSED_CODE, seconds);
+    if (!logger?.isLevelEnabled('info')) return;
+    logger.info(
+      {
+        requestId: request.id,
+        method: request.method,
+        route: route ?? null,
+        status: CLIENT_CLOSED_STATUS,
+        code: CLIENT_CLOSED_CODE,
+        durationMs: Math.round(seconds * 10_000) / 10,
+        ...(request.caller ? { clientId: request.caller.clientId } : {}),
+      },
+      'request',
+    );
+  };
 
   fastify.addHook('onResponse', (request, reply, done) => {
     const observed = (request as ObservedRequest)[OBSERVED];
+    if (observed?.done) return done();
+    if (observed) observed.done = true;
     const route = request.routeOptions.url;
     const status = reply.statusCode;
     if (observed?.facts.trace) endRequestSpan(request, reply, observed);
