@@ -84,8 +84,7 @@ export async function installHttpObservability(
     // "client closed request"); an inquiry it started still runs to its end and writes its
     // own line with the same request id. Fastify may still run onResponse later for the
     // aborted write: `observed.done` keeps it to one line.
-    if (observed)
-      reply.raw.once('close', () => !reply.raw.writableFinished && hungUp(request as ObservedRequest, observed));
+    if (observed) reply.raw.once('close', () => !reply.raw.writableFinished && hungUp(request, observed));
     const facts = observed?.facts;
     if (facts) {
       if (tracing) {
