@@ -12,7 +12,7 @@ import { createGateway } from '../src/bootstrap.js';
 import { JsonLogger } from '../src/observability/json-logger.js';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { SHAHKAR, UUID_V4 } from './support/fixtures.js';
-import { TEST_CLIENTS, callGateway, sha256, type Exchange } from './support/gateway.js';
+import { TEST_CLIENTS, callGateway, type Exchange, apiKeysWith } from './support/gateway.js';
 
 interface Line {
   level: string;
@@ -36,10 +36,7 @@ class Lines extends Writable {
 }
 
 const QUOTA_KEY = 'key-quota-0123456789';
-const API_KEYS = JSON.stringify([
-  ...Object.values(TEST_CLIENTS).map(({ clientId, key, scopes }) => ({ clientId, keySha256: sha256(key), scopes })),
-  { clientId: 'app-quota', keySha256: sha256(QUOTA_KEY), scopes: ['kyc:shahkar'], quotaPerMinute: 1 },
-]);
+const API_KEYS = apiKeysWith({ clientId: 'app-quota', key: QUOTA_KEY, scopes: ['kyc:shahkar'], quotaPerMinute: 1 });
 
 describe('access log and request ids', () => {
   const lines = new Lines();

@@ -22,10 +22,10 @@ import { raw } from './support/raw-http.js';
 import {
   TEST_CLIENTS,
   callGateway,
-  sha256,
   startGateway,
   untilStoreReady,
   type RunningGateway,
+  apiKeysWith,
 } from './support/gateway.js';
 
 interface Operation {
@@ -75,10 +75,12 @@ interface Answer {
 }
 
 const QUOTA_KEY = 'key-contract-quota-0123456789';
-const API_KEYS = JSON.stringify([
-  ...Object.values(TEST_CLIENTS).map(({ clientId, key, scopes }) => ({ clientId, keySha256: sha256(key), scopes })),
-  { clientId: 'app-quota', keySha256: sha256(QUOTA_KEY), scopes: ['kyc:shahkar', 'kyc:iban'], quotaPerMinute: 1 },
-]);
+const API_KEYS = apiKeysWith({
+  clientId: 'app-quota',
+  key: QUOTA_KEY,
+  scopes: ['kyc:shahkar', 'kyc:iban'],
+  quotaPerMinute: 1,
+});
 
 describe('the live gateway against docs/openapi.json', () => {
   const checked = new Set<string>();

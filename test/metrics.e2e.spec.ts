@@ -12,19 +12,16 @@ import { SHAHKAR } from './support/fixtures.js';
 import {
   TEST_CLIENTS,
   callGateway,
-  sha256,
   startGateway,
   untilStoreReady,
   type RunningGateway,
+  apiKeysWith,
 } from './support/gateway.js';
 import { parseExposition, promtool, runPromtool, type Exposition } from './support/prometheus.js';
 import { RedisServer } from './support/redis-server.js';
 
 const QUOTA_KEY = 'key-quota-0123456789';
-const API_KEYS = JSON.stringify([
-  ...Object.values(TEST_CLIENTS).map(({ clientId, key, scopes }) => ({ clientId, keySha256: sha256(key), scopes })),
-  { clientId: 'app-quota', keySha256: sha256(QUOTA_KEY), scopes: ['kyc:shahkar'], quotaPerMinute: 1 },
-]);
+const API_KEYS = apiKeysWith({ clientId: 'app-quota', key: QUOTA_KEY, scopes: ['kyc:shahkar'], quotaPerMinute: 1 });
 const COMMIT = '0123abcd';
 const TRACK_ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 

@@ -10,7 +10,7 @@ import { UnexpectedResponseError, VerificationGatewayClient, type Result } from 
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { IBAN, SHAHKAR } from './support/fixtures.js';
 import { RedisServer } from './support/redis-server.js';
-import { TEST_CLIENTS, sha256, startGateway, untilStoreReady, type RunningGateway } from './support/gateway.js';
+import { TEST_CLIENTS, startGateway, untilStoreReady, type RunningGateway, apiKeysWith } from './support/gateway.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const QUOTA_KEY = 'key-client-quota-0123456789';
@@ -35,14 +35,7 @@ describe('clients/typescript', () => {
       UPSTREAM_BASE_URL: sim.baseUrl,
       REDIS_URL: redis.url,
       UPSTREAM_TIMEOUT_MS: '1000',
-      API_KEYS: JSON.stringify([
-        ...Object.values(TEST_CLIENTS).map(({ clientId, key, scopes }) => ({
-          clientId,
-          keySha256: sha256(key),
-          scopes,
-        })),
-        { clientId: 'app-quota', keySha256: sha256(QUOTA_KEY), scopes: ['kyc:shahkar'], quotaPerMinute: 1 },
-      ]),
+      API_KEYS: apiKeysWith({ clientId: 'app-quota', key: QUOTA_KEY, scopes: ['kyc:shahkar'], quotaPerMinute: 1 }),
     });
     await untilStoreReady(gateway);
     client = new VerificationGatewayClient({ baseUrl: gateway.url, apiKey: TEST_CLIENTS.full.key });

@@ -25,9 +25,27 @@ export const TEST_CLIENTS = {
   none: { clientId: 'app-none', key: 'key-none-0123456789', scopes: [] as string[] },
 } as const;
 
-export const TEST_API_KEYS = JSON.stringify(
-  Object.values(TEST_CLIENTS).map(({ clientId, key, scopes }) => ({ clientId, keySha256: sha256(key), scopes })),
-);
+/** A test caller given by its raw key (hashed for API_KEYS), with an optional quota. */
+export interface TestClient {
+  clientId: string;
+  key: string;
+  scopes: readonly string[];
+  quotaPerMinute?: number;
+}
+
+/** API_KEYS for the TEST_CLIENTS plus `extra` callers (e.g. one with a small quota). */
+export function apiKeysWith(...extra: TestClient[]): string {
+  return JSON.stringify(
+    [...Object.values(TEST_CLIENTS), ...extra].map(({ clientId, key, scopes, ...rest }) => ({
+      clientId,
+      keySha256: sha256(key),
+      scopes,
+      ...('quotaPerMinute' in rest ? { quotaPerMinute: rest.quotaPerMinute } : {}),
+    })),
+  );
+}
+
+export const TEST_API_KEYS = apiKeysWith();
 
 export interface RunningGateway {
   app: NestFastifyApplication;
