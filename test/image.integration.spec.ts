@@ -40,6 +40,31 @@ function files(dir: string): string[] {
     .map((entry) => join(entry.parentPath, entry.name).slice(dir.length + 1));
 }
 
+/**
+ * Waits for the started gateway process to listen (Nest's own log line), checks it serves
+ * readiness and an inquiry, sends SIGTERM and expects exit 0 with nothing on stderr.
+ */
+async function serveAndStop(gateway: ChildProcess, port: number): Promise<{ stdout: string }> {
+  let stdout = '';
+  let stderr = '';
+  gateway.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  gateway.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = nextEvent<number | null>(gateway, 'exit', () => true, 30_000);
+  try {
+    await nextEvent(gateway.stdout!, 'data', () => stdout.includes('successfully started'), 20_000);
+    const url = `http://127.0.0.1:${port}`;
+    expect((await fetch(`${url}/health/live`)).status).toBe(200);
+    expect((await fetch(`${url}/health/ready`)).status).toBe(200);
+    const inquiry = await callGateway(url, 'POST', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key, json: SHAHKAR });
+    expect(inquiry.status).toBe(200);
+  } finally {
+    gateway.kill('SIGTERM');
+  }
+  expect(await exited).toBe(0);
+  expect(stderr).toBe('');
+  return { stdout };
+}
+
 function run(command: string, args: string[], cwd: string): void {
   const result = spawnSync(command, args, { cwd, encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`${command} ${args.join(' ')}: ${result.stderr || result.stdout}`);
@@ -111,28 +136,8 @@ describe('the image runtime stage, replayed', () => {
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let stdout = '';
-    let stderr = '';
-    gateway.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    gateway.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = nextEvent<number | null>(gateway, 'exit', () => true, 30_000);
-    try {
-      // Nest's own line once the server listens (JSON, on stdout like every log line).
-      await nextEvent(gateway.stdout!, 'data', () => stdout.includes('successfully started'), 20_000);
-      const url = `http://127.0.0.1:${port}`;
-      expect((await fetch(`${url}/health/live`)).status).toBe(200);
-      expect((await fetch(`${url}/health/ready`)).status).toBe(200);
-      const inquiry = await callGateway(url, 'POST', '/v1/kyc/shahkar', {
-        apiKey: TEST_CLIENTS.full.key,
-        json: SHAHKAR,
-      });
-      expect(inquiry.status).toBe(200);
-    } finally {
-      gateway.kill('SIGTERM');
-    }
-    expect(await exited).toBe(0);
-    expect(stderr).toBe('');
-    // Graceful: the shutdown is logged, and every line is JSON.
+    // Every line it wrote is JSON (the shutdown included).
+    const { stdout } = await serveAndStop(gateway, port);
     for (const line of stdout.trim().split('\n')) expect(() => JSON.parse(line) as unknown).not.toThrow();
     expect(files(app).sort()).toEqual(before);
   });
@@ -207,24 +212,6 @@ describe("the Dockerfile, built with buildah on a base assembled from this machi
       [`--userspec=${config.User}`, root, '/usr/bin/env', '-i', `--chdir=${config.WorkingDir}`, ...env, ...config.Cmd],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
-    let stdout = '';
-    let stderr = '';
-    gateway.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    gateway.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = nextEvent<number | null>(gateway, 'exit', () => true, 30_000);
-    try {
-      await nextEvent(gateway.stdout, 'data', () => stdout.includes('successfully started'), 20_000);
-      const url = `http://127.0.0.1:${port}`;
-      expect((await fetch(`${url}/health/ready`)).status).toBe(200);
-      const inquiry = await callGateway(url, 'POST', '/v1/kyc/shahkar', {
-        apiKey: TEST_CLIENTS.full.key,
-        json: SHAHKAR,
-      });
-      expect(inquiry.status).toBe(200);
-    } finally {
-      gateway.kill('SIGTERM');
-    }
-    expect(await exited).toBe(0);
-    expect(stderr).toBe('');
+    await serveAndStop(gateway, port);
   });
 });
