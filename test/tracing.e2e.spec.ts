@@ -115,7 +115,7 @@ describe('tracing on', () => {
   });
 
   it('parents every Redis command on the request that issued it, with requests in flight together', async () => {
-    // Auto-pipelining sends many requests' commands in one batch, flushed in one request's context.
+    // Many requests' commands in flight at once: each Redis span must join its own request's trace.
     const ids = Array.from({ length: 24 }, (_, i) => `trace-concurrent-${i}`);
     const traceIdOf = (i: number) => `${(i + 1).toString(16).padStart(2, '0')}${TRACE_ID.slice(2)}`;
     const answers = await Promise.all(

@@ -1,16 +1,12 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { GatewayMetrics } from './metrics.js';
 import { currentRequest } from './request-context.js';
-import { endSpanWithError, type RequestTrace } from './tracing.js';
+import { endSpanWithError } from './tracing.js';
 
 interface SentCommand {
   name: string;
   promise: Promise<unknown>;
-  /** The request that issued the command (tracing only): set where the command is queued. */
-  [ISSUER]?: RequestTrace;
 }
-
-const ISSUER = Symbol('vgw.redis.issuer');
 
 /**
  * Latency and errors of every Redis command a client sends (vgw_redis_command_duration_seconds,
@@ -20,12 +16,13 @@ const ISSUER = Symbol('vgw.redis.issuer');
  * Labels hold the command name only, never keys or arguments.
  */
 export function instrumentRedis(client: Redis | Cluster, metrics: GatewayMetrics, options: { traced: boolean }): void {
-  if (options.traced) rememberIssuers(client);
   const send = client.sendCommand.bind(client) as (command: SentCommand, ...rest: unknown[]) => unknown;
   (client as { sendCommand: unknown }).sendCommand = (command: SentCommand, ...rest: unknown[]) => {
     const started = performance.now();
     const name = command.name.toLowerCase();
-    const issuer = options.traced ? (command[ISSUER] ?? currentRequest()?.trace) : undefined;
+    // The request that sends the command: ioredis sends it synchronously in the caller's
+    // context (auto-pipelining, which would batch it into another request's tick, is off).
+    const issuer = options.traced ? currentRequest()?.trace : undefined;
     // The span names the command only: keys and arguments hold trackIds, scopes and ciphertext.
     const span = issuer?.tracing.startClientSpan(issuer.span, `redis ${name}`, {
       'db.system.name': 'redis',
@@ -44,26 +41,5 @@ export function instrumentRedis(client: Redis | Cluster, metrics: GatewayMetrics
       },
     );
     return result;
-  };
-}
-
-/**
- * With auto-pipelining, ioredis queues a command on a pipeline in the caller's context but
- * sends the whole batch a tick later, in whichever context flushes it: the issuing request
- * is read where the command is queued (the pipeline's `sendCommand`) and carried on the
- * command, so a Redis span always joins the trace of the request that asked for it.
- */
-function rememberIssuers(client: Redis | Cluster): void {
-  const createPipeline = client.pipeline.bind(client) as (...args: unknown[]) => ReturnType<Redis['pipeline']>;
-  (client as { pipeline: unknown }).pipeline = (...args: unknown[]) => {
-    const pipeline = createPipeline(...args);
-    const queue = (pipeline as unknown as { sendCommand: (command: SentCommand) => unknown }).sendCommand.bind(
-      pipeline,
-    );
-    (pipeline as unknown as { sendCommand: unknown }).sendCommand = (command: SentCommand) => {
-      command[ISSUER] = currentRequest()?.trace;
-      return queue(command);
-    };
-    return pipeline;
   };
 }
