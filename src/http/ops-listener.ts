@@ -38,7 +38,7 @@ export function installOpsListener(app: NestFastifyApplication, settings: OpsLis
   server.on('clientError', clientErrorHandler);
 
   fastify.addHook('onRequest', (request, reply, done) => {
-    const onOpsPort = request.raw.socket.localPort === (server.address() as AddressInfo | null)?.port;
+    const onOpsPort = request.raw.socket.localPort === settings.port;
     if (isOpsPath(request.url) !== onOpsPort) {
       sendProblem(reply, new ProblemException('not_found', 'No such resource.'));
       return;

@@ -17,8 +17,6 @@ interface Observed {
   code?: string;
   /** Why a 401 or 403 was answered (noteAuthFailure). */
   authFailure?: AuthFailureReason;
-  /** When the request arrived (performance.now()), for requests that end without an answer. */
-  startedAt: number;
   /** Logged and counted (at its answer, or when its caller hung up): never twice. */
   done?: true;
 }
@@ -68,7 +66,7 @@ export async function installHttpObservability(
   const fastify = app.getHttpAdapter().getInstance();
   await app.register(fastifyRequestContext, {
     defaultStoreValues: (request: FastifyRequest) => {
-      const observed: Observed = { facts: { requestId: request.id }, startedAt: performance.now() };
+      const observed: Observed = { facts: { requestId: request.id } };
       (request as ObservedRequest)[OBSERVED] = observed;
       return { facts: observed.facts };
     },
@@ -84,7 +82,7 @@ export async function installHttpObservability(
     // "client closed request"); an inquiry it started still runs to its end and writes its
     // own line with the same request id. Fastify may still run onResponse later for the
     // aborted write: `observed.done` keeps it to one line.
-    if (observed) reply.raw.once('close', () => !reply.raw.writableFinished && hungUp(request, observed));
+    if (observed) reply.raw.once('close', () => !reply.raw.writableFinished && hungUp(request, reply, observed));
     const facts = observed?.facts;
     if (facts) {
       if (tracing) {
@@ -108,28 +106,17 @@ export async function installHttpObservability(
     done(null, payload);
   });
 
-  const hungUp = (request: ObservedRequest, observed: Observed): void => {
+  const hungUp = (request: ObservedRequest, reply: FastifyReply, observed: Observed): void => {
     if (observed.done) return;
     observed.done = true;
     observed.code = CLIENT_CLOSED_CODE;
     if (observed.facts.trace) endSpanWithError(observed.facts.trace.span, 'client_aborted');
     observed.facts.trace = undefined;
-    const route = request.routeOptions.url;
-    const seconds = (performance.now() - observed.startedAt) / 1000;
-    metrics.observeRequest(route, request.method, CLIENT_CLOSED_STATUS, CLIENT_CLOSED_CODE, seconds);
-    if (!logger?.isLevelEnabled('info')) return;
-    logger.info(
-      {
-        requestId: request.id,
-        method: request.method,
-        route: route ?? null,
-        status: CLIENT_CLOSED_STATUS,
-        code: CLIENT_CLOSED_CODE,
-        durationMs: Math.round(seconds * 10_000) / 10,
-        ...(request.caller ? { clientId: request.caller.clientId } : {}),
-      },
-      'request',
-    );
+    // `elapsedTime` counts from routing (Fastify starts it before onRequest): valid mid-request.
+    const seconds = reply.elapsedTime / 1000;
+    metrics.observeRequest(request.routeOptions.url, request.method, CLIENT_CLOSED_STATUS, CLIENT_CLOSED_CODE, seconds);
+    if (logger?.isLevelEnabled('info'))
+      logger.info(accessLine(request, reply, observed, CLIENT_CLOSED_STATUS), 'request');
   };
 
   fastify.addHook('onResponse', (request, reply, done) => {
@@ -165,7 +152,12 @@ function endRequestSpan(request: ObservedRequest, reply: FastifyReply, observed:
   span.end();
 }
 
-function accessLine(request: ObservedRequest, reply: FastifyReply, observed: Observed | undefined): object {
+function accessLine(
+  request: ObservedRequest,
+  reply: FastifyReply,
+  observed: Observed | undefined,
+  status = reply.statusCode,
+): object {
   const route = request.routeOptions.url;
   const trackId = reply.getHeader('x-track-id');
   return {
@@ -177,7 +169,7 @@ function accessLine(request: ObservedRequest, reply: FastifyReply, observed: Obs
     // redacted (a caller may put anything in it).
     route: route ?? null,
     ...(route === undefined ? { path: redactText(request.url.split('?')[0].slice(0, 256)) } : {}),
-    status: reply.statusCode,
+    status,
     ...(observed?.code ? { code: observed.code } : {}),
     durationMs: Math.round(reply.elapsedTime * 10) / 10,
     ...(request.caller ? { clientId: request.caller.clientId } : {}),
