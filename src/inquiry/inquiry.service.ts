@@ -5,6 +5,7 @@ import type { Caller } from '../caller-auth/caller.js';
 import type { AppConfig } from '../config/app-config.js';
 import { sha256 } from '../crypto/sha256.js';
 import { GatewayMetrics } from '../observability/metrics.js';
+import { currentRequest, type InquiryLogFields } from '../observability/request-context.js';
 import { ProblemException } from '../problem/problem.js';
 import { AuthorizedUpstream } from '../token/authorized-upstream.js';
 import { IdempotencyService, type HeldKey } from './idempotency.service.js';
@@ -94,18 +95,17 @@ export class InquiryService {
     const started = performance.now();
     const outcome = await this.call(request, trackId);
     this.metrics.inquiries.inc({ operation: request.operation, status: outcome.status });
-    // One line per inquiry, its facts as fields: the trace of every possible charge, written
-    // even when the caller has gone (no personal data in it).
-    this.logger.log({
-      msg: 'inquiry',
-      trackId,
-      operation: request.operation,
-      requestHandlingType: request.requestHandlingType,
-      clientId: caller.clientId,
-      outcome: outcome.status,
-      status: outcome.response.status,
-      upstreamMs: Math.round(performance.now() - started),
-    });
+    this.logOutcome(
+      {
+        trackId,
+        clientId: caller.clientId,
+        operation: request.operation,
+        requestHandlingType: request.requestHandlingType,
+        outcome: outcome.status,
+        upstreamMs: Math.round(performance.now() - started),
+      },
+      outcome.response.status,
+    );
 
     // 5. Settle the record and the key, and answer.
     return this.settle(record, outcome, key);
@@ -125,6 +125,18 @@ export class InquiryService {
       (caller.subject === undefined || record.subjectSha256 === sha256(caller.subject));
     if (!visible) throw new ProblemException('not_found', 'No inquiry with this trackId.');
     return publicView(record);
+  }
+
+  /**
+   * The trace of every possible charge, no personal data in it. Its facts go on the request's
+   * access line (one line per request, written when the answer is sent); a caller that hung up
+   * has had its line already, so the inquiry then writes a line of its own (`"msg":"inquiry"`,
+   * same `requestId`), as it does outside an HTTP request.
+   */
+  private logOutcome(fields: InquiryLogFields, status: number): void {
+    const request = currentRequest();
+    if (request && !request.accessLogged) request.inquiry = fields;
+    else this.logger.log({ msg: 'inquiry', ...fields, status });
   }
 
   /** One upstream inquiry; every failure becomes its outcome (docs/api.md §3), none is thrown. */

@@ -79,8 +79,9 @@ export async function installHttpObservability(
     const observed = (request as ObservedRequest)[OBSERVED];
     // A caller that hangs up before its answer is complete (while the body arrives, or while an
     // inquiry runs) is logged and counted when the connection closes, as status 499 (nginx's
-    // "client closed request"); an inquiry it started still runs to its end and writes its
-    // own line with the same request id. Fastify may still run onResponse later for the
+    // "client closed request"); an inquiry it started still runs to its end and, its outcome
+    // missing from that line, writes its own with the same request id. An answered inquiry's
+    // outcome is on its access line (accessLine). Fastify may still run onResponse later for the
     // aborted write: `observed.done` keeps it to one line.
     if (observed) reply.raw.once('close', () => !reply.raw.writableFinished && hungUp(request, reply, observed));
     const facts = observed?.facts;
@@ -109,6 +110,7 @@ export async function installHttpObservability(
   const hungUp = (request: ObservedRequest, reply: FastifyReply, observed: Observed): void => {
     if (observed.done) return;
     observed.done = true;
+    observed.facts.accessLogged = true;
     observed.code = CLIENT_CLOSED_CODE;
     if (observed.facts.trace) endSpanWithError(observed.facts.trace.span, 'client_aborted');
     observed.facts.trace = undefined;
@@ -160,6 +162,7 @@ function accessLine(
 ): object {
   const route = request.routeOptions.url;
   const trackId = reply.getHeader('x-track-id');
+  const inquiry = observed?.facts.inquiry;
   return {
     // The line is written after the request context has ended: the id is set here.
     requestId: request.id,
@@ -173,8 +176,18 @@ function accessLine(
     ...(observed?.code ? { code: observed.code } : {}),
     durationMs: Math.round(reply.elapsedTime * 10) / 10,
     ...(request.caller ? { clientId: request.caller.clientId } : {}),
-    ...(typeof trackId === 'string' ? { trackId } : {}),
+    // A hung-up caller's line has no X-Track-Id header yet; the inquiry's facts have it.
+    ...(typeof trackId === 'string' ? { trackId } : inquiry ? { trackId: inquiry.trackId } : {}),
     ...(reply.getHeader('idempotent-replayed') ? { replayed: true } : {}),
+    // The inquiry this request ran, when it has its outcome (inquiry.service.ts).
+    ...(inquiry
+      ? {
+          operation: inquiry.operation,
+          requestHandlingType: inquiry.requestHandlingType,
+          outcome: inquiry.outcome,
+          upstreamMs: inquiry.upstreamMs,
+        }
+      : {}),
   };
 }
 

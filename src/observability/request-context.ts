@@ -13,6 +13,22 @@ export interface RequestFacts {
   trace?: RequestTrace;
   /** While tracing is off: a caller's valid trace context, passed on to the upstream unchanged. */
   callerTraceContext?: CallerTraceContext;
+  /** An inquiry's outcome, for the request's access line (one line per request). */
+  inquiry?: InquiryLogFields;
+  /** The access line has been written (the caller hung up first): later facts log their own line. */
+  accessLogged?: true;
+}
+
+/** What an access line says of the inquiry its request ran (inquiry.service.ts). */
+export interface InquiryLogFields {
+  trackId: string;
+  clientId: string;
+  operation: string;
+  requestHandlingType: string;
+  /** `succeeded`, `failed` or `unknown`. */
+  outcome: string;
+  /** Milliseconds the upstream call took, token renewal included. */
+  upstreamMs: number;
 }
 
 declare module '@fastify/request-context' {
