@@ -21,7 +21,7 @@ import {
   TRACK_ID_HEADER,
 } from './http/headers.js';
 import { requestIdFrom } from './observability/request-context.js';
-import { GatewayTracing } from './observability/tracing.js';
+import { startTracing, type GatewayTracing } from './observability/tracing.js';
 import { setupOpenApi } from './openapi.js';
 import { installOpsListener } from './http/ops-listener.js';
 import { ShutdownState } from './health/shutdown.state.js';
@@ -120,7 +120,7 @@ export async function createGateway(
       maxAge: 600,
     });
   }
-  const tracing = config.tracing.enabled ? new GatewayTracing(config.tracing, options.spanExporter) : undefined;
+  const tracing = config.tracing.enabled ? await startTracing(config.tracing, options.spanExporter) : undefined;
   if (tracing) {
     // After the server has drained: the last requests' spans are exported, not dropped.
     app

@@ -1,27 +1,5 @@
-import {
-  ROOT_CONTEXT,
-  SpanKind,
-  SpanStatusCode,
-  defaultTextMapGetter,
-  defaultTextMapSetter,
-  trace,
-  type Attributes,
-  type Span,
-  type Tracer,
-} from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-  TracerProvider,
-  type Sampler,
-  type SpanExporter,
-} from '@opentelemetry/sdk-trace';
+import { SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
+import type { SpanExporter } from '@opentelemetry/sdk-trace';
 
 type Env = Record<string, string | undefined>;
 
@@ -33,7 +11,7 @@ const SAMPLERS = [
   'parentbased_always_off',
   'parentbased_traceidratio',
 ] as const;
-type SamplerName = (typeof SAMPLERS)[number];
+export type SamplerName = (typeof SAMPLERS)[number];
 
 /** Tracing as the standard OTEL_* variables configure it (docs/operations.md, "Tracing"). */
 export interface TracingConfig {
@@ -142,23 +120,6 @@ function keyValueList(raw: string | undefined, variable: string, problems: strin
   return pairs;
 }
 
-function samplerFor(config: TracingConfig): Sampler {
-  switch (config.sampler) {
-    case 'always_on':
-      return new AlwaysOnSampler();
-    case 'always_off':
-      return new AlwaysOffSampler();
-    case 'traceidratio':
-      return new TraceIdRatioBasedSampler(config.samplerRatio);
-    case 'parentbased_always_off':
-      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
-    case 'parentbased_traceidratio':
-      return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.samplerRatio) });
-    case 'parentbased_always_on':
-      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
-  }
-}
-
 /** A valid W3C `traceparent` (version 00 layout; all-zero ids are invalid). */
 const TRACEPARENT = /^[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
 
@@ -184,61 +145,25 @@ export function callerTraceContext(
 }
 
 /**
- * OpenTelemetry tracing with explicit spans at the three places an inquiry spends its time:
- * the request (SERVER, from the Fastify hooks that already see every request), each Redis
- * command (CLIENT, at ioredis's `sendCommand`) and each upstream call (CLIENT, with
- * `traceparent` injected). Explicit rather than auto-instrumentation: the auto-instrumentations
- * patch modules through require hooks, which this native-ESM service would have to load
- * through a loader before anything else, and the http/fastify instrumentations add several
- * spans and context switches per request that the gateway's own hooks make redundant.
- *
- * No global provider or context manager is registered: a span's parent is passed explicitly
- * (the request's span lives in the async-local request context, request-context.ts), so two
- * gateways in one process (tests) never mix their spans, and nothing runs when tracing is off.
- *
- * What spans carry is chosen here and in their callers: route templates, methods, statuses,
- * problem codes, client ids, trackIds and request ids. Never a request body, a raw path, a
- * header value, a Redis key or argument, a token or a credential.
+ * The request, Redis and upstream spans (tracing-sdk.ts builds the one implementation). The
+ * OpenTelemetry SDK and its OTLP exporter are loaded only when tracing is configured
+ * (`startTracing`): a gateway without tracing never has them in memory (README, "Performance").
  */
-export class GatewayTracing {
-  readonly tracer: Tracer;
-  private readonly provider: TracerProvider;
-  private readonly propagator = new W3CTraceContextPropagator();
-
-  constructor(config: TracingConfig, exporter?: SpanExporter) {
-    this.provider = new TracerProvider({
-      sampler: samplerFor(config),
-      resource: resourceFromAttributes({ ...config.resourceAttributes, 'service.name': config.serviceName }),
-      spanProcessors: [
-        new BatchSpanProcessor({
-          exporter: exporter ?? new OTLPTraceExporter({ url: config.tracesUrl, headers: config.exporterHeaders }),
-          scheduledDelayMillis: config.batchDelayMs,
-        }),
-      ],
-    });
-    this.tracer = this.provider.getTracer('verification-gateway');
-  }
-
+export interface GatewayTracing {
   /** A request's SERVER span, continuing the caller's trace when its headers carry one. */
-  startRequestSpan(name: string, headers: Record<string, string | string[] | undefined>, attributes: Attributes): Span {
-    const parent = this.propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
-    return this.tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
-  }
-
+  startRequestSpan(name: string, headers: Record<string, string | string[] | undefined>, attributes: Attributes): Span;
   /** A CLIENT span under `parent` (the request's span). */
-  startClientSpan(parent: Span, name: string, attributes: Attributes): Span {
-    return this.tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, trace.setSpan(ROOT_CONTEXT, parent));
-  }
-
+  startClientSpan(parent: Span, name: string, attributes: Attributes): Span;
   /** Writes `traceparent` (and `tracestate`) naming `span` into outgoing headers. */
-  inject(span: Span, headers: Record<string, string>): void {
-    this.propagator.inject(trace.setSpan(ROOT_CONTEXT, span), headers, defaultTextMapSetter);
-  }
-
+  inject(span: Span, headers: Record<string, string>): void;
   /** Exports what is still buffered (graceful shutdown). */
-  async shutdown(): Promise<void> {
-    await this.provider.shutdown();
-  }
+  shutdown(): Promise<void>;
+}
+
+/** Tracing as configured, with the SDK loaded now (only ever called when it is on). */
+export async function startTracing(config: TracingConfig, exporter?: SpanExporter): Promise<GatewayTracing> {
+  const { OtelGatewayTracing } = await import('./tracing-sdk.js');
+  return new OtelGatewayTracing(config, exporter);
 }
 
 /** Ends a span as failed, with a bounded, value-free error type (never a message). */
