@@ -7,7 +7,9 @@
  * the README's Performance section was measured.
  *
  * Environment: BENCH_ROUNDS (default 5), BENCH_SCENARIOS (default "no key"), BENCH_DURATION,
- * BENCH_WARMUP, BENCH_CONNECTIONS as for `npm run bench`.
+ * BENCH_WARMUP, BENCH_CONNECTIONS as for `npm run bench`; BENCH_NODE_FLAGS_A and
+ * BENCH_NODE_FLAGS_B, the Node flags of each build's gateway (default: the production image's,
+ * bench/lib/node-flags.ts), so that one build under two sets of flags can be compared too.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -26,6 +28,7 @@ import {
   type ServerFigures,
 } from './http-overhead.js';
 import { heading, num, signed, table } from './lib/format.js';
+import { PRODUCTION_NODE_FLAGS } from './lib/node-flags.js';
 import { killAllServers, ServerProcess } from './lib/servers.js';
 
 const number = (name: string, fallback: number) => {
@@ -38,6 +41,9 @@ async function main(): Promise<void> {
   const builds = process.argv.slice(2, 4).map((dir) => resolve(dir));
   if (builds.length !== 2) throw new Error('usage: npm run bench:compare -- <project dir A> <project dir B>');
   const scripts = builds.map((dir) => resolve(dir, '.build/bench/server-process.js'));
+  const nodeFlags = ['A', 'B'].map((build) =>
+    (process.env[`BENCH_NODE_FLAGS_${build}`] ?? PRODUCTION_NODE_FLAGS).split(' ').filter(Boolean),
+  );
   for (const script of scripts) if (!existsSync(script)) throw new Error(`${script} missing: build it first`);
   const rounds = number('BENCH_ROUNDS', 5);
   const settings = {
@@ -70,7 +76,7 @@ async function main(): Promise<void> {
           await ServerProcess.start(
             `gateway ${'AB'[i]}`,
             { role: 'gateway', env, probeBody: INQUIRY_BODY, probeApiKey: API_KEY },
-            { script },
+            { script, execArgv: nodeFlags[i] },
           ),
         );
       }
@@ -118,7 +124,7 @@ async function main(): Promise<void> {
           ['build', 'CPU us/req', 'req/s', 'p50 ms', 'p99 ms', 'RSS MiB', 'CPU us/req per round'],
           [
             ...m.map((x, i) => [
-              `${'AB'[i]} ${builds[i]}`,
+              `${'AB'[i]} ${builds[i]}${nodeFlags[i].length ? ` (${nodeFlags[i].join(' ')})` : ''}`,
               num(x.cpu),
               num(x.rps),
               num(x.p50, 2),

@@ -53,6 +53,12 @@ export interface Scenario {
   reference: boolean;
   /** Count the commands of a short sample with MONITOR (client vs inside scripts). */
   monitor?: boolean;
+  /**
+   * Gateway and reference loaded at the same time, each at this fixed rate (requests/s): the
+   * host's drifts then weigh on both alike, so their CPU ratio is the steadiest figure of a
+   * noisy machine (Redis and simulator figures are shared, so not reported for it).
+   */
+  sideBySideRate?: number;
   /** The reason to leave it out, if any. */
   skip?: () => string | undefined;
 }
@@ -73,6 +79,14 @@ const hasDependency = (prefix: string): boolean => {
  * "Memory"), or BENCH_GATEWAY_NODE_FLAGS to try others ('' for none).
  */
 const GATEWAY_NODE_FLAGS = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? PRODUCTION_NODE_FLAGS).split(' ').filter(Boolean);
+/**
+ * The reference proxy's Node flags: none (Node's defaults), or BENCH_REFERENCE_NODE_FLAGS, e.g.
+ * the gateway's own, to see how much of a flag's gain is the gateway's alone.
+ */
+const REFERENCE_NODE_FLAGS = (process.env.BENCH_REFERENCE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+
+/** Requests per second of each server in the side-by-side scenario (BENCH_SIDE_BY_SIDE_RATE). */
+const SIDE_BY_SIDE_RATE = Number(process.env.BENCH_SIDE_BY_SIDE_RATE ?? 2000);
 
 /** The first entry is the baseline every other scenario without its own reference run is compared with. */
 export const SCENARIOS: Scenario[] = [
@@ -80,6 +94,11 @@ export const SCENARIOS: Scenario[] = [
   { name: 'Idempotency-Key, new per request', idempotency: 'fresh', reference: false, monitor: true },
   { name: 'Idempotency-Key, replayed', idempotency: 'replay', reference: false, monitor: true },
   { name: '1 connection', connections: 1, reference: true },
+  {
+    name: `side by side, ${SIDE_BY_SIDE_RATE} req/s each`,
+    reference: true,
+    sideBySideRate: SIDE_BY_SIDE_RATE,
+  },
   // At 50 % the breaker (opens above 50 % of >= 10 calls in 10 s) soon opens and refuses at once;
   // at 40 % it stays closed, and every failure goes through the breaker's bookkeeping.
   { name: 'half the upstream calls failing', failRatio: 0.5, reference: true },
@@ -122,6 +141,11 @@ export interface ScenarioResult {
   reference: ServerFigures;
   /** Whether `reference` was measured in this scenario or taken from the baseline. */
   ownReference: boolean;
+  /**
+   * Gateway CPU per request ÷ the reference's, round by round (each pair measured back to back):
+   * their median resists the host's slow drifts better than the ratio of the two medians.
+   */
+  cpuRatioByRound?: number[];
   gatewayMonitor?: MonitorSample;
   referenceMonitor?: MonitorSample;
 }
@@ -246,6 +270,38 @@ export async function measureServer(
   };
 }
 
+/**
+ * Gateway and reference under the same fixed-rate load at the same time (warm-ups too): CPU
+ * per request of each over one window. Redis and simulator counters are shared by both, so
+ * they are left empty here.
+ */
+export async function measurePair(
+  servers: [ServerProcess, ServerProcess],
+  targets: [LoadTarget, LoadTarget],
+  settings: LoadSettings,
+): Promise<[ServerFigures, ServerFigures]> {
+  await Promise.all(targets.map((target) => warmUp(target, settings)));
+  const before = await Promise.all(servers.map((server) => server.stats()));
+  const loads = await Promise.all(targets.map((target) => measure(target, settings)));
+  const after = await Promise.all(servers.map((server) => server.stats()));
+  const figuresOf = (i: number): ServerFigures => {
+    const n = Math.max(1, loads[i].totalRequests);
+    return {
+      ...loads[i],
+      cpuUsPerRequest: (cpuUs(after[i]) - cpuUs(before[i])) / n,
+      cpuUserUsPerRequest: (after[i].cpuUserUs - before[i].cpuUserUs) / n,
+      cpuSystemUsPerRequest: (after[i].cpuSystemUs - before[i].cpuSystemUs) / n,
+      simulatorCpuUsPerRequest: NaN,
+      upstreamInquiryCalls: NaN,
+      upstreamFailedInquiries: 0,
+      upstreamTokenCalls: NaN,
+      redis: { commandsPerInquiry: {}, totalCommandsPerInquiry: NaN, readEventsPerInquiry: NaN },
+      memory: memoryOf(after[i]),
+    };
+  };
+  return [figuresOf(0), figuresOf(1)];
+}
+
 export const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
@@ -290,12 +346,11 @@ export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<H
   try {
     const sim = await start('simulator', { role: 'simulator', latencyMs: 0 });
     const sink = await start('sink', { role: 'sink' });
-    const reference = await start('reference proxy', {
-      role: 'reference',
-      upstreamUrl: sim.url,
-      redisUrl,
-      probeBody: INQUIRY_BODY,
-    });
+    const reference = await start(
+      'reference proxy',
+      { role: 'reference', upstreamUrl: sim.url, redisUrl, probeBody: INQUIRY_BODY },
+      { execArgv: REFERENCE_NODE_FLAGS },
+    );
     const context: ScenarioContext = { sinkUrl: sink.url };
     const baseEnv: Record<string, string> = {
       UPSTREAM_BASE_URL: sim.url,
@@ -362,9 +417,18 @@ export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<H
         for (let round = 0; round < rounds; round++) {
           const suffix = rounds > 1 ? ` (round ${round + 1}/${rounds})` : '';
           log(
-            `  ${s.name}: ${s.reference ? 'reference, then ' : ''}gateway, ${settings.warmupSeconds} s warm-up + ` +
+            `  ${s.name}: ${s.sideBySideRate ? 'reference and gateway at once' : s.reference ? 'reference, then gateway' : 'gateway'}, ${settings.warmupSeconds} s warm-up + ` +
               `${settings.durationSeconds} s measured each, ${connections} connection(s)${suffix}`,
           );
+          if (s.sideBySideRate) {
+            const [g, r] = await measurePair([gateway, reference], [gatewayLoad, referenceLoad], {
+              ...load,
+              rate: s.sideBySideRate,
+            });
+            gatewayRounds.push(g);
+            referenceRounds.push(r);
+            continue;
+          }
           if (s.reference)
             referenceRounds.push(stripWindow(await measureServer(reference, sim, redis, referenceLoad, load)));
           const measured = await measureServer(gateway, sim, redis, gatewayLoad, load);
@@ -380,6 +444,9 @@ export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<H
         gateway: medianFigures(gatewayRounds),
         reference: s.reference ? medianFigures(referenceRounds) : baselineReference!,
         ownReference: s.reference,
+        ...(s.reference && rounds > 1
+          ? { cpuRatioByRound: gatewayRounds.map((g, i) => g.cpuUsPerRequest / referenceRounds[i].cpuUsPerRequest) }
+          : {}),
       };
       if (!scenarioResult.reference) throw new Error(`scenario ${s.name}: no reference measured before it`);
       if (index === 0) baselineReference = scenarioResult.reference;
@@ -476,6 +543,7 @@ export function formatHttpOverhead(result: HttpOverheadResult): string {
       (result.rounds > 1 ? `, ${result.rounds} interleaved rounds (medians)` : '') +
       '; CPU = user + system time of that server process over the measured run / its requests;',
     'latencies in ms over every answer (autocannon response times); RSS and heap right after the run.',
+    `Node flags: gateway ${GATEWAY_NODE_FLAGS.join(' ') || '(none)'}; reference ${REFERENCE_NODE_FLAGS.join(' ') || '(none)'}.`,
   ];
   if (result.scenarios.length > 0) {
     const rows: (string | number)[][] = [];
@@ -538,6 +606,7 @@ export function formatHttpOverhead(result: HttpOverheadResult): string {
           'gateway / reference',
           'CPU per request',
           'reference/gateway CPU',
+          'CPU ratio by round: median (each)',
           'throughput',
           'p50 added ms',
           'p99 added ms',
@@ -547,6 +616,9 @@ export function formatHttpOverhead(result: HttpOverheadResult): string {
           s.name,
           ratio(s.gateway.cpuUsPerRequest / s.reference.cpuUsPerRequest),
           num(s.reference.cpuUsPerRequest / s.gateway.cpuUsPerRequest, 2),
+          s.cpuRatioByRound
+            ? `${ratio(median(s.cpuRatioByRound))} (${s.cpuRatioByRound.map((r) => num(r, 2)).join(' ')})`
+            : '',
           ratio(s.gateway.requestsPerSecond / s.reference.requestsPerSecond),
           signed(s.gateway.latencyMs.p50 - s.reference.latencyMs.p50, 2),
           signed(s.gateway.latencyMs.p99 - s.reference.latencyMs.p99, 2),
@@ -563,20 +635,22 @@ export function formatHttpOverhead(result: HttpOverheadResult): string {
       '',
       table(
         ['scenario', 'server', 'commands', 'read events', 'by command'],
-        result.scenarios.flatMap((s) =>
-          [['gateway', s.gateway] as const, ...(s.ownReference ? [['reference', s.reference] as const] : [])].map(
-            ([who, f]) => [
-              who === 'gateway' ? s.name : '',
-              who,
-              num(f.redis.totalCommandsPerInquiry, 2),
-              num(f.redis.readEventsPerInquiry, 2),
-              Object.entries(f.redis.commandsPerInquiry)
-                .sort((a, b) => b[1] - a[1])
-                .map(([name, n]) => `${name} ${num(n, 2)}`)
-                .join(', '),
-            ],
+        result.scenarios
+          .filter((s) => !Number.isNaN(s.gateway.redis.totalCommandsPerInquiry))
+          .flatMap((s) =>
+            [['gateway', s.gateway] as const, ...(s.ownReference ? [['reference', s.reference] as const] : [])].map(
+              ([who, f]) => [
+                who === 'gateway' ? s.name : '',
+                who,
+                num(f.redis.totalCommandsPerInquiry, 2),
+                num(f.redis.readEventsPerInquiry, 2),
+                Object.entries(f.redis.commandsPerInquiry)
+                  .sort((a, b) => b[1] - a[1])
+                  .map(([name, n]) => `${name} ${num(n, 2)}`)
+                  .join(', '),
+              ],
+            ),
           ),
-        ),
         [0, 1, 4],
       ),
     );

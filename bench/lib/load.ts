@@ -17,6 +17,8 @@ export interface LoadSettings {
   warmupSeconds: number;
   /** A fixed number of requests instead of `durationSeconds` (the long run). */
   amount?: number;
+  /** A fixed arrival rate, requests per second over all connections (default: as fast as answered). */
+  rate?: number;
 }
 
 /** The figures kept from one run (latencies in ms, every answer counted, errors included). */
@@ -56,6 +58,7 @@ async function run(
   connections: number,
   durationSeconds: number,
   amount?: number,
+  rate?: number,
 ): Promise<{ result: autocannon.Result; latencies: number[] }> {
   const freshBody = target.bodyPerRequest;
   const freshHeaders = target.headersPerRequest;
@@ -78,6 +81,7 @@ async function run(
         requests: [request],
         connections,
         ...(amount ? { amount } : { duration: durationSeconds }),
+        ...(rate ? { overallRate: rate } : {}),
         timeout: 10,
       },
       (error: unknown, done) =>
@@ -110,11 +114,18 @@ function figures(result: autocannon.Result, latencies: number[]): LoadFigures {
 
 /** The warm-up: same target and connections, results discarded. */
 export async function warmUp(target: LoadTarget, settings: LoadSettings): Promise<void> {
-  if (settings.warmupSeconds > 0) await run(target, settings.connections, settings.warmupSeconds);
+  if (settings.warmupSeconds > 0)
+    await run(target, settings.connections, settings.warmupSeconds, undefined, settings.rate);
 }
 
 /** The measured run. */
 export async function measure(target: LoadTarget, settings: LoadSettings): Promise<LoadFigures> {
-  const { result, latencies } = await run(target, settings.connections, settings.durationSeconds, settings.amount);
+  const { result, latencies } = await run(
+    target,
+    settings.connections,
+    settings.durationSeconds,
+    settings.amount,
+    settings.rate,
+  );
   return figures(result, latencies);
 }
