@@ -21,7 +21,7 @@ ENV NODE_ENV=production
 # A bounded old generation: V8 otherwise lets garbage pile up to several hundred MiB under load
 # before a full GC (RSS 191–297 MiB at 32 connections); with this cap RSS stays near 165 MiB for
 # the same CPU per inquiry (docs/operations.md, "Memory"; the bench reads this line).
-ENV NODE_OPTIONS=--max-old-space-size=128
+ENV NODE_OPTIONS="--max-old-space-size=128 --max-semi-space-size=8"
 WORKDIR /app
 # Only what runs: the compiled gateway and its production dependencies, owned by root and
 # read-only to the process; nothing is written at run time (readOnlyRootFilesystem works).

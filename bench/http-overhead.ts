@@ -479,7 +479,8 @@ export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<H
         await start(
           'gateway (long run)',
           { role: 'gateway', env: baseEnv, probeBody: INQUIRY_BODY, probeApiKey: API_KEY },
-          { execArgv: ['--expose-gc'] },
+          // The production flags too: the long run is the memory figure of the image as shipped.
+          { execArgv: [...GATEWAY_NODE_FLAGS, '--expose-gc'] },
         ),
         sim,
         redis,

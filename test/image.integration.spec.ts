@@ -98,7 +98,7 @@ describe('the image runtime stage, replayed', () => {
   it('declares what the checks below rely on: a numeric user, node as PID 1 on dist/main.js, NODE_OPTIONS', () => {
     expect(RUNTIME_STAGE).toMatch(/^USER \d+:\d+$/m);
     expect(RUNTIME_STAGE).toMatch(/^CMD \["node", "dist\/main\.js"\]$/m);
-    expect(RUNTIME_STAGE).toMatch(/^ENV NODE_OPTIONS=\S+$/m);
+    expect(RUNTIME_STAGE).toMatch(/^ENV NODE_OPTIONS="[^"]+"$/m);
     expect(RUNTIME_STAGE).toMatch(/^COPY --from=build \/app\/node_modules \.\/node_modules$/m);
     expect(DOCKERFILE).toContain('sh scripts/slim-runtime-deps.sh');
   });
@@ -118,7 +118,7 @@ describe('the image runtime stage, replayed', () => {
   it('starts as the image does, serves probes and an inquiry, writes nothing, and exits 0 on SIGTERM', async () => {
     const before = files(app).sort();
     const port = await freePort();
-    const nodeOptions = /^ENV NODE_OPTIONS=(\S+)$/m.exec(RUNTIME_STAGE)![1];
+    const nodeOptions = /^ENV NODE_OPTIONS="([^"]+)"$/m.exec(RUNTIME_STAGE)![1];
     const asImageUser = process.getuid?.() === 0 ? { uid: 10001, gid: 10001 } : {};
     const gateway: ChildProcess = spawn(process.execPath, ['dist/main.js'], {
       cwd: app,
@@ -185,7 +185,10 @@ describe("the Dockerfile, built with buildah on a base assembled from this machi
     if (!run) return;
     expect(config).toMatchObject({ User: '10001:10001', WorkingDir: '/app', Cmd: ['node', 'dist/main.js'] });
     expect(config.Env).toEqual(
-      expect.arrayContaining(['NODE_ENV=production', expect.stringMatching(/^NODE_OPTIONS=--max-old-space-size=/)]),
+      expect.arrayContaining([
+        'NODE_ENV=production',
+        expect.stringMatching(/^NODE_OPTIONS=--max-old-space-size=\d+ --max-semi-space-size=\d+$/),
+      ]),
     );
     expect(Object.keys(config.ExposedPorts ?? {})).toEqual(['3000/tcp']);
     const app = readdirSync(join(root, 'app')).sort();

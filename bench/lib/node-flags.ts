@@ -7,4 +7,6 @@ import { readFileSync } from 'node:fs';
  * "Memory").
  */
 export const PRODUCTION_NODE_FLAGS =
-  /^ENV NODE_OPTIONS=(.*)$/m.exec(readFileSync(new URL('../../../Dockerfile', import.meta.url), 'utf8'))?.[1] ?? '';
+  /^ENV NODE_OPTIONS="?([^"\n]*)"?$/m.exec(
+    readFileSync(new URL('../../../Dockerfile', import.meta.url), 'utf8'),
+  )?.[1] ?? '';
