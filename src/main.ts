@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { createGateway } from './bootstrap.js';
 import { ConfigError } from './config/load-config.js';
 
@@ -19,11 +20,20 @@ async function main(): Promise<void> {
   // settlements are flushed, connections close (the Nest shutdown hooks), then exit 0. Our own
   // handler rather than enableShutdownHooks(), which re-sends the signal to itself afterwards:
   // as PID 1 in a container that signal is ignored, and the exit would hang on any live handle.
+  const logger = new Logger('Shutdown');
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
+      logger.log(`${signal}: draining, then exiting`);
       app.close().then(
-        () => process.exit(0),
-        () => process.exit(1),
+        () => {
+          // The last line before exit: the logger's buffer is flushed at exit (json-logger.ts).
+          logger.log('stopped');
+          process.exit(0);
+        },
+        (error: unknown) => {
+          logger.error(`shutdown failed: ${error instanceof Error ? error.name : 'unknown error'}`);
+          process.exit(1);
+        },
       );
     });
   }

@@ -136,9 +136,16 @@ describe('the image runtime stage, replayed', () => {
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    // Every line it wrote is JSON (the shutdown included).
+    // Every line it wrote is JSON (the shutdown included), and the last one, written just
+    // before exit, was not lost in the logger's buffer.
     const { stdout } = await serveAndStop(gateway, port);
-    for (const line of stdout.trim().split('\n')) expect(() => JSON.parse(line) as unknown).not.toThrow();
+    const lines = stdout.trim().split('\n');
+    for (const line of lines) expect(() => JSON.parse(line) as unknown).not.toThrow();
+    expect(JSON.parse(lines[lines.length - 2])).toMatchObject({
+      context: 'Shutdown',
+      msg: 'SIGTERM: draining, then exiting',
+    });
+    expect(JSON.parse(lines[lines.length - 1])).toMatchObject({ context: 'Shutdown', msg: 'stopped' });
     expect(files(app).sort()).toEqual(before);
   });
 });
