@@ -17,8 +17,6 @@ interface Observed {
   code?: string;
   /** Why a 401 or 403 was answered (noteAuthFailure). */
   authFailure?: AuthFailureReason;
-  /** Logged and counted (at its answer, or when its caller hung up): never twice. */
-  done?: true;
 }
 
 /** Bounded reasons of vgw_auth_failures_total. */
@@ -82,7 +80,7 @@ export async function installHttpObservability(
     // "client closed request"); an inquiry it started still runs to its end and, its outcome
     // missing from that line, writes its own with the same request id. An answered inquiry's
     // outcome is on its access line (accessLine). Fastify may still run onResponse later for the
-    // aborted write: `observed.done` keeps it to one line.
+    // aborted write: `facts.accessLogged` keeps it to one line.
     if (observed) reply.raw.once('close', () => !reply.raw.writableFinished && hungUp(request, reply, observed));
     const facts = observed?.facts;
     if (facts) {
@@ -108,8 +106,7 @@ export async function installHttpObservability(
   });
 
   const hungUp = (request: ObservedRequest, reply: FastifyReply, observed: Observed): void => {
-    if (observed.done) return;
-    observed.done = true;
+    if (observed.facts.accessLogged) return;
     observed.facts.accessLogged = true;
     observed.code = CLIENT_CLOSED_CODE;
     if (observed.facts.trace) endSpanWithError(observed.facts.trace.span, 'client_aborted');
@@ -123,8 +120,8 @@ export async function installHttpObservability(
 
   fastify.addHook('onResponse', (request, reply, done) => {
     const observed = (request as ObservedRequest)[OBSERVED];
-    if (observed?.done) return done();
-    if (observed) observed.done = true;
+    if (observed?.facts.accessLogged) return done();
+    if (observed) observed.facts.accessLogged = true;
     const route = request.routeOptions.url;
     const status = reply.statusCode;
     if (observed?.facts.trace) endRequestSpan(request, reply, observed);

@@ -15,7 +15,10 @@ export interface RequestFacts {
   callerTraceContext?: CallerTraceContext;
   /** An inquiry's outcome, for the request's access line (one line per request). */
   inquiry?: InquiryLogFields;
-  /** The access line has been written (the caller hung up first): later facts log their own line. */
+  /**
+   * The access line has been written and counted (at the answer, or when the caller hung up):
+   * never twice, and facts learnt later go on a line of their own.
+   */
   accessLogged?: true;
 }
 

@@ -41,7 +41,7 @@ import type { GatewayTracing, TracingConfig } from './tracing.js';
  * header value, a Redis key or argument, a token or a credential.
  */
 export class OtelGatewayTracing implements GatewayTracing {
-  readonly tracer: Tracer;
+  private readonly tracer: Tracer;
   private readonly provider: TracerProvider;
   private readonly propagator = new W3CTraceContextPropagator();
 
