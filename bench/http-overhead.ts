@@ -86,7 +86,8 @@ const GATEWAY_NODE_FLAGS = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? PRODUCTION_N
 const REFERENCE_NODE_FLAGS = (process.env.BENCH_REFERENCE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 
 /** Requests per second of each server in the side-by-side scenario (BENCH_SIDE_BY_SIDE_RATE). */
-const SIDE_BY_SIDE_RATE = Number(process.env.BENCH_SIDE_BY_SIDE_RATE ?? 2000);
+const SIDE_BY_SIDE_RATE = Number(process.env.BENCH_SIDE_BY_SIDE_RATE || 2000);
+if (!(SIDE_BY_SIDE_RATE > 0)) throw new Error('BENCH_SIDE_BY_SIDE_RATE must be a positive number');
 
 /** The first entry is the baseline every other scenario without its own reference run is compared with. */
 export const SCENARIOS: Scenario[] = [

@@ -24,7 +24,7 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { RedisServer } from '../test/support/redis-server.js';
-import { benchHttpOverhead, formatHttpOverhead, SCENARIOS, type HttpOverheadResult } from './http-overhead.js';
+import { benchHttpOverhead, formatHttpOverhead, median, SCENARIOS, type HttpOverheadResult } from './http-overhead.js';
 import { heading, num, ratio } from './lib/format.js';
 import { killAllServers } from './lib/servers.js';
 import { benchTokenSingleFlight, formatTokenSingleFlight, type SingleFlightResult } from './token-single-flight.js';
@@ -82,7 +82,12 @@ function summary(http?: HttpOverheadResult, flight?: SingleFlightResult, validat
         `${s.name}: gateway ${num(s.gateway.cpuUsPerRequest)} us CPU/request vs reference ${num(s.reference.cpuUsPerRequest)} ` +
           `(${ratio(s.gateway.cpuUsPerRequest / s.reference.cpuUsPerRequest)}), throughput ${ratio(s.gateway.requestsPerSecond / s.reference.requestsPerSecond)}, ` +
           `p50 ${num(s.gateway.latencyMs.p50, 2)} vs ${num(s.reference.latencyMs.p50, 2)} ms, p99 ${num(s.gateway.latencyMs.p99, 2)} vs ${num(s.reference.latencyMs.p99, 2)} ms, ` +
-          `RSS ${num(s.gateway.memory.rssMiB)} MiB, Redis ${num(s.gateway.redis.totalCommandsPerInquiry, 1)} commands/inquiry`,
+          `RSS ${num(s.gateway.memory.rssMiB)} MiB` +
+          // Shared by both servers in the side-by-side scenario: not counted there.
+          (Number.isNaN(s.gateway.redis.totalCommandsPerInquiry)
+            ? ''
+            : `, Redis ${num(s.gateway.redis.totalCommandsPerInquiry, 1)} commands/inquiry`) +
+          (s.cpuRatioByRound ? `; CPU ratio by round, median ${ratio(median(s.cpuRatioByRound))}` : ''),
       );
     }
     if (http.longRun) {
