@@ -107,7 +107,8 @@ function isFactsEntry(message: unknown): message is Record<string, unknown> & { 
  * Synchronous writes (pino's default), not sonic-boom's asynchronous mode: that one hands each
  * write to libuv's thread pool (3–4 µs more CPU per line to a pipe, README "Performance") and,
  * when the log collector stalls, buffers without bound in a heap capped at 128 MiB. Written
- * synchronously, a stalled stdout slows the gateway down instead of filling its memory.
+ * synchronously, a stalled stdout makes the event loop wait (docs/operations.md, "Logs")
+ * instead of filling the memory.
  */
 function bufferedStdout(): ReturnType<typeof pino.destination> {
   const destination = pino.destination({ sync: true, minLength: 4096 });
