@@ -28,7 +28,7 @@ import {
   type ServerFigures,
 } from './http-overhead.js';
 import { heading, num, signed, table } from './lib/format.js';
-import { PRODUCTION_NODE_FLAGS } from './lib/node-flags.js';
+import { nodeFlagsFrom, PRODUCTION_NODE_FLAGS } from './lib/node-flags.js';
 import { killAllServers, ServerProcess } from './lib/servers.js';
 
 const number = (name: string, fallback: number) => {
@@ -41,9 +41,7 @@ async function main(): Promise<void> {
   const builds = process.argv.slice(2, 4).map((dir) => resolve(dir));
   if (builds.length !== 2) throw new Error('usage: npm run bench:compare -- <project dir A> <project dir B>');
   const scripts = builds.map((dir) => resolve(dir, '.build/bench/server-process.js'));
-  const nodeFlags = ['A', 'B'].map((build) =>
-    (process.env[`BENCH_NODE_FLAGS_${build}`] ?? PRODUCTION_NODE_FLAGS).split(' ').filter(Boolean),
-  );
+  const nodeFlags = ['A', 'B'].map((build) => nodeFlagsFrom(`BENCH_NODE_FLAGS_${build}`, PRODUCTION_NODE_FLAGS));
   for (const script of scripts) if (!existsSync(script)) throw new Error(`${script} missing: build it first`);
   const rounds = number('BENCH_ROUNDS', 5);
   const settings = {

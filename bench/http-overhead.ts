@@ -10,7 +10,7 @@
  * upstream failure ratio. Gateways with the same environment are one process, started when first
  * needed and stopped after the last scenario that uses it.
  */
-import { PRODUCTION_NODE_FLAGS } from './lib/node-flags.js';
+import { nodeFlagsFrom, PRODUCTION_NODE_FLAGS } from './lib/node-flags.js';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
@@ -78,12 +78,12 @@ const hasDependency = (prefix: string): boolean => {
  * The gateway's Node flags: the production ones (the image's NODE_OPTIONS, docs/operations.md,
  * "Memory"), or BENCH_GATEWAY_NODE_FLAGS to try others ('' for none).
  */
-const GATEWAY_NODE_FLAGS = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? PRODUCTION_NODE_FLAGS).split(' ').filter(Boolean);
+const GATEWAY_NODE_FLAGS = nodeFlagsFrom('BENCH_GATEWAY_NODE_FLAGS', PRODUCTION_NODE_FLAGS);
 /**
  * The reference proxy's Node flags: none (Node's defaults), or BENCH_REFERENCE_NODE_FLAGS, e.g.
  * the gateway's own, to see how much of a flag's gain is the gateway's alone.
  */
-const REFERENCE_NODE_FLAGS = (process.env.BENCH_REFERENCE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+const REFERENCE_NODE_FLAGS = nodeFlagsFrom('BENCH_REFERENCE_NODE_FLAGS', '');
 
 /** Requests per second of each server in the side-by-side scenario (BENCH_SIDE_BY_SIDE_RATE). */
 const SIDE_BY_SIDE_RATE = Number(process.env.BENCH_SIDE_BY_SIDE_RATE || 2000);
@@ -227,6 +227,12 @@ async function sequential(target: LoadTarget, count: number): Promise<void> {
 }
 
 const cpuUs = (s: ProcessStats) => s.cpuUserUs + s.cpuSystemUs;
+/** A server's CPU time between two samples, per request (µs): total, user and system. */
+const cpuPerRequest = (before: ProcessStats, after: ProcessStats, requests: number) => ({
+  cpuUsPerRequest: (cpuUs(after) - cpuUs(before)) / requests,
+  cpuUserUsPerRequest: (after.cpuUserUs - before.cpuUserUs) / requests,
+  cpuSystemUsPerRequest: (after.cpuSystemUs - before.cpuSystemUs) / requests,
+});
 const tokenTotal = (s: SimulatorStats) => s.tokenCalls.credentials + s.tokenCalls.refresh;
 const memoryOf = (s: ProcessStats) => ({
   rssMiB: s.rssBytes / MiB,
@@ -258,9 +264,7 @@ export async function measureServer(
   const n = Math.max(1, load.totalRequests);
   return {
     ...load,
-    cpuUsPerRequest: (cpuUs(serverAfter) - cpuUs(serverBefore)) / n,
-    cpuUserUsPerRequest: (serverAfter.cpuUserUs - serverBefore.cpuUserUs) / n,
-    cpuSystemUsPerRequest: (serverAfter.cpuSystemUs - serverBefore.cpuSystemUs) / n,
+    ...cpuPerRequest(serverBefore, serverAfter, n),
     simulatorCpuUsPerRequest: (cpuUs(simAfter) - cpuUs(simBefore)) / n,
     upstreamInquiryCalls: simAfter.inquiryCalls - simBefore.inquiryCalls,
     upstreamFailedInquiries: simAfter.failedInquiries - simBefore.failedInquiries,
@@ -289,9 +293,7 @@ export async function measurePair(
     const n = Math.max(1, loads[i].totalRequests);
     return {
       ...loads[i],
-      cpuUsPerRequest: (cpuUs(after[i]) - cpuUs(before[i])) / n,
-      cpuUserUsPerRequest: (after[i].cpuUserUs - before[i].cpuUserUs) / n,
-      cpuSystemUsPerRequest: (after[i].cpuSystemUs - before[i].cpuSystemUs) / n,
+      ...cpuPerRequest(before[i], after[i], n),
       simulatorCpuUsPerRequest: NaN,
       upstreamInquiryCalls: NaN,
       upstreamFailedInquiries: 0,

@@ -10,3 +10,11 @@ export const PRODUCTION_NODE_FLAGS =
   /^ENV NODE_OPTIONS="?([^"\n]*)"?$/m.exec(
     readFileSync(new URL('../../../Dockerfile', import.meta.url), 'utf8'),
   )?.[1] ?? '';
+
+/**
+ * The Node flags named by an environment variable (space-separated), or `fallback` when it is
+ * unset; an empty value means none.
+ */
+export function nodeFlagsFrom(variable: string, fallback: string): string[] {
+  return (process.env[variable] ?? fallback).split(' ').filter(Boolean);
+}
