@@ -9,7 +9,9 @@
  * Environment: BENCH_ROUNDS (default 5), BENCH_SCENARIOS (default "no key"), BENCH_DURATION,
  * BENCH_WARMUP, BENCH_CONNECTIONS as for `npm run bench`; BENCH_NODE_FLAGS_A and
  * BENCH_NODE_FLAGS_B, the Node flags of each build's gateway (default: the production image's,
- * bench/lib/node-flags.ts), so that one build under two sets of flags can be compared too.
+ * bench/lib/node-flags.ts), so that one build under two sets of flags can be compared too;
+ * BENCH_COMPARE_RATE (requests/s): run A and B at the same time, each at this fixed rate,
+ * instead of one after the other, so that drift in the machine's speed loads both alike.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -21,6 +23,7 @@ import {
   gatewayTarget,
   INQUIRY_BODY,
   measureServer,
+  measurePair,
   median,
   primeIdempotencyKey,
   SCENARIOS,
@@ -44,6 +47,7 @@ async function main(): Promise<void> {
   const nodeFlags = ['A', 'B'].map((build) => nodeFlagsFrom(`BENCH_NODE_FLAGS_${build}`, PRODUCTION_NODE_FLAGS));
   for (const script of scripts) if (!existsSync(script)) throw new Error(`${script} missing: build it first`);
   const rounds = number('BENCH_ROUNDS', 5);
+  const sideBySideRate = process.env.BENCH_COMPARE_RATE ? number('BENCH_COMPARE_RATE', 1) : undefined;
   const settings = {
     connections: number('BENCH_CONNECTIONS', 32),
     durationSeconds: number('BENCH_DURATION', 10),
@@ -91,16 +95,28 @@ async function main(): Promise<void> {
       const figures: ServerFigures[][] = [[], []];
       if (s.failRatio) await sim.setFailRatio(s.failRatio);
       try {
+        const load = { ...settings, connections: s.connections ?? settings.connections };
+        const report = (round: number, i: number, f: ServerFigures) =>
+          console.log(
+            `  ${s.name}, round ${round + 1}/${rounds}, ${'AB'[i]}: ${num(f.cpuUsPerRequest)} us/req, ` +
+              `${num(f.requestsPerSecond)} req/s, p50 ${num(f.latencyMs.p50, 2)} ms`,
+          );
         for (let round = 0; round < rounds; round++) {
+          if (sideBySideRate) {
+            // Both builds at once, at the same fixed rate: whatever else loads the machine
+            // loads both alike, so the ratio of each round holds even when absolute figures drift.
+            const pair = await measurePair([gateways[0], gateways[1]], [targets[0], targets[1]], {
+              ...load,
+              rate: sideBySideRate,
+            });
+            pair.forEach((f, i) => (figures[i].push(f), report(round, i, f)));
+            continue;
+          }
           // A first in even rounds, B first in odd ones: neither always follows the other.
           for (const i of round % 2 ? [1, 0] : [0, 1]) {
-            const load = { ...settings, connections: s.connections ?? settings.connections };
             const f = stripWindow(await measureServer(gateways[i], sim, redis, targets[i], load));
             figures[i].push(f);
-            console.log(
-              `  ${s.name}, round ${round + 1}/${rounds}, ${'AB'[i]}: ${num(f.cpuUsPerRequest)} us/req, ` +
-                `${num(f.requestsPerSecond)} req/s, p50 ${num(f.latencyMs.p50, 2)} ms`,
-            );
+            report(round, i, f);
           }
         }
       } finally {
@@ -115,9 +131,10 @@ async function main(): Promise<void> {
         rss: median(runs.map((r) => r.memory.rssMiB)),
         all: runs.map((r) => num(r.cpuUsPerRequest)).join(' '),
       }));
+      const roundRatios = figures[1].map((b, round) => b.cpuUsPerRequest / figures[0][round].cpuUsPerRequest);
       lines.push(
         '',
-        `${s.name} (${rounds} interleaved rounds, medians)`,
+        `${s.name} (${rounds} ${sideBySideRate ? `side-by-side rounds at ${sideBySideRate} req/s each` : 'interleaved rounds'}, medians)`,
         table(
           ['build', 'CPU us/req', 'req/s', 'p50 ms', 'p99 ms', 'RSS MiB', 'CPU us/req per round'],
           [
@@ -142,6 +159,9 @@ async function main(): Promise<void> {
           ],
           [0, 6],
         ),
+        // Round by round, B's CPU per request over A's measured in the same round (side by
+        // side: at the same moment), and their median: the figure that drift affects least.
+        `B / A CPU per round: median ${num(median(roundRatios), 3)} (${roundRatios.map((r) => num(r, 3)).join(' ')})`,
       );
     }
     await sim.stop();
