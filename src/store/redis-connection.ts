@@ -6,6 +6,7 @@ import type { AppConfig, RedisTls, StoreConfig } from '../config/app-config.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { instrumentRedis } from '../observability/redis-instrumentation.js';
 import { RedisKeys } from './redis-keys.js';
+import { batchWritesPerLoopTurn } from './write-batching.js';
 
 export type RedisClient = Redis | Cluster;
 
@@ -23,8 +24,8 @@ const CLIENT_OPTIONS: RedisOptions = {
   lazyConnect: true,
   // No auto-pipelining: with it, a command that ends by `commandTimeout` inside an automatic
   // pipeline can make ioredis's own callback throw (`results[i] is not iterable`, in a
-  // nextTick: an uncaught exception) when Redis is slow; seen under CI load. It saved about
-  // 2 % of CPU per inquiry (README, Performance): not worth a process that can crash.
+  // nextTick: an uncaught exception) when Redis is slow; seen under CI load. Commands are
+  // still sent together, by write-batching.ts, which leaves ioredis's bookkeeping alone.
   enableAutoPipelining: false,
 };
 
@@ -103,6 +104,8 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
     }
     this.client = createClient(store, 'vgw-commands');
     this.subscriber = createClient(store, 'vgw-subscriber');
+    // A Cluster keeps one connection per node, created internally: its commands are not batched.
+    if (this.client instanceof Redis) batchWritesPerLoopTurn(this.client);
     if (metrics)
       for (const client of [this.client, this.subscriber])
         instrumentRedis(client, metrics, { traced: config.get('tracing', { infer: true }).enabled });
