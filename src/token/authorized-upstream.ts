@@ -19,7 +19,7 @@ export class AuthorizedUpstream {
 
   /** Throws `TokenUnavailableError` when no token can be had, `UpstreamError` for the call itself. */
   async inquire(operation: InquiryOperation, body: Record<string, unknown>): Promise<UpstreamSuccess> {
-    const token = await this.tokens.getAccessToken();
+    const token = this.tokens.heldAccessToken() ?? (await this.tokens.getAccessToken());
     try {
       return await this.upstream.inquire(operation, body, token);
     } catch (error) {

@@ -109,13 +109,19 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
 
   /** A token that is safe to send now. Waits only when no such token is held. */
   async getAccessToken(): Promise<string> {
+    return this.heldAccessToken() ?? (await this.renew()).accessToken;
+  }
+
+  /**
+   * The held token if it is safe to send now (starting its renewal in the background when
+   * due), without waiting: the path of almost every inquiry, kept free of a promise.
+   */
+  heldAccessToken(): string | undefined {
     const now = Date.now();
     const held = this.held;
-    if (held && now < held.usableUntil) {
-      if (now >= held.renewAt) this.renewInBackground();
-      return held.accessToken;
-    }
-    return (await this.renew()).accessToken;
+    if (!held || now >= held.usableUntil) return undefined;
+    if (now >= held.renewAt) this.renewInBackground();
+    return held.accessToken;
   }
 
   /**

@@ -117,19 +117,8 @@ export class UpstreamClient implements OnApplicationShutdown {
   }
 
   /** §4.2: an inquiry, with the gateway-stamped trackId already in `body`. */
-  async inquire(
-    operation: InquiryOperation,
-    body: Record<string, unknown>,
-    accessToken: string,
-  ): Promise<UpstreamSuccess> {
-    try {
-      return await this.circuit.fire(operation, body, accessToken);
-    } catch (error) {
-      const code = (error as { code?: string }).code;
-      if (code === 'EOPENBREAKER') throw new UpstreamError('not_sent', { circuitOpen: true });
-      if (code === 'ESHUTDOWN') throw new UpstreamError('not_sent');
-      throw error;
-    }
+  inquire(operation: InquiryOperation, body: Record<string, unknown>, accessToken: string): Promise<UpstreamSuccess> {
+    return this.circuit.fire(operation, body, accessToken).catch(asUpstreamError);
   }
 
   private async post(
@@ -181,4 +170,12 @@ export class UpstreamClient implements OnApplicationShutdown {
       this.logger.debug(`POST ${path} -> ${outcome} in ${Math.round(seconds * 1000)} ms`);
     }
   }
+}
+
+/** The breaker's own refusals (open, shut down) as the `not_sent` they are; other errors unchanged. */
+function asUpstreamError(error: unknown): never {
+  const code = (error as { code?: string }).code;
+  if (code === 'EOPENBREAKER') throw new UpstreamError('not_sent', { circuitOpen: true });
+  if (code === 'ESHUTDOWN') throw new UpstreamError('not_sent');
+  throw error;
 }
