@@ -97,9 +97,10 @@ export async function createGateway(
   app
     .getHttpAdapter()
     .getInstance()
-    .addHook('onSend', async (_request, reply, payload) => {
+    .addHook('onSend', (_request, reply, payload, done) => {
+      // Callback style: an async hook would cost every answer a promise (README, "Performance").
       if (shutdown.isShuttingDown) reply.header('connection', 'close');
-      return payload;
+      done(null, payload);
     });
   if (config.http.corsOrigins.length > 0) {
     // Web apps are named callers (docs/operations.md, CORS_ORIGINS): their preflights get the
