@@ -1,8 +1,9 @@
-import { Body, Controller, Get, Headers, Param, Post, Res, UseGuards, type Type } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
+import { Body, Controller, Get, Headers, Param, Post, Req, Res, UseGuards, type Type } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../caller-auth/caller.js';
 import { CallerAuthGuard, CurrentCaller, RequireScopes, requireScope } from '../caller-auth/caller-auth.guard.js';
 import { CallerQuotas } from '../caller-auth/caller-quotas.js';
+import { requestFacts } from '../observability/http-observability.js';
 import { IDEMPOTENCY_KEY_HEADER_IN, IDEMPOTENT_REPLAYED_HEADER, TRACK_ID_HEADER } from '../http/headers.js';
 import { IbanRequestDto } from './dto/iban-request.dto.js';
 import { ShahkarRequestDto } from './dto/shahkar-request.dto.js';
@@ -41,9 +42,10 @@ export class InquiryController {
     @CurrentCaller() caller: Caller,
     @Body() body: unknown,
     @Headers(IDEMPOTENCY_KEY_HEADER_IN) idempotencyKey: string | undefined,
+    @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    return this.inquire(caller, reply, { body, idempotencyKey }, ShahkarRequestDto, (dto) => ({
+    return this.inquire(caller, request, reply, { body, idempotencyKey }, ShahkarRequestDto, (dto) => ({
       operation: 'shahkar',
       route: '/v1/kyc/shahkar',
       requestHandlingType: dto.requestHandlingType,
@@ -58,9 +60,10 @@ export class InquiryController {
     @CurrentCaller() caller: Caller,
     @Body() body: unknown,
     @Headers(IDEMPOTENCY_KEY_HEADER_IN) idempotencyKey: string | undefined,
+    @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    return this.inquire(caller, reply, { body, idempotencyKey }, IbanRequestDto, (dto) => ({
+    return this.inquire(caller, request, reply, { body, idempotencyKey }, IbanRequestDto, (dto) => ({
       operation: 'iban',
       route: '/v1/kyc/iban',
       requestHandlingType: dto.requestHandlingType,
@@ -87,16 +90,17 @@ export class InquiryController {
    */
   private async inquire<T extends { requestHandlingType: RequestHandlingType }>(
     caller: Caller,
+    request: FastifyRequest,
     reply: FastifyReply,
     raw: { body: unknown; idempotencyKey: string | undefined },
     dto: Type<T>,
     toRequest: (body: T) => InquiryRequest,
   ): Promise<void> {
     const { body, idempotencyKey } = validateInquiryRequest(dto, raw.body, raw.idempotencyKey);
-    const request = toRequest(body);
-    if (request.requestHandlingType === 'advanced') requireScope(caller, 'kyc:advanced');
+    const inquiry = toRequest(body);
+    if (inquiry.requestHandlingType === 'advanced') requireScope(caller, 'kyc:advanced');
     await this.quotas.consume(caller);
-    send(reply, await this.inquiries.execute(caller, request, idempotencyKey));
+    send(reply, await this.inquiries.execute(caller, inquiry, idempotencyKey, requestFacts(request)));
   }
 }
 

@@ -5,7 +5,7 @@ import type { Caller } from '../caller-auth/caller.js';
 import type { AppConfig } from '../config/app-config.js';
 import { sha256 } from '../crypto/sha256.js';
 import { GatewayMetrics } from '../observability/metrics.js';
-import { currentRequest, type InquiryLogFields } from '../observability/request-context.js';
+import { requestLogFields, type InquiryLogFields, type RequestFacts } from '../observability/request-context.js';
 import { ProblemException } from '../problem/problem.js';
 import { AuthorizedUpstream } from '../token/authorized-upstream.js';
 import { IdempotencyService, type HeldKey } from './idempotency.service.js';
@@ -55,7 +55,13 @@ export class InquiryService {
     this.circuitRetryAfter = String(Math.ceil(config.get('upstream', { infer: true }).circuitResetMs / 1000));
   }
 
-  async execute(caller: Caller, request: InquiryRequest, idempotencyKey?: string): Promise<InquiryResponse> {
+  /** `facts`: the HTTP request's (request-context.ts), for the lines this inquiry writes and its trace. */
+  async execute(
+    caller: Caller,
+    request: InquiryRequest,
+    idempotencyKey?: string,
+    facts?: RequestFacts,
+  ): Promise<InquiryResponse> {
     // 1. Stamp.
     const trackId = randomUUID();
     const fingerprint = fingerprintOf(request);
@@ -93,7 +99,7 @@ export class InquiryService {
 
     // 4. Call the upstream with the stamped trackId.
     const started = performance.now();
-    const outcome = await this.call(request, trackId);
+    const outcome = await this.call(request, trackId, facts);
     this.metrics.inquiries.inc({ operation: request.operation, status: outcome.status });
     this.logOutcome(
       {
@@ -105,6 +111,7 @@ export class InquiryService {
         upstreamMs: Math.round(performance.now() - started),
       },
       outcome.response.status,
+      facts,
     );
 
     // 5. Settle the record and the key, and answer.
@@ -133,20 +140,19 @@ export class InquiryService {
    * has had its line already, so the inquiry then writes a line of its own (`"msg":"inquiry"`,
    * same `requestId`), as it does outside an HTTP request.
    */
-  private logOutcome(fields: InquiryLogFields, status: number): void {
-    const request = currentRequest();
-    if (request && !request.accessLogged) request.inquiry = fields;
-    else this.logger.log({ msg: 'inquiry', ...fields, status });
+  private logOutcome(fields: InquiryLogFields, status: number, facts?: RequestFacts): void {
+    if (facts && !facts.accessLogged) facts.inquiry = fields;
+    else this.logger.log({ msg: 'inquiry', ...requestLogFields(facts), ...fields, status });
   }
 
   /** One upstream inquiry; every failure becomes its outcome (docs/api.md §3), none is thrown. */
-  private async call(request: InquiryRequest, trackId: string): Promise<InquiryOutcome> {
+  private async call(request: InquiryRequest, trackId: string, facts?: RequestFacts): Promise<InquiryOutcome> {
     const body = { ...request.fields, requestHandlingType: request.requestHandlingType, trackId };
     try {
-      return successOutcome(trackId, await this.upstream.inquire(request.operation, body));
+      return successOutcome(trackId, await this.upstream.inquire(request.operation, body, facts));
     } catch (error) {
       const line = failureLogLine(error, trackId);
-      this.logger[line.level](line.message);
+      this.logger[line.level]({ msg: line.message, ...requestLogFields(facts) });
       return failureOutcome(error, trackId, this.circuitRetryAfter);
     }
   }

@@ -22,6 +22,14 @@ interface Observed {
 /** Bounded reasons of vgw_auth_failures_total. */
 export type AuthFailureReason = 'missing_credential' | 'invalid_api_key' | 'invalid_jwt' | 'missing_scope';
 
+/**
+ * The facts of a request being served (request-context.ts), for the code that hands them down
+ * the inquiry path; undefined for a request this module has not seen.
+ */
+export function requestFacts(request: FastifyRequest): RequestFacts | undefined {
+  return (request as ObservedRequest)[OBSERVED]?.facts;
+}
+
 /** Called by the caller-auth guard when it refuses a request, for the metric's reason label. */
 export function noteAuthFailure(request: object, reason: AuthFailureReason): void {
   const observed = (request as ObservedRequest)[OBSERVED];
@@ -54,47 +62,49 @@ export interface HttpObservabilityOptions {
  * (unknown routes, body limits, parser errors), hooks see all of them.
  *
  * The request id is Fastify's own (`genReqId`, from a well-formed `X-Request-Id` or fresh,
- * see request-context.ts), echoed on every response, and put in the async-local request
- * context that the logger reads for every line of the request.
+ * see request-context.ts), echoed on every response, and kept with the request's facts, which
+ * the inquiry path is handed (`requestFacts`) for the lines it writes.
  */
 export async function installHttpObservability(
   app: NestFastifyApplication,
   options: HttpObservabilityOptions,
 ): Promise<void> {
   const fastify = app.getHttpAdapter().getInstance();
-  await app.register(fastifyRequestContext, {
-    defaultStoreValues: (request: FastifyRequest) => {
-      const observed: Observed = { facts: { requestId: request.id } };
-      (request as ObservedRequest)[OBSERVED] = observed;
-      return { facts: observed.facts };
-    },
-  });
-
   const { logger, metrics, tracing } = options;
+  const observe = (request: FastifyRequest): Observed => {
+    const observed: Observed = { facts: { requestId: request.id } };
+    (request as ObservedRequest)[OBSERVED] = observed;
+    return observed;
+  };
+  // The async-local request context only while tracing: it parents the Redis command spans,
+  // and it costs every promise hooks (request-context.ts).
+  if (tracing) {
+    await app.register(fastifyRequestContext, {
+      defaultStoreValues: (request: FastifyRequest) => ({ facts: observe(request).facts }),
+    });
+  }
+
   fastify.addHook('onRequest', (request, reply, done) => {
     // Set first, so that every answer carries it: errors, 404s and refused bodies included.
     void reply.header(REQUEST_ID_HEADER_IN, request.id);
-    const observed = (request as ObservedRequest)[OBSERVED];
+    const observed = (request as ObservedRequest)[OBSERVED] ?? observe(request);
     // A caller that hangs up before its answer is complete (while the body arrives, or while an
     // inquiry runs) is logged and counted when the connection closes, as status 499 (nginx's
     // "client closed request"); an inquiry it started still runs to its end and, its outcome
     // missing from that line, writes its own with the same request id. An answered inquiry's
     // outcome is on its access line (accessLine). Fastify may still run onResponse later for the
     // aborted write: `facts.accessLogged` keeps it to one line.
-    if (observed) reply.raw.once('close', () => !reply.raw.writableFinished && hungUp(request, reply, observed));
-    const facts = observed?.facts;
-    if (facts) {
-      if (tracing) {
-        const route = request.routeOptions.url;
-        const span = tracing.startRequestSpan(route ? `${request.method} ${route}` : request.method, request.headers, {
-          'http.request.method': request.method,
-          ...(route ? { 'http.route': route } : {}),
-          'vgw.request_id': request.id,
-        });
-        facts.trace = { span, tracing };
-      } else {
-        facts.callerTraceContext = callerTraceContext(request.headers);
-      }
+    reply.raw.once('close', () => !reply.raw.writableFinished && hungUp(request, reply, observed));
+    if (tracing) {
+      const route = request.routeOptions.url;
+      const span = tracing.startRequestSpan(route ? `${request.method} ${route}` : request.method, request.headers, {
+        'http.request.method': request.method,
+        ...(route ? { 'http.route': route } : {}),
+        'vgw.request_id': request.id,
+      });
+      observed.facts.trace = { span, tracing };
+    } else {
+      observed.facts.callerTraceContext = callerTraceContext(request.headers);
     }
     done();
   });

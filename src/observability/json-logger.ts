@@ -2,7 +2,6 @@ import type { LoggerService, LogLevel } from '@nestjs/common';
 import { pino, type Logger as Pino } from 'pino';
 import { knownSecrets } from './known-secrets.js';
 import { redactText } from './redact.js';
-import { currentRequest } from './request-context.js';
 
 /**
  * Structured JSON logs (pino) for every Nest log call and the access log. Messages pass
@@ -11,9 +10,9 @@ import { currentRequest } from './request-context.js';
  * knows (known-secrets.ts). No pino `redact` paths: no object reaches pino unserialised but the
  * access line and the fields below, which are built from known, safe facts, and its per-line
  * cost was 2.6 % of the gateway's CPU per inquiry (README, "Performance"). Levels are written as names (`"level":"info"`), which log pipelines
- * (Loki, Elasticsearch, Cloud Logging) read without configuration; every line written while
- * a request is served carries its `requestId` (and `traceId` when traced) from the
- * async-local request context.
+ * (Loki, Elasticsearch, Cloud Logging) read without configuration. A line about one request
+ * carries its `requestId` as a field of its own, given by the code that writes it (the access
+ * line, the inquiry path's lines: request-context.ts).
  */
 export class JsonLogger implements LoggerService {
   readonly pino: Pino;
@@ -25,7 +24,6 @@ export class JsonLogger implements LoggerService {
         base: { service: 'verification-gateway' },
         timestamp: pino.stdTimeFunctions.isoTime,
         formatters: { level: (label) => ({ level: label }) },
-        mixin: requestFields,
         hooks: { streamWrite: (line) => knownSecrets.scrub(line) },
       },
       destination ?? bufferedStdout(),
@@ -74,7 +72,7 @@ export class JsonLogger implements LoggerService {
         const value = message[key];
         fields[key] = typeof value === 'string' ? redactText(value) : value;
       }
-      this.pino[level](fields, message.msg);
+      this.pino[level](fields, redactText(message.msg));
       return;
     }
     const text =
@@ -131,14 +129,6 @@ function bufferedStdout(): ReturnType<typeof pino.destination> {
 }
 
 const NO_FIELDS = {};
-
-/** The request id (and trace id) of the request being served, on every line written for it. */
-function requestFields(): object {
-  const facts = currentRequest();
-  if (!facts) return NO_FIELDS;
-  const traceId = facts.trace?.span.spanContext().traceId;
-  return traceId ? { requestId: facts.requestId, traceId } : { requestId: facts.requestId };
-}
 
 /** JSON for objects; a logging call never throws (undefined, BigInt, cycles). */
 function describe(value: unknown): string {

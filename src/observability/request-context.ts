@@ -3,9 +3,15 @@ import { requestContext } from '@fastify/request-context';
 import type { CallerTraceContext, RequestTrace } from './tracing.js';
 
 /**
- * What every log line and span of one request shares, held in an async-local store
- * (@fastify/request-context: AsyncLocalStorage, re-entered after body parsing) so that
- * code deep in a service logs it without receiving it as a parameter.
+ * What the log lines and spans of one request share. It travels with the request
+ * (`requestFacts(request)`, http-observability.ts) and is handed down the inquiry path as a
+ * parameter (controller → InquiryService → AuthorizedUpstream → UpstreamClient → UpstreamHttp),
+ * so the lines that path writes carry the request id.
+ *
+ * Not in an AsyncLocalStorage, except while tracing is on: on Node 20 an async-local store
+ * makes every promise of the process run hooks, which cost 13 % of the CPU per inquiry
+ * (README, "Performance"). Tracing keeps one (`currentRequest`), for the Redis command spans,
+ * which have no other way to their request's span.
  */
 export interface RequestFacts {
   requestId: string;
@@ -48,7 +54,17 @@ export function requestIdFrom(header: string | string[] | undefined): string {
   return typeof header === 'string' && WELL_FORMED.test(header) ? header : randomUUID();
 }
 
-/** The facts of the request being served, or undefined outside a request. */
+/**
+ * While tracing is on, the facts of the request being served (undefined outside a request);
+ * always undefined while tracing is off (see RequestFacts).
+ */
 export function currentRequest(): RequestFacts | undefined {
   return requestContext.get('facts');
+}
+
+/** The fields that tie a log line to its request: `requestId`, and `traceId` while traced. */
+export function requestLogFields(facts: RequestFacts | undefined): { requestId?: string; traceId?: string } {
+  if (!facts) return {};
+  const traceId = facts.trace?.span.spanContext().traceId;
+  return traceId ? { requestId: facts.requestId, traceId } : { requestId: facts.requestId };
 }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { InquiryOperation } from '../inquiry/inquiry-record.js';
+import type { RequestFacts } from '../observability/request-context.js';
 import { UpstreamClient, type UpstreamSuccess } from '../upstream/upstream.client.js';
 import { UpstreamError } from '../upstream/upstream-error.js';
 import { TokenProvider } from './token.provider.js';
@@ -17,15 +18,22 @@ export class AuthorizedUpstream {
     private readonly upstream: UpstreamClient,
   ) {}
 
-  /** Throws `TokenUnavailableError` when no token can be had, `UpstreamError` for the call itself. */
-  async inquire(operation: InquiryOperation, body: Record<string, unknown>): Promise<UpstreamSuccess> {
+  /**
+   * Throws `TokenUnavailableError` when no token can be had, `UpstreamError` for the call itself.
+   * `request`: the facts of the request the inquiry is made for (request-context.ts).
+   */
+  async inquire(
+    operation: InquiryOperation,
+    body: Record<string, unknown>,
+    request?: RequestFacts,
+  ): Promise<UpstreamSuccess> {
     const token = this.tokens.heldAccessToken() ?? (await this.tokens.getAccessToken());
     try {
-      return await this.upstream.inquire(operation, body, token);
+      return await this.upstream.inquire(operation, body, token, request);
     } catch (error) {
       if (!(error instanceof UpstreamError && error.isUnauthorized)) throw error;
       const renewed = await this.tokens.renewAfterRejection(token);
-      return this.upstream.inquire(operation, body, renewed);
+      return this.upstream.inquire(operation, body, renewed, request);
     }
   }
 }

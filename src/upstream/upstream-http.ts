@@ -1,5 +1,5 @@
 import { Pool, errors, type Dispatcher } from 'undici';
-import { currentRequest } from '../observability/request-context.js';
+import type { RequestFacts } from '../observability/request-context.js';
 import { endSpanWithError, type RequestTrace } from '../observability/tracing.js';
 import { UpstreamError } from './upstream-error.js';
 
@@ -88,11 +88,18 @@ export class UpstreamHttp {
     });
   }
 
-  /** Resolves with any answered status; rejects only with a classified `UpstreamError`. */
-  post(path: string, body: string, accessToken: string | undefined): Promise<UpstreamHttpResponse> {
+  /**
+   * Resolves with any answered status; rejects only with a classified `UpstreamError`. `request`:
+   * the facts of the request the call is made for, whose trace context the upstream receives.
+   */
+  post(
+    path: string,
+    body: string,
+    accessToken: string | undefined,
+    request?: RequestFacts,
+  ): Promise<UpstreamHttpResponse> {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
     if (accessToken) headers.authorization = `Bearer ${accessToken}`;
-    const request = currentRequest();
     if (request?.trace) return this.tracedPost(path, body, headers, request.trace);
     if (request?.callerTraceContext) Object.assign(headers, request.callerTraceContext);
     return this.send(path, body, headers);

@@ -4,6 +4,7 @@ import CircuitBreaker from 'opossum';
 import type { AppConfig } from '../config/app-config.js';
 import type { InquiryOperation } from '../inquiry/inquiry-record.js';
 import { GatewayMetrics } from '../observability/metrics.js';
+import { requestLogFields, type RequestFacts } from '../observability/request-context.js';
 import {
   fieldErrors,
   isTokenData,
@@ -49,7 +50,10 @@ export class UpstreamClient implements OnApplicationShutdown {
    * further inquiries are refused at once, without reaching the upstream, until a trial call
    * after `UPSTREAM_CIRCUIT_RESET_MS` succeeds. GetToken has its own backoff instead.
    */
-  private readonly circuit: CircuitBreaker<[InquiryOperation, Record<string, unknown>, string], UpstreamSuccess>;
+  private readonly circuit: CircuitBreaker<
+    [InquiryOperation, Record<string, unknown>, string, RequestFacts | undefined],
+    UpstreamSuccess
+  >;
 
   constructor(
     config: ConfigService<AppConfig, true>,
@@ -63,8 +67,12 @@ export class UpstreamClient implements OnApplicationShutdown {
       maxResponseBytes: this.settings.maxResponseBytes,
     });
     this.circuit = new CircuitBreaker(
-      (operation: InquiryOperation, body: Record<string, unknown>, accessToken: string) =>
-        this.post(INQUIRY_PATHS[operation], body, accessToken, operation),
+      (
+        operation: InquiryOperation,
+        body: Record<string, unknown>,
+        accessToken: string,
+        request: RequestFacts | undefined,
+      ) => this.post(INQUIRY_PATHS[operation], body, accessToken, operation, request),
       {
         timeout: false, // UpstreamHttp enforces UPSTREAM_TIMEOUT_MS itself
         errorThresholdPercentage: 50,
@@ -117,8 +125,13 @@ export class UpstreamClient implements OnApplicationShutdown {
   }
 
   /** §4.2: an inquiry, with the gateway-stamped trackId already in `body`. */
-  inquire(operation: InquiryOperation, body: Record<string, unknown>, accessToken: string): Promise<UpstreamSuccess> {
-    return this.circuit.fire(operation, body, accessToken).catch(asUpstreamError);
+  inquire(
+    operation: InquiryOperation,
+    body: Record<string, unknown>,
+    accessToken: string,
+    request?: RequestFacts,
+  ): Promise<UpstreamSuccess> {
+    return this.circuit.fire(operation, body, accessToken, request).catch(asUpstreamError);
   }
 
   private async post(
@@ -126,11 +139,12 @@ export class UpstreamClient implements OnApplicationShutdown {
     body: unknown,
     accessToken: string | undefined,
     label: string,
+    request?: RequestFacts,
   ): Promise<UpstreamSuccess> {
     const started = performance.now();
     let outcome = 'error';
     try {
-      const response = await this.http.post(path, JSON.stringify(body), accessToken);
+      const response = await this.http.post(path, JSON.stringify(body), accessToken, request);
       const envelope = parseEnvelope(response.body);
       if (!envelope) {
         outcome = 'malformed';
@@ -167,7 +181,10 @@ export class UpstreamClient implements OnApplicationShutdown {
     } finally {
       const seconds = (performance.now() - started) / 1000;
       this.metrics.observeCall(label, outcome, seconds);
-      this.logger.debug(`POST ${path} -> ${outcome} in ${Math.round(seconds * 1000)} ms`);
+      this.logger.debug({
+        msg: `POST ${path} -> ${outcome} in ${Math.round(seconds * 1000)} ms`,
+        ...requestLogFields(request),
+      });
     }
   }
 }
