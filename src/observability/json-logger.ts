@@ -128,8 +128,6 @@ function bufferedStdout(): ReturnType<typeof pino.destination> {
   return destination;
 }
 
-const NO_FIELDS = {};
-
 /** JSON for objects; a logging call never throws (undefined, BigInt, cycles). */
 function describe(value: unknown): string {
   try {
