@@ -80,6 +80,9 @@ describe('access log and request ids', () => {
     exchanges.tooLarge = await post('/v1/kyc/shahkar', { raw: JSON.stringify({ pad: 'x'.repeat(2000) }) });
     exchanges.quotaFirst = await post('/v1/kyc/shahkar', { json: SHAHKAR, apiKey: QUOTA_KEY });
     exchanges.quotaExceeded = await post('/v1/kyc/shahkar', { json: SHAHKAR, apiKey: QUOTA_KEY });
+    sim.setSupplierFailure('primary', 'error');
+    exchanges.upstreamFailed = await post('/v1/kyc/shahkar', { json: SHAHKAR, headers: { 'x-request-id': 'fail-1' } });
+    sim.setSupplierFailure('primary', null);
     exchanges.badRequestId = await callGateway(url, 'GET', '/health/live', {
       headers: { 'x-request-id': 'has space' },
     });
@@ -112,6 +115,7 @@ describe('access log and request ids', () => {
       tooLarge: 413,
       quotaFirst: 200,
       quotaExceeded: 429,
+      upstreamFailed: 502,
       badRequestId: 200,
       longRequestId: 200,
     });
@@ -121,7 +125,7 @@ describe('access log and request ids', () => {
     expect(exchanges.ok.headers.get('x-request-id')).toBe('app-7f3a:42');
     expect(exchanges.notJson.headers.get('x-request-id')).toBe('p-1');
     for (const [name, exchange] of Object.entries(exchanges)) {
-      if (name === 'ok' || name === 'notJson') continue;
+      if (name === 'ok' || name === 'notJson' || name === 'upstreamFailed') continue;
       expect(`${name}: ${exchange.headers.get('x-request-id')}`).toMatch(
         new RegExp(`^${name}: ${UUID_V4.source.slice(1)}`),
       );
@@ -178,5 +182,10 @@ describe('access log and request ids', () => {
       (l) => l.msg.startsWith('POST /api/v5/KYC/CheckShahkar') && l.requestId === 'app-7f3a:42',
     );
     expect(upstreamLine).toBeDefined();
+    // The failed call's warning, written deep in the inquiry, with the request it was made for.
+    const trackId = String(exchanges.upstreamFailed.body.trackId);
+    expect(lines.all.find((l) => l.level === 'warn' && l.msg.startsWith(`inquiry ${trackId}:`))).toMatchObject({
+      requestId: 'fail-1',
+    });
   });
 });
