@@ -6,7 +6,7 @@ import { PROBLEM_CONTENT_TYPE } from '../problem/problem.js';
 import type { GatewayMetrics } from './metrics.js';
 import { redactText } from './redact.js';
 import { REQUEST_ID_HEADER_IN } from '../http/headers.js';
-import { type RequestFacts } from './request-context.js';
+import { requestLogFields, type RequestFacts } from './request-context.js';
 import { callerTraceContext, endSpanWithError, type GatewayTracing } from './tracing.js';
 import { SpanStatusCode } from '@opentelemetry/api';
 
@@ -171,9 +171,8 @@ function accessLine(
   const trackId = reply.getHeader('x-track-id');
   const inquiry = observed?.facts.inquiry;
   return {
-    // The line is written after the request context has ended: the id is set here.
-    requestId: request.id,
-    ...(observed?.facts.trace ? { traceId: observed.facts.trace.span.spanContext().traceId } : {}),
+    // The same fields as every other line written for this request (and traceId while traced).
+    ...(observed ? requestLogFields(observed.facts) : { requestId: request.id }),
     method: request.method,
     // The template, never the raw path (it may hold a trackId); an unknown path is logged
     // redacted (a caller may put anything in it).
