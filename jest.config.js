@@ -34,6 +34,9 @@ if (misfits.length > 0) {
 const common = {
   rootDir: root,
   testEnvironment: 'node',
+  // Every test must assert (expect.hasAssertions); tests needing an absent tool are skipped
+  // outside CI and fail in it (test/support/tools.ts).
+  setupFilesAfterEnv: ['<rootDir>/test/support/every-test-asserts.ts'],
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.jest.json', diagnostics: false }],
@@ -61,5 +64,8 @@ if (tier !== undefined && !(tier in TIERS)) {
 
 export default {
   testTimeout: 30000,
+  // The tests leave the work tree as they found it: compared once around the whole run.
+  globalSetup: '<rootDir>/test/support/clean-tree-setup.js',
+  globalTeardown: '<rootDir>/test/support/clean-tree-teardown.js',
   projects: tier === undefined ? projects : projects.filter((project) => project.displayName === tier),
 };

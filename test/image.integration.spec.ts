@@ -1,6 +1,6 @@
 /**
  * The container image's runtime stage, replayed without a container engine (none runs on the CI
- * machines, and no registry is reachable for a base image: README, "Deploying"). What the
+ * machines, and no registry is reachable for a base image: docs/deploying.md). What the
  * Dockerfile's runtime stage holds is rebuilt here the same way: production dependencies
  * (`npm ci --omit=dev`), slimmed by the script the Dockerfile runs, and `dist/` compiled with
  * tsconfig.build.json. That tree is checked (no TypeScript, test code, simulator or bench; its
@@ -18,9 +18,9 @@
  * (namespaces, a read-only root) as Kubernetes applies it.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { SHAHKAR, UPSTREAM_PASSWORD, UPSTREAM_USERNAME } from './support/fixtures.js';
@@ -28,6 +28,7 @@ import { freePort } from './support/redis-server.js';
 import { TEST_API_KEYS, TEST_CLIENTS, callGateway } from './support/gateway.js';
 import { nextEvent } from './support/events.js';
 import { assembleNodeBase, buildah } from './support/buildah.js';
+import { describeWith } from './support/tools.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const DOCKERFILE = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
@@ -44,8 +45,9 @@ function files(dir: string): string[] {
  * Waits for the started gateway process to listen (Nest's own log line), checks it serves
  * readiness and an inquiry, sends SIGTERM and expects exit 0 with nothing on stderr.
  */
-async function serveAndStop(gateway: ChildProcess, port: number): Promise<{ stdout: string }> {
+async function serveAndStop(gateway: ChildProcess, port: number): Promise<{ stdout: string; metrics: string }> {
   let stdout = '';
+  let metrics = '';
   let stderr = '';
   gateway.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   gateway.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
@@ -57,12 +59,13 @@ async function serveAndStop(gateway: ChildProcess, port: number): Promise<{ stdo
     expect((await fetch(`${url}/health/ready`)).status).toBe(200);
     const inquiry = await callGateway(url, 'POST', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key, json: SHAHKAR });
     expect(inquiry.status).toBe(200);
+    metrics = await (await fetch(`${url}/metrics`)).text();
   } finally {
     gateway.kill('SIGTERM');
   }
   expect(await exited).toBe(0);
   expect(stderr).toBe('');
-  return { stdout };
+  return { stdout, metrics };
 }
 
 function run(command: string, args: string[], cwd: string): void {
@@ -72,12 +75,20 @@ function run(command: string, args: string[], cwd: string): void {
 
 describe('the image runtime stage, replayed', () => {
   let app: string;
+  let node: string;
   let sim: UpstreamSimulator;
 
   beforeAll(async () => {
     app = mkdtempSync(join(tmpdir(), 'vgw-image-'));
     // Readable by the image's numeric user, as the image's root-owned, read-only /app is.
     chmodSync(app, 0o755);
+    // The image's node sits in /usr/local/bin, executable by every user. The running node may
+    // sit in root's home (CI fetches it into ~/.cache), which uid 10001 cannot enter: copy it
+    // beside the tree.
+    node = join(mkdtempSync(join(tmpdir(), 'vgw-image-node-')), 'node');
+    chmodSync(dirname(node), 0o755);
+    copyFileSync(process.execPath, node);
+    chmodSync(node, 0o755);
     for (const file of ['package.json', 'package-lock.json']) cpSync(join(ROOT, file), join(app, file));
     run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund'], app);
     run('sh', [join(ROOT, 'scripts/slim-runtime-deps.sh'), app], ROOT);
@@ -93,6 +104,13 @@ describe('the image runtime stage, replayed', () => {
   afterAll(async () => {
     await sim?.stop();
     rmSync(app, { recursive: true, force: true });
+    rmSync(dirname(node), { recursive: true, force: true });
+  });
+
+  it('has no `# syntax=` line (BuildKit would fetch a frontend from a registry) and takes the release build arguments', () => {
+    expect(DOCKERFILE).not.toMatch(/^#\s*syntax=/im);
+    for (const arg of ['VERSION', 'BUILD_COMMIT', 'BUILD_DATE']) expect(RUNTIME_STAGE).toContain(`ARG ${arg}`);
+    expect(RUNTIME_STAGE).toContain('ENV BUILD_COMMIT=${BUILD_COMMIT}');
   });
 
   it('declares what the checks below rely on: a numeric user, node as PID 1 on dist/main.js, NODE_OPTIONS', () => {
@@ -120,7 +138,7 @@ describe('the image runtime stage, replayed', () => {
     const port = await freePort();
     const nodeOptions = /^ENV NODE_OPTIONS="([^"]+)"$/m.exec(RUNTIME_STAGE)![1];
     const asImageUser = process.getuid?.() === 0 ? { uid: 10001, gid: 10001 } : {};
-    const gateway: ChildProcess = spawn(process.execPath, ['dist/main.js'], {
+    const gateway: ChildProcess = spawn(node, ['dist/main.js'], {
       cwd: app,
       ...asImageUser,
       env: {
@@ -150,23 +168,48 @@ describe('the image runtime stage, replayed', () => {
   });
 });
 
-describe("the Dockerfile, built with buildah on a base assembled from this machine's Node", () => {
-  const run = buildah();
+describeWith(buildah(), "the Dockerfile, built with buildah on a base assembled from this machine's Node", (run) => {
   const tag = `${process.pid}-${Date.now()}`;
   let dir: string;
   let sim: UpstreamSimulator;
+  let base = '';
   let image = '';
   let container = '';
   let root = '';
-  let config: { User: string; Env: string[]; WorkingDir: string; Cmd: string[]; ExposedPorts?: Record<string, object> };
+  let config: {
+    User: string;
+    Env: string[];
+    WorkingDir: string;
+    Cmd: string[];
+    ExposedPorts?: Record<string, object>;
+    Labels?: Record<string, string>;
+  };
+  // What a release build passes (docs/releasing.md): the version, the commit, the date.
+  const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+  const COMMIT = '0123456789abcdef0123456789abcdef01234567';
+  const CREATED = '2026-11-23T00:00:00Z';
 
   beforeAll(async () => {
-    if (!run) return;
     dir = mkdtempSync(join(tmpdir(), 'vgw-buildah-'));
-    const base = assembleNodeBase(run, dir, `localhost/vgw-node-base:${tag}`);
+    base = assembleNodeBase(run, dir, `localhost/vgw-node-base:${tag}`);
     image = `localhost/verification-gateway:${tag}`;
     const started = Date.now();
-    run('bud', '--isolation', 'chroot', '--build-arg', `NODE_IMAGE=${base}`, '-t', image, ROOT);
+    run(
+      'bud',
+      '--isolation',
+      'chroot',
+      '--build-arg',
+      `NODE_IMAGE=${base}`,
+      '--build-arg',
+      `VERSION=${VERSION}`,
+      '--build-arg',
+      `BUILD_COMMIT=${COMMIT}`,
+      '--build-arg',
+      `BUILD_DATE=${CREATED}`,
+      '-t',
+      image,
+      ROOT,
+    );
     const sizes = run('images', '--format', '{{.Name}}:{{.Tag}} {{.Size}}');
     console.log(`buildah bud: ${Math.round((Date.now() - started) / 1000)} s; images:\n${sizes}`);
     const inspected = JSON.parse(run('inspect', '--type', 'image', image)) as { OCIv1: { config: typeof config } };
@@ -179,7 +222,7 @@ describe("the Dockerfile, built with buildah on a base assembled from this machi
 
   afterAll(async () => {
     await sim?.stop();
-    if (!run || !image) return;
+    if (!image) return;
     if (container) {
       run('umount', container);
       run('rm', container);
@@ -189,7 +232,6 @@ describe("the Dockerfile, built with buildah on a base assembled from this machi
   });
 
   it('builds an image that runs as a numeric user, node as PID 1 on dist/main.js, with NODE_OPTIONS', () => {
-    if (!run) return;
     expect(config).toMatchObject({ User: '10001:10001', WorkingDir: '/app', Cmd: ['node', 'dist/main.js'] });
     expect(config.Env).toEqual(
       expect.arrayContaining([
@@ -205,7 +247,6 @@ describe("the Dockerfile, built with buildah on a base assembled from this machi
   });
 
   it("starts from its root filesystem as the image's user and CMD, serves, and exits 0 on SIGTERM", async () => {
-    if (!run) return;
     const port = await freePort();
     const env = [
       ...config.Env,
@@ -222,6 +263,41 @@ describe("the Dockerfile, built with buildah on a base assembled from this machi
       [`--userspec=${config.User}`, root, '/usr/bin/env', '-i', `--chdir=${config.WorkingDir}`, ...env, ...config.Cmd],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
-    await serveAndStop(gateway, port);
+    const { metrics } = await serveAndStop(gateway, port);
+    // The build arguments reach the metric: the image names its commit.
+    expect(metrics).toMatch(
+      new RegExp(
+        `^vgw_build_info\\{version="${VERSION.replace(/\./g, '\\.')}",commit="${COMMIT}",node="v[0-9.]+"\\} 1$`,
+        'm',
+      ),
+    );
+  });
+
+  it('carries the standard OCI labels from the build arguments', () => {
+    expect(config.Labels).toMatchObject({
+      'org.opencontainers.image.title': 'verification-gateway',
+      'org.opencontainers.image.version': VERSION,
+      'org.opencontainers.image.revision': COMMIT,
+      'org.opencontainers.image.created': CREATED,
+    });
+    expect(config.Labels?.['org.opencontainers.image.source']).toMatch(/^https:\/\//);
+  });
+
+  it('refuses a VERSION build argument that is not package.json’s version', () => {
+    // The check is the build stage's first RUN: it fails before npm ci, in a second or two.
+    expect(() =>
+      run(
+        'bud',
+        '--isolation',
+        'chroot',
+        '--build-arg',
+        `NODE_IMAGE=${base}`,
+        '--build-arg',
+        'VERSION=9.9.9',
+        '--target',
+        'build',
+        ROOT,
+      ),
+    ).toThrow(`VERSION=9.9.9 but package.json has ${VERSION}`);
   });
 });

