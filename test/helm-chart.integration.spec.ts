@@ -17,6 +17,8 @@ const CI_FILES = readdirSync(join(CHART_DIR, 'ci'))
 /** A minimal valid configuration given on the command line: one replica, existing Secrets. */
 const VALID = [
   '--set',
+  'image.repository=registry.example.com/platform/verification-gateway',
+  '--set',
   'upstream.baseUrl=https://verify.example.com',
   '--set',
   'upstream.credentials.existingSecret=vgw-upstream',
@@ -69,10 +71,13 @@ describe('Helm chart', () => {
     }
   });
 
-  it('refuses the default values with one clear message (the upstream URL is required)', async () => {
+  it('refuses the default values with clear messages (the image, then the upstream URL, are required)', async () => {
     const result = await template([]);
     expect(result.ok).toBe(false);
-    expect(result.error).toContain('upstream.baseUrl (UPSTREAM_BASE_URL) is required');
+    expect(result.error).toContain('image.repository is required');
+    const withImage = await template(['--set', 'image.repository=registry.example.com/platform/verification-gateway']);
+    expect(withImage.ok).toBe(false);
+    expect(withImage.error).toContain('upstream.baseUrl (UPSTREAM_BASE_URL) is required');
   });
 
   it.each(CI_FILES)('renders %s into objects valid against the Kubernetes schemas', async (file) => {

@@ -40,7 +40,7 @@ The image tag: image.tag, or the chart's appVersion.
 Full image reference: repository:tag, or repository:tag@digest when a digest is pinned.
 */}}
 {{- define "verification-gateway.image" -}}
-{{- $repository := required "image.repository is required" .Values.image.repository }}
+{{- $repository := required "image.repository is required: the registry path you pushed the gateway image to (built from this repository's Dockerfile), e.g. --set image.repository=registry.example.com/platform/verification-gateway" .Values.image.repository }}
 {{- $tag := include "verification-gateway.imageTag" . }}
 {{- if .Values.image.digest }}
 {{- printf "%s:%s@%s" $repository $tag .Values.image.digest }}
@@ -326,4 +326,52 @@ would otherwise surface only as exit code 78 and a CrashLoopBackOff).
 {{- if le (.Values.terminationGracePeriodSeconds | int) (add $sleep $upstreamSeconds | int) }}
 {{- fail (printf "terminationGracePeriodSeconds (%d) must be larger than lifecycle.preStop.sleepSeconds (%d) + upstream.timeoutMs (%ds), or in-flight inquiries are killed mid-call" (.Values.terminationGracePeriodSeconds | int) $sleep $upstreamSeconds) }}
 {{- end }}
+{{- end }}
+
+{{/*
+The TCP port of an http(s):// URL: its explicit port, else 443 (https) or 80 (http).
+Usage: include "verification-gateway.urlPort" "https://verify.example.com:8443/x"
+*/}}
+{{- define "verification-gateway.urlPort" -}}
+{{- $url := urlParse . }}
+{{- $hostPort := regexFind ":[0-9]+$" $url.host }}
+{{- if $hostPort }}{{ trimPrefix ":" $hostPort }}{{ else if eq $url.scheme "http" }}80{{ else }}443{{ end }}
+{{- end }}
+
+{{/*
+Egress ports to the upstream and the JWKS endpoint: networkPolicy.egress.upstream.ports, or
+derived from upstream.baseUrl and jwt.jwksUrl. A JSON list of numbers.
+*/}}
+{{- define "verification-gateway.upstreamPorts" -}}
+{{- $ports := list }}
+{{- if .Values.networkPolicy.egress.upstream.ports }}
+{{- range .Values.networkPolicy.egress.upstream.ports }}{{ $ports = append $ports (int .) }}{{ end }}
+{{- else }}
+{{- with .Values.upstream.baseUrl }}{{ $ports = append $ports (include "verification-gateway.urlPort" . | int) }}{{ end }}
+{{- with .Values.jwt.jwksUrl }}{{ $ports = append $ports (include "verification-gateway.urlPort" . | int) }}{{ end }}
+{{- end }}
+{{- $ports | uniq | sortAlpha | toJson }}
+{{- end }}
+
+{{/*
+Egress ports to Redis: networkPolicy.egress.redis.ports, or derived from the configured
+source: redis.url's port (6379 without one); every Sentinel's port plus 6379 for the data
+nodes it hands out; every cluster seed node's port; 6379 for a URL kept in a Secret.
+A JSON list of numbers.
+*/}}
+{{- define "verification-gateway.redisPorts" -}}
+{{- $ports := list }}
+{{- if .Values.networkPolicy.egress.redis.ports }}
+{{- range .Values.networkPolicy.egress.redis.ports }}{{ $ports = append $ports (int .) }}{{ end }}
+{{- else if .Values.redis.url }}
+{{- $port := regexFind ":[0-9]+$" (urlParse .Values.redis.url).host }}
+{{- $ports = append $ports (ternary (trimPrefix ":" $port) "6379" (ne $port "") | int) }}
+{{- else }}
+{{- $nodes := concat (splitList "," (include "verification-gateway.hostPortList" .Values.redis.sentinels)) (splitList "," (include "verification-gateway.hostPortList" .Values.redis.clusterNodes)) | compact }}
+{{- range $nodes }}{{ $ports = append $ports (regexFind "[0-9]+$" . | int) }}{{ end }}
+{{- if or (include "verification-gateway.hostPortList" .Values.redis.sentinels) .Values.redis.existingSecret }}
+{{- $ports = append $ports 6379 }}
+{{- end }}
+{{- end }}
+{{- $ports | uniq | sortAlpha | toJson }}
 {{- end }}
