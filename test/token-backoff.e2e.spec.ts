@@ -11,7 +11,14 @@ import { UpstreamSimulator, type TokenEvent } from './upstream-simulator/upstrea
 import { nextEvent } from './support/events.js';
 import { SHAHKAR } from './support/fixtures.js';
 import { RedisServer } from './support/redis-server.js';
-import { TEST_CLIENTS, callGateway, startGateways, untilStoreReady, type RunningGateway } from './support/gateway.js';
+import {
+  TEST_CLIENTS,
+  callGateway,
+  startGateways,
+  untilStoreReady,
+  type RunningGateway,
+  untilStarted,
+} from './support/gateway.js';
 
 describe('renewal backoff shared by three replicas', () => {
   let redis: RedisServer;
@@ -25,7 +32,7 @@ describe('renewal backoff shared by three replicas', () => {
     await sim.start();
     gateways = await startGateways(3, { UPSTREAM_BASE_URL: sim.baseUrl, REDIS_URL: redis.url });
     await Promise.all(gateways.map((g) => untilStoreReady(g)));
-    await Promise.all(gateways.map((g) => g.tokens.untilStartupComplete()));
+    await Promise.all(gateways.map((g) => untilStarted(g.app)));
   });
 
   afterAll(async () => {

@@ -68,7 +68,7 @@ export function failureOutcome(error: unknown, trackId: string, circuitRetryAfte
     // While token renewals back off, the caller learns when the next attempt will be made.
     const retryAfter =
       error.retryAt !== undefined
-        ? { 'Retry-After': String(Math.max(1, Math.ceil((error.retryAt - Date.now()) / 1000))) }
+        ? { [RETRY_AFTER_HEADER]: String(Math.max(1, Math.ceil((error.retryAt - Date.now()) / 1000))) }
         : undefined;
     return fail('failed', unavailable('The verification service cannot be used right now.', retryAfter), true);
   }

@@ -1,6 +1,6 @@
-/** The inquiries the gateway offers (docs/api.md §2), by its own operation names. */
-export const INQUIRY_OPERATIONS = ['shahkar', 'iban'] as const;
-export type InquiryOperation = (typeof INQUIRY_OPERATIONS)[number];
+import type { InquiryOperation } from '../upstream/inquiry-operation.js';
+
+export { INQUIRY_OPERATIONS, type InquiryOperation } from '../upstream/inquiry-operation.js';
 
 /** Which upstream suppliers may answer (docs/upstream-api.md §4.4 rules 6-8). */
 export const REQUEST_HANDLING_TYPES = ['standard', 'advanced'] as const;

@@ -25,7 +25,7 @@ interface Owed {
  * is ready again, until it is stored or no longer matters (its record's TTL has passed). A
  * graceful shutdown waits up to `SHUTDOWN_FLUSH_MS` for owed writes before Redis is closed.
  *
- * Limits (README "Failure handling"): owed writes live in this process only. If the process
+ * Limits (docs/behaviour.md, "Failure handling"): owed writes live in this process only. If the process
  * dies, or the store is still down when the shutdown wait ends, they are logged at error by
  * trackId and lost; the record then reads `pending` until a retry with the Idempotency-Key
  * concludes it as `unknown` (the abandoned-claim rule). At most `MAX_OWED` are held.

@@ -19,7 +19,7 @@ export class StoreCipherError extends Error {
 }
 
 /**
- * Encryption at rest for what the Redis stores write (README "Encryption at rest"):
+ * Encryption at rest for what the Redis stores write (docs/decisions/0004-encryption-at-rest.md):
  * AES-256-GCM under a key ring from STORE_ENCRYPTION_KEYS. The first key seals, every key opens,
  * so keys rotate with data live. Each value is bound to where it is stored (the Redis key name,
  * and the field for hashes) as additional authenticated data: a sealed value copied to another

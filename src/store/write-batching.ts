@@ -6,7 +6,7 @@ import type { Redis } from 'ioredis';
  *
  * Each inquiry sends two `SET`s, and each went out in its own `write`: a system call, plus the
  * kernel's work of waking Redis, about 12 % of the gateway's CPU under load (an on-CPU profile,
- * README "Performance"). Requests that arrive together are handled in the same poll phase of
+ * docs/decisions/0002-redis-write-batching.md). Requests that arrive together are handled in the same poll phase of
  * the event loop, so their commands are issued within microseconds of each other. The first
  * command of a turn corks the socket and a `setImmediate` uncorks it, right after the poll
  * phase: Node then hands every buffered command to the kernel in one `writev`. Measured side by

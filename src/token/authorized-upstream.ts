@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { InquiryOperation } from '../inquiry/inquiry-record.js';
+import type { InquiryOperation } from '../upstream/inquiry-operation.js';
 import type { RequestFacts } from '../observability/request-context.js';
 import { UpstreamClient, type UpstreamSuccess } from '../upstream/upstream.client.js';
 import { UpstreamError } from '../upstream/upstream-error.js';

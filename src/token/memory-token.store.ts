@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { SystemClock, type Clock } from './clock.js';
 import type { TokenRecord } from './token-record.js';
 import { TokenStore, type RenewalBackoff } from './token.store.js';
 
@@ -9,12 +10,16 @@ export class MemoryTokenStore extends TokenStore {
   private backoff: { value: RenewalBackoff; expiresAt: number } | null = null;
   private readonly events = new EventEmitter();
 
+  constructor(private readonly clock: Clock = new SystemClock()) {
+    super();
+  }
+
   read(): Promise<TokenRecord | null> {
     return Promise.resolve(this.record ? { ...this.record } : null);
   }
 
   tryLock(owner: string, ttlMs: number): Promise<boolean> {
-    const now = Date.now();
+    const now = this.clock.now();
     if (this.lock && this.lock.expiresAt > now) return Promise.resolve(false);
     this.lock = { owner, expiresAt: now + ttlMs };
     return Promise.resolve(true);
@@ -30,7 +35,7 @@ export class MemoryTokenStore extends TokenStore {
     expectedGeneration: number,
     record: Omit<TokenRecord, 'generation'>,
   ): Promise<number | null> {
-    if (this.lock?.owner !== owner || this.lock.expiresAt <= Date.now()) return Promise.resolve(null);
+    if (this.lock?.owner !== owner || this.lock.expiresAt <= this.clock.now()) return Promise.resolve(null);
     if ((this.record?.generation ?? 0) !== expectedGeneration) return Promise.resolve(null);
     this.record = { ...record, generation: expectedGeneration + 1 };
     return Promise.resolve(this.record.generation);
@@ -43,12 +48,12 @@ export class MemoryTokenStore extends TokenStore {
   }
 
   readBackoff(): Promise<RenewalBackoff | null> {
-    const live = this.backoff && this.backoff.expiresAt > Date.now() ? { ...this.backoff.value } : null;
+    const live = this.backoff && this.backoff.expiresAt > this.clock.now() ? { ...this.backoff.value } : null;
     return Promise.resolve(live);
   }
 
   writeBackoff(backoff: RenewalBackoff, ttlMs: number): Promise<void> {
-    this.backoff = { value: { ...backoff }, expiresAt: Date.now() + ttlMs };
+    this.backoff = { value: { ...backoff }, expiresAt: this.clock.now() + ttlMs };
     return Promise.resolve();
   }
 

@@ -5,14 +5,7 @@ import type { StoreCipher } from '../store/store-cipher.js';
 import { storeCall } from '../store/store-unavailable.error.js';
 import type { TokenRecord } from './token-record.js';
 import { TokenStore, type RenewalBackoff } from './token.store.js';
-import type { TokenFailureReason } from './token-unavailable.error.js';
-
-const FAILURE_REASONS: readonly TokenFailureReason[] = [
-  'password_not_set',
-  'credentials_rejected',
-  'account_disabled',
-  'upstream_failure',
-];
+import { TOKEN_FAILURE_REASONS as FAILURE_REASONS, type TokenFailureReason } from './token-unavailable.error.js';
 
 /** Compare-and-delete, so a renewal that outlived its lock cannot free a successor's lock. */
 const UNLOCK = `

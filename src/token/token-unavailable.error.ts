@@ -2,7 +2,13 @@
  * No usable upstream token could be had. The reason tells operators what to fix; callers
  * only ever see 503 `upstream_unavailable` (docs/api.md §3).
  */
-export type TokenFailureReason = 'password_not_set' | 'credentials_rejected' | 'account_disabled' | 'upstream_failure';
+export const TOKEN_FAILURE_REASONS = [
+  'password_not_set',
+  'credentials_rejected',
+  'account_disabled',
+  'upstream_failure',
+] as const;
+export type TokenFailureReason = (typeof TOKEN_FAILURE_REASONS)[number];
 
 export class TokenUnavailableError extends Error {
   /** When the next renewal attempt may be made (epoch ms), while renewals back off. */

@@ -3,7 +3,7 @@ import { ConfigService } from '@nestjs/config';
 import type { AppConfig } from '../config/app-config.js';
 import { SecretFileWatcher } from '../config/secret-file-watcher.js';
 import { Secret } from '../config/secret.js';
-import { knownSecrets } from '../observability/known-secrets.js';
+import { knownSecrets } from '../config/known-secrets.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 
 /**

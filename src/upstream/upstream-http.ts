@@ -60,7 +60,7 @@ function errorCode(error: unknown): string | undefined {
 }
 
 /**
- * POSTs JSON to the upstream over a keep-alive undici `Pool` (README, "Performance": axios cost
+ * POSTs JSON to the upstream over a keep-alive undici `Pool` (docs/decisions/0001-undici-over-axios.md: axios cost
  * more than half of the gateway's CPU per inquiry). Each call has one deadline timer; it
  * tracks whether its body was written to the socket, which is what separates "never sent"
  * from "outcome unknown" when it fails. Response bodies beyond `maxResponseBytes` are not

@@ -2,7 +2,7 @@ import { Injectable, Logger, Optional, type OnApplicationShutdown } from '@nestj
 import { ConfigService } from '@nestjs/config';
 import CircuitBreaker from 'opossum';
 import type { AppConfig } from '../config/app-config.js';
-import type { InquiryOperation } from '../inquiry/inquiry-record.js';
+import { INQUIRY_OPERATIONS, type InquiryOperation } from './inquiry-operation.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { requestLogFields, type RequestFacts } from '../observability/request-context.js';
 import {
@@ -23,6 +23,24 @@ export const INQUIRY_PATHS: Readonly<Record<InquiryOperation, string>> = {
   shahkar: '/api/v5/KYC/CheckShahkar',
   iban: '/api/v5/KYC/IbanInquiry',
 };
+
+/** Outcomes of an inquiry call, as vgw_upstream_call_duration_seconds labels them (see post()). */
+const INQUIRY_OUTCOMES = [
+  'success',
+  'not_sent',
+  'malformed',
+  'timeout',
+  'dropped',
+  'http_400',
+  'http_401',
+  'http_402',
+  'http_403',
+  'http_409',
+  'http_422',
+  'http_500',
+  'http_502',
+  'http_503',
+] as const;
 
 /** GetToken request bodies, §4.1 variants A (credentials) and B (renewal). */
 export type TokenGrant = { kind: 'credentials' } | { kind: 'refresh'; refreshToken: string };
@@ -61,6 +79,12 @@ export class UpstreamClient implements OnApplicationShutdown {
     @Optional() private readonly credentials?: UpstreamCredentials,
   ) {
     this.settings = config.get('upstream', { infer: true });
+    // Every inquiry outcome an alert reads exists at 0 from start-up, so increase() sees the
+    // first one after a start (docs/operations.md, "Metrics"). http_<status> is open-ended: the
+    // statuses the contract and the alerts name are listed; others appear when first seen.
+    for (const operation of INQUIRY_OPERATIONS) {
+      for (const outcome of INQUIRY_OUTCOMES) metrics.upstreamCalls.zero({ operation, outcome });
+    }
     this.http = new UpstreamHttp({
       baseUrl: this.settings.baseUrl,
       timeoutMs: this.settings.timeoutMs,

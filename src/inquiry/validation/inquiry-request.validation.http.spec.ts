@@ -67,7 +67,7 @@ describe('inquiry validation over HTTP (Nest + Fastify)', () => {
     });
   });
 
-  it('uses the parameter type when the pipe has no explicit DTO', async () => {
+  it('validates and normalises an IBAN request sent without an Idempotency-Key', async () => {
     const res = await post('/v1/kyc/iban', {
       iban: 'ir82 0540 1026 8002 0817 9090 02',
       requestHandlingType: 'advanced',

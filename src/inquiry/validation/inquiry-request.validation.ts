@@ -96,8 +96,8 @@ export function validateWithLibraries<T extends object>(
 
 /**
  * The same rules, read from the decorators once per DTO instead of being looked up by
- * class-transformer and class-validator on every request (measured in docs: README
- * "Performance"). Only what those libraries would do for these DTOs is compiled: custom
+ * class-transformer and class-validator on every request (measured: 7.2–7.5 → 3.2–3.3 µs
+ * a call, 2 × 5 interleaved rounds of 50 000). Only what those libraries would do for these DTOs is compiled: custom
  * constraints and @Transform functions on string, number, boolean or null values. Anything
  * else (other decorators, object or array values, messages with $-tokens) takes the library path.
  */
