@@ -11,11 +11,14 @@ import { nextEvent } from './events.js';
 async function untilInSync(replica: RedisServer): Promise<void> {
   const client = new Redis(replica.url);
   try {
-    for (let attempt = 0; attempt < 200; attempt++) {
+    // A bound, not a budget: on a loaded machine (parallel test projects on two cores) the first
+    // full sync took longer than the 5 s this loop used to allow.
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
       if ((await client.info('replication')).includes('master_link_status:up')) return;
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
-    throw new Error('replica never synced with its master');
+    throw new Error('replica never synced with its master within 20 s');
   } finally {
     client.disconnect();
   }
@@ -74,7 +77,13 @@ export class RedisSentinel {
     const replica = options.replica
       ? await RedisServer.start({ args: ['--replicaof', '127.0.0.1', String(master.port)] })
       : null;
-    if (replica) await untilInSync(replica);
+    if (replica) {
+      // A failed start must not leave its redis-servers running (Jest would never exit).
+      await untilInSync(replica).catch(async (error: unknown) => {
+        await Promise.all([master.stop(), replica.stop()]);
+        throw error;
+      });
+    }
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'vgw-sentinel-'));
     const config = join(dir, 'sentinel.conf');

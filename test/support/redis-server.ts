@@ -1,5 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { redisTlsArgs, type TestCertificates } from './tls-certificates.js';
 
@@ -23,10 +26,13 @@ export interface RedisServerOptions {
 
 /**
  * A real `redis-server` on a free loopback port, owned by one test file: it can be killed
- * and restarted on the same port to test outages. Nothing is persisted.
+ * and restarted on the same port to test outages. Nothing is persisted on purpose, yet a
+ * replica's full sync writes the master's RDB to disk whatever `--save` says: every server
+ * has a temporary `--dir` of its own (removed on stop), so no test writes into the work tree.
  */
 export class RedisServer {
   private process: ChildProcess | null = null;
+  private readonly dir = mkdtempSync(join(tmpdir(), 'vgw-redis-'));
 
   private constructor(
     readonly port: number,
@@ -59,6 +65,8 @@ export class RedisServer {
         '',
         '--appendonly',
         'no',
+        '--dir',
+        this.dir,
         '--daemonize',
         'no',
         '--loglevel',
@@ -94,6 +102,11 @@ export class RedisServer {
     await exited;
   }
 
+  /** Sends a signal to the server: SIGSTOP freezes it with every connection open, SIGCONT resumes. */
+  signal(name: 'SIGSTOP' | 'SIGCONT'): void {
+    this.process?.kill(name);
+  }
+
   /** Starts again on the same port (empty, as a restarted Redis without persistence). */
   async restart(): Promise<void> {
     await this.kill();
@@ -102,5 +115,6 @@ export class RedisServer {
 
   async stop(): Promise<void> {
     await this.kill();
+    rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -1,0 +1,17 @@
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { treeChanges, treeState } from './clean-tree.js';
+
+/**
+ * Jest globalTeardown: fails the run when a test changed the work tree (see clean-tree.js).
+ * The same check edits made by hand during a run would trip; rerun after editing.
+ */
+export default function cleanTreeTeardown() {
+  const before = globalThis.__vgwTreeBefore;
+  if (!before) return;
+  const after = treeState(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'));
+  const changes = after ? treeChanges(before, after) : [];
+  if (changes.length > 0) {
+    throw new Error(`the tests changed the work tree (git status --porcelain --ignored):\n${changes.join('\n')}`);
+  }
+}
