@@ -10,12 +10,13 @@ import type { AppConfig } from './config/app-config.js';
 import { loadConfig } from './config/load-config.js';
 import { installHttpObservability } from './observability/http-observability.js';
 import { JsonLogger } from './observability/json-logger.js';
-import { knownSecrets } from './observability/known-secrets.js';
+import { knownSecrets } from './config/known-secrets.js';
 import { GatewayMetrics } from './observability/metrics.js';
 import {
   API_KEY_HEADER_IN,
   IDEMPOTENCY_KEY_HEADER_IN,
   IDEMPOTENT_REPLAYED_HEADER,
+  REQUEST_ID_HEADER,
   REQUEST_ID_HEADER_IN,
   RETRY_AFTER_HEADER,
   TRACK_ID_HEADER,
@@ -25,7 +26,7 @@ import { startTracing, type GatewayTracing } from './observability/tracing.js';
 import { setupOpenApi } from './openapi.js';
 import { installOpsListener } from './http/ops-listener.js';
 import { ShutdownState } from './health/shutdown.state.js';
-import { clientErrorHandler, frameworkErrors } from './problem/framework-errors.js';
+import { clientErrorHandler, frameworkErrors, rejectConnect, rejectMissingHost } from './problem/framework-errors.js';
 import { ProblemFilter } from './problem/problem.filter.js';
 
 export interface GatewayOptions {
@@ -82,6 +83,9 @@ export async function createGateway(
       headersTimeout: Math.min(10_000, config.http.requestTimeoutMs),
       keepAliveTimeout: config.http.keepAliveTimeoutMs,
       connectionsCheckingInterval: 1000,
+      // Node would answer a Host-less HTTP/1.1 request with its own empty 400; rejectMissingHost
+      // answers it in problem+json instead (framework-errors.ts).
+      requireHostHeader: false,
     },
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config), adapter, {
@@ -98,7 +102,7 @@ export async function createGateway(
     .getHttpAdapter()
     .getInstance()
     .addHook('onSend', (_request, reply, payload, done) => {
-      // Callback style: an async hook would cost every answer a promise (README, "Performance").
+      // Callback style: an async hook would cost every answer a promise (docs/performance.md).
       if (shutdown.isShuttingDown) reply.header('connection', 'close');
       done(null, payload);
     });
@@ -107,6 +111,10 @@ export async function createGateway(
     // request headers an inquiry needs, and scripts may read the headers the contract answers with.
     await app.register(fastifyCors, {
       origin: config.http.corsOrigins,
+      // A plain OPTIONS (no Origin, so not a preflight) gets the 204 with the allowed methods
+      // rather than the plugin's text/plain 400 "Invalid Preflight Request": every error the
+      // gateway writes is problem+json, and this one needs none.
+      strictPreflight: false,
       methods: ['GET', 'POST'],
       allowedHeaders: [
         'authorization',
@@ -117,7 +125,7 @@ export async function createGateway(
         'traceparent',
         'tracestate',
       ],
-      exposedHeaders: [TRACK_ID_HEADER, IDEMPOTENT_REPLAYED_HEADER, RETRY_AFTER_HEADER, 'X-Request-Id'],
+      exposedHeaders: [TRACK_ID_HEADER, IDEMPOTENT_REPLAYED_HEADER, RETRY_AFTER_HEADER, REQUEST_ID_HEADER],
       maxAge: 600,
     });
   }
@@ -134,6 +142,9 @@ export async function createGateway(
     metrics: app.get(GatewayMetrics),
     tracing,
   });
+  const fastify = app.getHttpAdapter().getInstance();
+  fastify.addHook('onRequest', rejectMissingHost);
+  fastify.server.on('connect', rejectConnect);
   if (config.http.opsPort !== undefined) {
     installOpsListener(app, {
       port: config.http.opsPort,

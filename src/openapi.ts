@@ -116,6 +116,9 @@ export function buildOpenApiDocument(app: NestFastifyApplication): OpenAPIObject
     .setDescription(DESCRIPTION)
     .setVersion(packageVersion())
     .setLicense('Proprietary', 'https://verification-gateway.internal/license')
+    // First, so Swagger UI's "Try it out" defaults to it: the gateway that served the page (a
+    // relative URL resolves against the document's own address, wherever it is reached).
+    .addServer('/', 'This gateway: the address this description was served from')
     .addServer('http://{service}.{namespace}.svc.cluster.local', 'Inside the cluster (the Helm chart’s Service)', {
       service: { default: 'verification-gateway', description: 'The Service name (<release>-verification-gateway)' },
       namespace: { default: 'default', description: 'The Kubernetes namespace' },
@@ -147,7 +150,9 @@ export function buildOpenApiDocument(app: NestFastifyApplication): OpenAPIObject
     .addTag('inquiries', 'Shahkar and IBAN inquiries, and the record of each')
     .addTag('operations', 'Probes, metrics and this description; no credential needed')
     .build();
-  const document = SwaggerModule.createDocument(app, config);
+  // Operations carry their own tags (`inquiries`, `operations`); without autoTagControllers: false
+  // Nest adds the controller's name beside them and Swagger UI lists every operation twice.
+  const document = SwaggerModule.createDocument(app, config, { autoTagControllers: false });
   return finishDocument(document);
 }
 

@@ -86,6 +86,13 @@ describe('CORS for web apps (CORS_ORIGINS)', () => {
     expect(response.headers.get('access-control-allow-credentials')).toBeNull();
   });
 
+  it('answers a plain OPTIONS (no Origin, so no preflight) 204, not a text/plain 400', async () => {
+    const answer = await fetch(`${gateway.url}/v1/kyc/shahkar`, { method: 'OPTIONS' });
+    expect(answer.status).toBe(204);
+    expect(answer.headers.get('access-control-allow-origin')).toBeNull();
+    expect(await answer.text()).toBe('');
+  });
+
   it('is off without CORS_ORIGINS: no grant, and a preflight is not a route', async () => {
     const answer = await preflight(gatewayWithoutCors, ALLOWED);
     expect(answer.headers.get('access-control-allow-origin')).toBeNull();

@@ -91,6 +91,21 @@ describe('errors before routing are problem+json; slow clients are cut off', () 
     expectProblem(await raw(port, chunks), status, code);
   });
 
+  it('a CONNECT request → 400 problem+json naming the method (Node alone closes without a word)', async () => {
+    const answer = await raw(port, ['CONNECT upstream.example:443 HTTP/1.1\r\nHost: upstream.example:443\r\n\r\n']);
+    expectProblem(answer, 400, 'validation_failed');
+    expect(answer.body.errors).toEqual([{ field: 'method', message: 'CONNECT is not supported.' }]);
+  });
+
+  it('an HTTP/1.1 request without Host → 400 problem+json naming Host (Node alone answers an empty 400)', async () => {
+    const answer = await raw(port, [`GET /health/live HTTP/1.1\r\nX-Api-Key: ${TEST_CLIENTS.full.key}\r\n\r\n`]);
+    expectProblem(answer, 400, 'validation_failed');
+    expect(answer.body.errors).toEqual([{ field: 'Host', message: 'is required in an HTTP/1.1 request' }]);
+    // HTTP/1.0 has no Host requirement: served as before.
+    const old = await raw(port, ['GET /health/live HTTP/1.0\r\n\r\n']);
+    expect(old.status).toBe(200);
+  });
+
   it('a method no route has is 404 not_found problem+json', async () => {
     const answer = await callGateway(gateway.url, 'DELETE', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key });
     expect({ status: answer.status, code: answer.body.code }).toEqual({ status: 404, code: 'not_found' });

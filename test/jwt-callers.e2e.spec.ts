@@ -181,7 +181,21 @@ describe('JWT callers', () => {
     const response = await call(byPublicKey, await token());
     expect(response.status).toBe(401);
     expect(await response.json()).toMatchObject({ code: 'unauthenticated' });
+    // RFC 9110 §11.6.1 and RFC 6750 §3.1: the scheme the caller tried, and why it failed.
+    expect(response.headers.get('www-authenticate')).toBe('Bearer realm="verification-gateway", error="invalid_token"');
     expect(sim.inquiryCalls).toBe(before);
+  });
+
+  it('offers both schemes in WWW-Authenticate when no credential is sent', async () => {
+    const response = await fetch(`${byPublicKey.url}/v1/kyc/shahkar`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: BODY,
+    });
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toBe(
+      'ApiKey realm="verification-gateway", header="X-Api-Key", Bearer realm="verification-gateway"',
+    );
   });
 
   it('a valid token without the scope gets 403 forbidden; advanced needs kyc:advanced', async () => {

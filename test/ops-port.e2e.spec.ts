@@ -23,6 +23,71 @@ function accepting(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * Spellings of one path a client may send: every character percent-encoded alone (upper- and
+ * lower-case hex), all of it encoded, case changed, dot segments, doubled and trailing slashes,
+ * parameters, a query, a fragment, absolute-form with any scheme and host, and `*`.
+ */
+function spellings(path: string): string[] {
+  const encode = (c: string, upper: boolean) => {
+    const hex = c.charCodeAt(0).toString(16).padStart(2, '0');
+    return `%${upper ? hex.toUpperCase() : hex}`;
+  };
+  const out = new Set<string>([
+    path,
+    '*',
+    path.toUpperCase(),
+    path.replace(/\/(\w)/, (_m, c: string) => `/${c.toUpperCase()}`),
+  ]);
+  for (let i = 0; i < path.length; i++) {
+    for (const upper of [true, false]) out.add(path.slice(0, i) + encode(path[i], upper) + path.slice(i + 1));
+  }
+  out.add([...path].map((c) => (c === '/' ? c : encode(c, true))).join(''));
+  const rest = path.slice(1);
+  for (const variant of [
+    `/./${rest}`,
+    `/x/../${rest}`,
+    `/%2e/${rest}`,
+    `/%2E%2E/${rest}`,
+    `//${rest}`,
+    `${path}/`,
+    `${path}//`,
+    `${path}/.`,
+    `${path};x=1`,
+    `${path}?x=1`,
+    `${path}#fragment`,
+    `${path}%00`,
+    `${path}%20`,
+  ]) {
+    out.add(variant);
+  }
+  for (const origin of ['http://127.0.0.1', 'http://localhost:80', 'https://ops.internal', 'HTTP://X', 'ftp://h']) {
+    out.add(`${origin}${path}`);
+  }
+  return [...out];
+}
+
+/** One request on a fresh connection, its target sent exactly as given. */
+function rawGet(port: number, method: string, target: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let data = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (data += chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(data)?.[1] ?? 0);
+      resolve({ status, body: data.slice(data.indexOf('\r\n\r\n') + 4) });
+    });
+    const body = method === 'POST' ? '{}' : '';
+    socket.end(
+      `${method} ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n` +
+        (body ? `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n` : '') +
+        `\r\n${body}`,
+    );
+  });
+}
+
 describe('OPS_PORT', () => {
   let sim: UpstreamSimulator;
   let gateway: RunningGateway;
@@ -70,9 +135,28 @@ describe('OPS_PORT', () => {
     expect(text).toMatch(
       /vgw_http_request_duration_seconds_count\{route="\/metrics",method="GET",status="200"[^}]*\} [1-9]/,
     );
+    // On the main port /metrics is no route at all (the router's 404, counted as unmatched).
     expect(text).toMatch(
-      /vgw_http_request_duration_seconds_count\{route="\/metrics",method="GET",status="404"[^}]*\} [1-9]/,
+      /vgw_http_request_duration_seconds_count\{route="unmatched",method="GET",status="404"[^}]*\} [1-9]/,
     );
+  });
+
+  it('reaches no ops endpoint on the main port, and no API route on the ops port, by any spelling', async () => {
+    const mainPort = Number(new URL(gateway.url).port);
+    const served: string[] = [];
+    for (const path of ['/metrics', '/docs', '/docs-json', '/docs/']) {
+      for (const target of spellings(path)) {
+        const answer = await rawGet(mainPort, 'GET', target);
+        if (answer.status === 200 || /# HELP|"openapi"|swagger/i.test(answer.body))
+          served.push(`${target} → ${answer.status}`);
+      }
+    }
+    for (const target of spellings('/v1/kyc/shahkar')) {
+      // Without a credential: had an API route been reached, its guard would answer 401.
+      const answer = await rawGet(opsPort, 'POST', target);
+      if (answer.status !== 404 && answer.status !== 400) served.push(`ops ${target} → ${answer.status}`);
+    }
+    expect(served).toEqual([]);
   });
 
   it('closes both ports on shutdown', async () => {

@@ -12,7 +12,14 @@ import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { CapturedLog } from './support/captured-log.js';
 import { nextEvent } from './support/events.js';
 import { SHAHKAR, UPSTREAM_PASSWORD, UPSTREAM_USERNAME } from './support/fixtures.js';
-import { TEST_CLIENTS, callGateway, sha256, startGateway, type RunningGateway } from './support/gateway.js';
+import {
+  TEST_CLIENTS,
+  callGateway,
+  sha256,
+  startGateway,
+  type RunningGateway,
+  untilStarted,
+} from './support/gateway.js';
 
 const entry = (client: { clientId: string; key: string; scopes: readonly string[] }) => ({
   clientId: client.clientId,
@@ -61,7 +68,7 @@ describe('secret files rotated under a running gateway', () => {
       },
       { logger: log },
     );
-    await gateway.tokens.untilStartupComplete();
+    await untilStarted(gateway.app);
   });
   afterAll(async () => {
     await gateway?.close();
@@ -87,8 +94,8 @@ describe('secret files rotated under a running gateway', () => {
     expect(await rejected).toMatch(/^error: .*is not valid JSON.*keeping the previous value/);
     expect(await shahkar(TEST_CLIENTS.other.key)).toBe(200);
     const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
-    expect(metrics).toContain('gateway_secret_file_rejected{variable="API_KEYS_FILE"} 1');
-    expect(metrics).toContain('gateway_secret_file_reloads_total{variable="API_KEYS_FILE",outcome="rejected"} 1');
+    expect(metrics).toContain('vgw_secret_file_rejected{variable="API_KEYS_FILE"} 1');
+    expect(metrics).toContain('vgw_secret_file_reloads_total{variable="API_KEYS_FILE",outcome="rejected"} 1');
 
     // A valid document that would lock every caller out is refused too.
     const emptied = logged('no key left and no JWT configured');
@@ -101,7 +108,7 @@ describe('secret files rotated under a running gateway', () => {
     await fixed;
     expect(await shahkar(TEST_CLIENTS.basic.key)).toBe(200);
     expect(await (await fetch(`${gateway.url}/metrics`)).text()).toContain(
-      'gateway_secret_file_rejected{variable="API_KEYS_FILE"} 0',
+      'vgw_secret_file_rejected{variable="API_KEYS_FILE"} 0',
     );
   });
 

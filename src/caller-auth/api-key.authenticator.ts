@@ -5,8 +5,8 @@ import type { AppConfig, ApiKeyEntry } from '../config/app-config.js';
 import { parseApiKeys } from '../config/load-config.js';
 import { SecretFileWatcher } from '../config/secret-file-watcher.js';
 import { GatewayMetrics } from '../observability/metrics.js';
-import { knownSecrets } from '../observability/known-secrets.js';
-import type { Caller, CallerAuthenticator } from './caller.js';
+import { knownSecrets } from '../config/known-secrets.js';
+import { AUTH_REALM, type Caller, type CallerAuthenticator } from './caller.js';
 import { API_KEY_HEADER_IN } from '../http/headers.js';
 import { sha256Bytes } from '../crypto/sha256.js';
 
@@ -53,6 +53,11 @@ export class ApiKeyAuthenticator implements CallerAuthenticator, OnModuleInit, O
 
   onModuleDestroy(): void {
     this.watcher?.stop();
+  }
+
+  /** Not a registered scheme: names the header the key goes in, so a client can tell what to send. */
+  challenge(): string {
+    return `ApiKey realm="${AUTH_REALM}", header="X-Api-Key"`;
   }
 
   appliesTo(headers: Record<string, string | string[] | undefined>): boolean {

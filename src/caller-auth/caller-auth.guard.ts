@@ -11,7 +11,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Scope } from '../config/app-config.js';
 import { noteAuthFailure } from '../observability/http-observability.js';
 import { ProblemException } from '../problem/problem.js';
-import { API_KEY_HEADER_IN } from '../http/headers.js';
+import { API_KEY_HEADER_IN, WWW_AUTHENTICATE_HEADER } from '../http/headers.js';
 import { CALLER_AUTHENTICATORS, type Caller, type CallerAuthenticator } from './caller.js';
 
 const REQUIRED_SCOPES = 'vgw:requiredScopes';
@@ -45,12 +45,16 @@ export class CallerAuthGuard implements CanActivate {
     const authenticator = this.authenticators.find((a) => a.appliesTo(request.headers));
     if (!authenticator) {
       noteAuthFailure(request, 'missing_credential');
-      throw new ProblemException('unauthenticated', 'A credential is required: X-Api-Key or Authorization: Bearer.');
+      // No credential of a known kind: every configured scheme is offered.
+      throw unauthenticated(
+        'A credential is required: X-Api-Key or Authorization: Bearer.',
+        this.authenticators.map((a) => a.challenge(false)),
+      );
     }
     const caller = await authenticator.authenticate(request.headers);
     if (!caller) {
       noteAuthFailure(request, request.headers[API_KEY_HEADER_IN] !== undefined ? 'invalid_api_key' : 'invalid_jwt');
-      throw new ProblemException('unauthenticated', 'The credential is not valid.');
+      throw unauthenticated('The credential is not valid.', [authenticator.challenge(true)]);
     }
     request.caller = caller;
 
@@ -64,6 +68,13 @@ export class CallerAuthGuard implements CanActivate {
       throw new ProblemException('forbidden', `The credential lacks the scope ${missing.join(', ')}.`);
     return true;
   }
+}
+
+/** 401 with the challenges of RFC 9110 §11.6.1, which requires one on every 401. */
+function unauthenticated(detail: string, challenges: string[]): ProblemException {
+  return new ProblemException('unauthenticated', detail, {
+    headers: { [WWW_AUTHENTICATE_HEADER]: challenges.join(', ') },
+  });
 }
 
 /** For checks that depend on the body, e.g. `kyc:advanced` for `requestHandlingType: advanced`. */

@@ -19,7 +19,15 @@ export interface CallerAuthenticator {
   appliesTo(headers: Record<string, string | string[] | undefined>): boolean;
   /** The caller, or null when the credential is present but not valid. */
   authenticate(headers: Record<string, string | string[] | undefined>): Promise<Caller | null>;
+  /**
+   * This scheme's `WWW-Authenticate` challenge (RFC 9110 §11.6.1), sent on every 401: `invalid`
+   * when a credential of this kind was presented and rejected (RFC 6750 §3.1 `invalid_token`).
+   */
+  challenge(invalid: boolean): string;
 }
+
+/** The realm every challenge names. */
+export const AUTH_REALM = 'verification-gateway';
 
 export const CALLER_AUTHENTICATORS = Symbol('CALLER_AUTHENTICATORS');
 

@@ -6,7 +6,7 @@ import { Counter, Gauge } from 'prom-client';
 import { SCOPES, type AppConfig, type Scope } from '../config/app-config.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException } from '../problem/problem.js';
-import type { Caller, CallerAuthenticator } from './caller.js';
+import { AUTH_REALM, type Caller, type CallerAuthenticator } from './caller.js';
 import { JwksKeySource, JwksUnavailableError, describeFailure, type JwksState } from './jwks-key-source.js';
 import { RETRY_AFTER_HEADER } from '../http/headers.js';
 
@@ -93,6 +93,10 @@ export class JwtAuthenticator implements CallerAuthenticator {
         `JWKS unreachable (${describeFailure(cause)}) and no usable keys: JWT callers get 503 auth_unavailable`,
       );
     }
+  }
+
+  challenge(invalid: boolean): string {
+    return `Bearer realm="${AUTH_REALM}"${invalid ? ', error="invalid_token"' : ''}`;
   }
 
   appliesTo(headers: Record<string, string | string[] | undefined>): boolean {

@@ -1,4 +1,4 @@
-import type { TracingConfig } from '../observability/tracing.js';
+import type { TracingConfig } from './tracing-config.js';
 import type { Secret } from './secret.js';
 
 /** Scopes a caller may hold (docs/api.md §1). */

@@ -14,7 +14,7 @@ import {
 } from './app-config.js';
 import { EnvironmentVariables } from './environment.js';
 import { Secret } from './secret.js';
-import { tracingConfigFrom } from '../observability/tracing.js';
+import { tracingConfigFrom } from './tracing-config.js';
 
 type Env = Record<string, string | undefined>;
 

@@ -21,7 +21,7 @@ export interface SecretFileWatcherOptions {
  * in place (an atomic swap of the `..data` symlink), so the file is polled: stat/inotify on
  * the path would miss the swap. A change is applied within one interval and logged by
  * variable name (never the value); an unusable file keeps the previous value, logs an error
- * and sets `gateway_secret_file_rejected{variable} 1` until a good file replaces it.
+ * and sets `vgw_secret_file_rejected{variable} 1` until a good file replaces it.
  */
 export class SecretFileWatcher {
   private last: string | null;
@@ -34,23 +34,24 @@ export class SecretFileWatcher {
     const { registry } = options;
     if (registry) {
       this.rejected =
-        (registry.getSingleMetric('gateway_secret_file_rejected') as Gauge<'variable'> | undefined) ??
+        (registry.getSingleMetric('vgw_secret_file_rejected') as Gauge<'variable'> | undefined) ??
         new Gauge({
-          name: 'gateway_secret_file_rejected',
+          name: 'vgw_secret_file_rejected',
           help: 'Whether the latest content of a secret file was rejected (1: the previous value is still in use)',
           labelNames: ['variable'],
           registers: [registry],
         });
       this.reloads =
-        (registry.getSingleMetric('gateway_secret_file_reloads_total') as
-          Counter<'variable' | 'outcome'> | undefined) ??
+        (registry.getSingleMetric('vgw_secret_file_reloads_total') as Counter<'variable' | 'outcome'> | undefined) ??
         new Counter({
-          name: 'gateway_secret_file_reloads_total',
+          name: 'vgw_secret_file_reloads_total',
           help: 'Changes of secret files seen while running, by outcome (applied or rejected)',
           labelNames: ['variable', 'outcome'],
           registers: [registry],
         });
+      // Both series exist from start-up, so alerts see the first rejection (docs/operations.md, "Metrics").
       this.rejected.set({ variable: options.variable }, 0);
+      for (const outcome of ['applied', 'rejected']) this.reloads.inc({ variable: options.variable, outcome }, 0);
     }
   }
 

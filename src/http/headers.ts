@@ -10,6 +10,10 @@ export const TRACK_ID_HEADER = 'X-Track-Id';
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
 /** Seconds to wait before retrying: 429, and 503 where a wait helps. */
 export const RETRY_AFTER_HEADER = 'Retry-After';
+/** The authentication schemes a 401 accepts (RFC 9110 §11.6.1), on every 401. */
+export const WWW_AUTHENTICATE_HEADER = 'WWW-Authenticate';
+/** The request's id, on every answer (docs/api.md §3): the caller's when well formed, else fresh. */
+export const REQUEST_ID_HEADER = 'X-Request-Id';
 
 /** A caller's retry key for an inquiry (docs/api.md §2, Idempotency). */
 export const IDEMPOTENCY_KEY_HEADER_IN = 'idempotency-key';

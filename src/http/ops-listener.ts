@@ -1,15 +1,19 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { clientErrorHandler } from '../problem/framework-errors.js';
-import { sendProblem } from '../problem/problem.filter.js';
-import { ProblemException } from '../problem/problem.js';
+import { clientErrorHandler, rejectConnect } from '../problem/framework-errors.js';
 
-/** What operators and Prometheus use: kept off the port an Ingress publishes when OPS_PORT is set. */
-function isOpsPath(url: string): boolean {
-  const path = url.split('?')[0];
+/**
+ * The routes operators and Prometheus use, by their registered path (a route's definition, never
+ * a request's spelling of it): kept off the port an Ingress publishes when OPS_PORT is set.
+ */
+function isOpsRoute(path: string): boolean {
   return path === '/metrics' || path === '/docs' || path.startsWith('/docs/') || path === '/docs-json';
 }
+
+/** The router constraint that binds a route to the ops listener. */
+const LISTENER = 'listener';
+const OPS = 'ops';
 
 export interface OpsListenerSettings {
   port: number;
@@ -21,9 +25,14 @@ export interface OpsListenerSettings {
  * `OPS_PORT` (docs/operations.md): a second HTTP server on its own port, feeding the same Fastify
  * instance (`fastify.routing`, as Fastify does for its own extra bindings), so the operations
  * endpoints keep the access log, metrics, request ids and problem answers of every other route.
- * One hook splits the two: `/metrics` and `/docs*` are answered on the ops port only, and
- * everything else on the main port only; the other port answers 404 `not_found`. The server
- * starts when the app listens and closes with it.
+ *
+ * The two are separated in the router itself, not by a filter on request URLs: a route
+ * constraint (find-my-way's constraint strategies, as Fastify's `version` and `host` are) derives
+ * `listener: ops` from the local port a request arrived on, the ops routes are registered with
+ * that constraint only, and `mustMatchWhenDerived` lets a request derived `ops` match no route
+ * without it. So on the public port no route named /metrics or /docs* exists for any spelling the
+ * router normalises to it, and on the ops port the inquiry API does not exist: both answer the
+ * router's 404 `not_found`. The server starts when the app listens and closes with it.
  */
 export function installOpsListener(app: NestFastifyApplication, settings: OpsListenerSettings): void {
   const fastify = app.getHttpAdapter().getInstance();
@@ -36,14 +45,25 @@ export function installOpsListener(app: NestFastifyApplication, settings: OpsLis
     (request, response) => fastify.routing(request, response),
   );
   server.on('clientError', clientErrorHandler);
+  server.on('connect', rejectConnect);
 
-  fastify.addHook('onRequest', (request, reply, done) => {
-    const onOpsPort = request.raw.socket.localPort === settings.port;
-    if (isOpsPath(request.url) !== onOpsPort) {
-      sendProblem(reply, new ProblemException('not_found', 'No such resource.'));
-      return;
-    }
-    done();
+  fastify.addConstraintStrategy({
+    name: LISTENER,
+    // One store per route node: the handler registered for each listener value.
+    storage: () => {
+      const handlers = new Map<unknown, unknown>();
+      return {
+        // find-my-way's Handler type is not exported through Fastify: the store holds what it gave.
+        get: (value: unknown) => (handlers.get(value) ?? null) as never,
+        set: (value: unknown, handler: unknown) => void handlers.set(value, handler),
+      };
+    },
+    deriveConstraint: (request: IncomingMessage) => (request.socket.localPort === settings.port ? OPS : undefined),
+    mustMatchWhenDerived: true,
+  });
+  // Before any route is registered (Nest's at app.init(), the OpenAPI ones at setupOpenApi()).
+  fastify.addHook('onRoute', (route) => {
+    if (isOpsRoute(route.url)) route.constraints = { ...route.constraints, [LISTENER]: OPS };
   });
   fastify.addHook('onListen', (done) => {
     // On the address the main port was given (0.0.0.0 in production, loopback in tests).

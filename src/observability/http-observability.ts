@@ -3,9 +3,9 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger as Pino } from 'pino';
 import { PROBLEM_CONTENT_TYPE } from '../problem/problem.js';
-import type { GatewayMetrics } from './metrics.js';
+import type { AUTH_FAILURE_REASONS, GatewayMetrics } from './metrics.js';
 import { redactText } from './redact.js';
-import { REQUEST_ID_HEADER_IN } from '../http/headers.js';
+import { IDEMPOTENT_REPLAYED_HEADER, REQUEST_ID_HEADER_IN, TRACK_ID_HEADER } from '../http/headers.js';
 import { requestLogFields, type RequestFacts } from './request-context.js';
 import { callerTraceContext, endSpanWithError, type GatewayTracing } from './tracing.js';
 import { SpanStatusCode } from '@opentelemetry/api';
@@ -19,8 +19,8 @@ interface Observed {
   authFailure?: AuthFailureReason;
 }
 
-/** Bounded reasons of vgw_auth_failures_total. */
-export type AuthFailureReason = 'missing_credential' | 'invalid_api_key' | 'invalid_jwt' | 'missing_scope';
+/** Bounded reasons of vgw_auth_failures_total (metrics.ts). */
+export type AuthFailureReason = (typeof AUTH_FAILURE_REASONS)[number];
 
 /**
  * The facts of a request being served (request-context.ts), for the code that hands them down
@@ -151,12 +151,12 @@ export async function installHttpObservability(
 /** The request span's outcome: the same facts as the access line, none of them personal data. */
 function endRequestSpan(request: ObservedRequest, reply: FastifyReply, observed: Observed): void {
   const span = observed.facts.trace!.span;
-  const trackId = reply.getHeader('x-track-id');
+  const trackId = reply.getHeader(TRACK_ID_HEADER);
   span.setAttribute('http.response.status_code', reply.statusCode);
   if (observed.code) span.setAttribute('vgw.problem_code', observed.code);
   if (request.caller) span.setAttribute('vgw.client_id', request.caller.clientId);
   if (typeof trackId === 'string') span.setAttribute('vgw.track_id', trackId);
-  if (reply.getHeader('idempotent-replayed')) span.setAttribute('vgw.replayed', true);
+  if (reply.getHeader(IDEMPOTENT_REPLAYED_HEADER)) span.setAttribute('vgw.replayed', true);
   if (reply.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
   span.end();
 }
@@ -168,7 +168,7 @@ function accessLine(
   status = reply.statusCode,
 ): object {
   const route = request.routeOptions.url;
-  const trackId = reply.getHeader('x-track-id');
+  const trackId = reply.getHeader(TRACK_ID_HEADER);
   const inquiry = observed?.facts.inquiry;
   return {
     // The same fields as every other line written for this request (and traceId while traced).
@@ -184,7 +184,7 @@ function accessLine(
     ...(request.caller ? { clientId: request.caller.clientId } : {}),
     // A hung-up caller's line has no X-Track-Id header yet; the inquiry's facts have it.
     ...(typeof trackId === 'string' ? { trackId } : inquiry ? { trackId: inquiry.trackId } : {}),
-    ...(reply.getHeader('idempotent-replayed') ? { replayed: true } : {}),
+    ...(reply.getHeader(IDEMPOTENT_REPLAYED_HEADER) ? { replayed: true } : {}),
     // The inquiry this request ran, when it has its outcome (inquiry.service.ts).
     ...(inquiry
       ? {

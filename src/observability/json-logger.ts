@@ -1,6 +1,6 @@
 import type { LoggerService, LogLevel } from '@nestjs/common';
 import { pino, type Logger as Pino } from 'pino';
-import { knownSecrets } from './known-secrets.js';
+import { knownSecrets } from '../config/known-secrets.js';
 import { redactText } from './redact.js';
 
 /**
@@ -9,7 +9,7 @@ import { redactText } from './redact.js';
  * by the same patterns), and every finished line is scrubbed of the secret values the gateway
  * knows (known-secrets.ts). No pino `redact` paths: no object reaches pino unserialised but the
  * access line and the fields below, which are built from known, safe facts, and its per-line
- * cost was 2.6 % of the gateway's CPU per inquiry (README, "Performance"). Levels are written as names (`"level":"info"`), which log pipelines
+ * cost was 2.6 % of the gateway's CPU per inquiry (docs/decisions/0007-synchronous-logging.md). Levels are written as names (`"level":"info"`), which log pipelines
  * (Loki, Elasticsearch, Cloud Logging) read without configuration. A line about one request
  * carries its `requestId` as a field of its own, given by the code that writes it (the access
  * line, the inquiry path's lines: request-context.ts).
@@ -103,7 +103,7 @@ function isFactsEntry(message: unknown): message is Record<string, unknown> & { 
  * least every second so a quiet gateway's lines are never held back, and at exit.
  *
  * Synchronous writes (pino's default), not sonic-boom's asynchronous mode: that one hands each
- * write to libuv's thread pool (3–4 µs more CPU per line to a pipe, README "Performance") and,
+ * write to libuv's thread pool (3–4 µs more CPU per line to a pipe, docs/decisions/0007-synchronous-logging.md) and,
  * when the log collector stalls, buffers without bound in a heap capped at 128 MiB. Written
  * synchronously, a stalled stdout makes the event loop wait (docs/operations.md, "Logs")
  * instead of filling the memory.

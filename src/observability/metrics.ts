@@ -12,6 +12,9 @@ export interface StateProbes {
   accessTokenExpiresAt(): number | undefined;
 }
 
+/** Reasons of vgw_auth_failures_total; the label values are fixed here so each exists at 0. */
+export const AUTH_FAILURE_REASONS = ['missing_credential', 'invalid_api_key', 'invalid_jwt', 'missing_scope'] as const;
+
 /** Route label of requests that matched no route (the raw path never becomes a label). */
 export const UNMATCHED_ROUTE = 'unmatched';
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
@@ -149,6 +152,11 @@ export class GatewayMetrics {
       labelNames: ['version', 'commit', 'node'] as const,
       registers: [this.registry],
     }).set({ version: VERSION, commit, node: process.version }, 1);
+    // Every rejection reason exists at 0 from start-up, so increase() sees the first one after a
+    // start (docs/operations.md, "Metrics"); owners of other series zero theirs (the inquiry
+    // service, the upstream client, the token renewal).
+    for (const reason of AUTH_FAILURE_REASONS) this.authFailures.inc({ reason }, 0);
+    for (const scope of ['client', 'user']) this.quotaRejections.inc({ scope }, 0);
     // Standard names (process_cpu_seconds_total, nodejs_heap_size_used_bytes, …): stock
     // Node.js dashboards work unchanged.
     collectDefaultMetrics({ register: this.registry });

@@ -3,7 +3,7 @@
  * credential, whatever code produced the message. Code should not log such values at all;
  * this catches the ones that slip through (an upstream message echoing input, say).
  */
-import { knownSecrets } from './known-secrets.js';
+import { knownSecrets } from '../config/known-secrets.js';
 
 const DIGIT = '[0-9\\u06F0-\\u06F9\\u0660-\\u0669]';
 

@@ -8,10 +8,12 @@ import type { CallerTraceContext, RequestTrace } from './tracing.js';
  * parameter (controller → InquiryService → AuthorizedUpstream → UpstreamClient → UpstreamHttp),
  * so the lines that path writes carry the request id.
  *
- * Not in an AsyncLocalStorage, except while tracing is on: on Node 20 an async-local store
- * makes every promise of the process run hooks, which cost 13 % of the CPU per inquiry
- * (README, "Performance"). Tracing keeps one (`currentRequest`), for the Redis command spans,
- * which have no other way to their request's span.
+ * Not in an AsyncLocalStorage, except while tracing is on. On Node 20 an async-local store cost
+ * 13 % of the CPU per inquiry; on Node 24 (AsyncContextFrame) it costs nothing measurable, and
+ * the explicit parameter stays as the more readable of two equal-cost designs: every signature on
+ * the path shows what it is handed (docs/performance.md,
+ * docs/decisions/0008-request-facts-passed-down.md). Tracing keeps one (`currentRequest`),
+ * for the Redis command spans, which have no other way to their request's span.
  */
 export interface RequestFacts {
   requestId: string;

@@ -21,7 +21,7 @@ import {
   type Sampler,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace';
-import type { GatewayTracing, TracingConfig } from './tracing.js';
+import type { TracingConfig } from '../config/tracing-config.js';
 
 /**
  * OpenTelemetry tracing with explicit spans at the three places an inquiry spends its time:
@@ -40,7 +40,7 @@ import type { GatewayTracing, TracingConfig } from './tracing.js';
  * problem codes, client ids, trackIds and request ids. Never a request body, a raw path, a
  * header value, a Redis key or argument, a token or a credential.
  */
-export class OtelGatewayTracing implements GatewayTracing {
+export class OtelGatewayTracing {
   private readonly tracer: Tracer;
   private readonly provider: TracerProvider;
   private readonly propagator = new W3CTraceContextPropagator();

@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { callerTraceContext, tracingConfigFrom } from './tracing.js';
+import fc from 'fast-check';
+import { tracingConfigFrom } from '../config/tracing-config.js';
+import { callerTraceContext, w3cTraceparent } from './tracing.js';
 
 function config(env: Record<string, string | undefined>) {
   const problems: string[] = [];
@@ -86,5 +88,68 @@ describe('callerTraceContext (passed on while tracing is off)', () => {
     `${valid}\r\nx-injected: 1`,
   ])('drops a malformed traceparent: %j', (traceparent) => {
     expect(callerTraceContext({ traceparent })).toBeUndefined();
+  });
+});
+
+describe('w3cTraceparent: W3C Trace Context §3.2 to the letter', () => {
+  const hex = (length: number) => fc.stringMatching(new RegExp(`^[0-9a-f]{${length}}$`));
+  const field = (length: number) =>
+    fc.oneof(
+      hex(length),
+      hex(length).map((h) => h.toUpperCase()),
+      fc.string(),
+    );
+  /** What the spec says of one value: the version-00 header to pass on, or undefined. */
+  function expected(version: string, traceId: string, parentId: string, flags: string, rest: string) {
+    const lowerHex = (value: string, length: number) => new RegExp(`^[0-9a-f]{${length}}$`).test(value);
+    if (!lowerHex(version, 2) || version === 'ff') return undefined;
+    if (!lowerHex(traceId, 32) || /^0+$/.test(traceId)) return undefined;
+    if (!lowerHex(parentId, 16) || /^0+$/.test(parentId)) return undefined;
+    if (!lowerHex(flags, 2)) return undefined;
+    if (version === '00' && rest !== '') return undefined;
+    if (rest !== '' && (!rest.startsWith('-') || /[\r\n]/.test(rest))) return undefined;
+    const passedFlags = version === '00' ? flags : (parseInt(flags, 16) & 1).toString(16).padStart(2, '0');
+    return `00-${traceId}-${parentId}-${passedFlags}`;
+  }
+
+  it('accepts exactly what the grammar allows, for every version, and passes on version 00', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(hex(2), fc.constant('00'), fc.constant('ff'), fc.constant('cc'), field(2)),
+        fc.oneof(hex(32), fc.constant('0'.repeat(32)), field(32)),
+        fc.oneof(hex(16), fc.constant('0'.repeat(16)), field(16)),
+        fc.oneof(hex(2), field(2)),
+        fc.oneof(
+          fc.constant(''),
+          fc.string().map((tail) => `-${tail}`),
+          fc.string(),
+        ),
+        (version, traceId, parentId, flags, rest) => {
+          const value = `${version}-${traceId}-${parentId}-${flags}${rest}`;
+          // HTTP strips a header value's surrounding white space before the gateway sees it.
+          fc.pre(value === value.trim());
+          expect(w3cTraceparent(value)).toBe(expected(version, traceId, parentId, flags, rest));
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it.each([
+    ['version ff', 'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', undefined],
+    ['version 00 with more fields', '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x', undefined],
+    [
+      'a later version with more fields: the first four, sampled flag only',
+      'cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0b-what-comes-next',
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+    ],
+    [
+      'a later version, not sampled',
+      '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-02',
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00',
+    ],
+  ])('%s', (_name, value, passedOn) => {
+    expect(w3cTraceparent(value)).toBe(passedOn);
+    expect(callerTraceContext({ traceparent: value })?.traceparent).toBe(passedOn);
   });
 });

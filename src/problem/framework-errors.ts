@@ -4,7 +4,7 @@ import { sendProblem } from './problem.filter.js';
 import { ProblemException } from './problem.js';
 
 /**
- * Errors raised before any route runs, so that they too are problem+json (docs: README "Errors"):
+ * Errors raised before any route runs, so that they too are problem+json (docs/behaviour.md, "HTTP edges"):
  * fastify's router (`frameworkErrors`) and Node's HTTP parser (`clientError`) would otherwise
  * answer in their own JSON or plain text.
  */
@@ -32,6 +32,23 @@ export function problemForFrameworkError(error: { code?: string }): ProblemExcep
 }
 
 /**
+ * RFC 9112 §3.2: an HTTP/1.1 request without `Host` is answered 400. Node's server would answer
+ * it itself with an empty 400 (its `requireHostHeader`); the gateway turns that off (bootstrap.ts)
+ * and answers here instead, in problem+json, with the access line and metrics of any request.
+ */
+export function rejectMissingHost(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
+  if (request.raw.httpVersion !== '1.1' || request.headers.host !== undefined) return done();
+  reply.header('connection', 'close');
+  sendProblem(
+    reply,
+    ProblemException.validation(
+      [{ field: 'Host', message: 'is required in an HTTP/1.1 request' }],
+      'The HTTP request is malformed.',
+    ),
+  );
+}
+
+/**
  * Node's HTTP parser refuses some requests before fastify sees them: a malformed request line,
  * an unknown method, headers over the size limit, a request not received within the request or
  * headers timeout. The answer is written straight to the socket, which is then closed: after a
@@ -40,7 +57,26 @@ export function problemForFrameworkError(error: { code?: string }): ProblemExcep
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
   // A reset connection has nobody left to answer (as fastify's default handler does).
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const problem = problemForClientError(error);
+  writeProblemAndClose(socket, problemForClientError(error));
+}
+
+/**
+ * A CONNECT request (a tunnel): Node hands it to a 'connect' listener and, with none, closes the
+ * connection without a word. The gateway tunnels nothing: it answers 400 problem+json naming the
+ * method, as for any method it does not serve.
+ */
+export function rejectConnect(_request: unknown, socket: Socket): void {
+  writeProblemAndClose(
+    socket,
+    ProblemException.validation(
+      [{ field: 'method', message: 'CONNECT is not supported.' }],
+      'The HTTP request is not supported.',
+    ),
+  );
+}
+
+/** Writes a problem+json answer straight to the socket, then closes it. */
+function writeProblemAndClose(socket: Socket, problem: ProblemException): void {
   // As Node's own handler: no answer once a response on this connection has started (e.g. a
   // request's leftover body parsed as a next, malformed request): a second one would corrupt it.
   const inProgress = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;

@@ -1,4 +1,4 @@
-import { knownSecrets } from '../observability/known-secrets.js';
+import { knownSecrets } from '../config/known-secrets.js';
 
 /**
  * RFC 9457 problem details, with the stable `code`s of docs/api.md §3.

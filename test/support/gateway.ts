@@ -157,3 +157,19 @@ export function untilStoreReady(gateway: RunningGateway, timeoutMs = 5000): Prom
     client.once('ready', onReady);
   });
 }
+
+/**
+ * Resolves once the gateway's startup probe passes, i.e. its first token attempt has finished
+ * (docs/api.md §4): what a kubelet waits for before routing traffic. Asks the probe through
+ * Fastify's inject, so an app that is initialised but not listening can be asked too.
+ */
+export async function untilStarted(app: NestFastifyApplication, timeoutMs = 5000): Promise<void> {
+  const fastify = app.getHttpAdapter().getInstance();
+  const giveUpAt = Date.now() + timeoutMs;
+  for (;;) {
+    const probe = await fastify.inject({ method: 'GET', url: '/health/startup' });
+    if (probe.statusCode === 200) return;
+    if (Date.now() > giveUpAt) throw new Error(`startup probe still ${probe.statusCode} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

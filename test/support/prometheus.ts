@@ -49,17 +49,23 @@ export function parseExposition(text: string): Exposition {
 }
 
 /**
- * `promtool` (Debian package `prometheus`), or null when it is not installed. CI installs it
- * (.ci/run) and sets CI=true: there, its absence is a failure, never a skip.
+ * A command of Debian's `prometheus` package, or null when it is not installed. CI installs the
+ * package (.ci/run) and sets CI=true: there, its absence is a failure, never a skip.
  */
-export function promtool(): string | null {
-  const found = spawnSync('promtool', ['--version'], { encoding: 'utf8' });
+function prometheusPackageCommand(name: 'promtool' | 'prometheus'): string | null {
+  const found = spawnSync(name, ['--version'], { encoding: 'utf8' });
   if (found.error || found.status !== 0) {
-    if (process.env.CI === 'true') throw new Error('promtool is required in CI (apt-get install prometheus)');
+    if (process.env.CI === 'true') throw new Error(`${name} is required in CI (apt-get install prometheus)`);
     return null;
   }
-  return 'promtool';
+  return name;
 }
+
+/** `promtool`: checks rules and metrics, unit-tests alerts. */
+export const promtool = () => prometheusPackageCommand('promtool');
+
+/** The Prometheus server itself. */
+export const prometheusServer = () => prometheusPackageCommand('prometheus');
 
 /** Runs promtool with `args` (and `input` on stdin); returns its exit status and output. */
 export function runPromtool(args: string[], input?: string): { status: number | null; output: string } {

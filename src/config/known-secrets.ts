@@ -43,12 +43,6 @@ export class KnownSecrets {
     return result;
   }
 
-  /** For tests: forget everything. */
-  clear(): void {
-    this.byKind.clear();
-    this.needles = [];
-  }
-
   private rebuild(): void {
     const needles = new Set<string>();
     for (const list of this.byKind.values()) {
