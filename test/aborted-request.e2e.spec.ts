@@ -11,10 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createGateway } from '../src/bootstrap.js';
 import { JsonLogger } from '../src/observability/json-logger.js';
-import { TokenProvider } from '../src/token/token.provider.js';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { SHAHKAR, UPSTREAM_PASSWORD, UPSTREAM_USERNAME } from './support/fixtures.js';
-import { TEST_API_KEYS, TEST_CLIENTS, callGateway, nextSimEvent } from './support/gateway.js';
+import { TEST_API_KEYS, TEST_CLIENTS, callGateway, nextSimEvent, untilStarted } from './support/gateway.js';
 import { nextEvent } from './support/events.js';
 
 type Line = Record<string, unknown>;
@@ -58,7 +57,7 @@ describe('a caller that hangs up', () => {
     ));
     await app.listen({ port: 0, host: '127.0.0.1' });
     url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
-    await app.get(TokenProvider).untilStartupComplete();
+    await untilStarted(app);
   });
 
   afterAll(async () => {

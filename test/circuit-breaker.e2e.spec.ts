@@ -6,7 +6,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CHECK_SHAHKAR_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
-import { TEST_CLIENTS, callGateway, startGateway, type RunningGateway } from './support/gateway.js';
+import { TEST_CLIENTS, callGateway, startGateway, type RunningGateway, untilStarted } from './support/gateway.js';
 import { SHAHKAR } from './support/fixtures.js';
 
 describe('upstream circuit breaker', () => {
@@ -17,7 +17,7 @@ describe('upstream circuit breaker', () => {
     sim = new UpstreamSimulator();
     await sim.start();
     gateway = await startGateway({ UPSTREAM_BASE_URL: sim.baseUrl, UPSTREAM_CIRCUIT_RESET_MS: '500' });
-    await gateway.tokens.untilStartupComplete();
+    await untilStarted(gateway.app);
   });
   afterAll(async () => {
     await gateway.close();

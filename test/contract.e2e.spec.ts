@@ -26,6 +26,7 @@ import {
   untilStoreReady,
   type RunningGateway,
   apiKeysWith,
+  untilStarted,
 } from './support/gateway.js';
 
 interface Operation {
@@ -174,7 +175,7 @@ describe('the live gateway against docs/openapi.json', () => {
     await new Promise<void>((resolve) => silentUpstream.listen(0, '127.0.0.1', resolve));
     const { port } = silentUpstream.address() as { port: number };
     starting = await startGateway({ UPSTREAM_BASE_URL: `http://127.0.0.1:${port}`, UPSTREAM_TIMEOUT_MS: '60000' });
-    await gateway.tokens.untilStartupComplete();
+    await untilStarted(gateway.app);
   });
 
   afterAll(async () => {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { CHECK_SHAHKAR_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { nextEvent } from './support/events.js';
-import { TEST_CLIENTS, callGateway, startGateway, type RunningGateway } from './support/gateway.js';
+import { TEST_CLIENTS, callGateway, startGateway, type RunningGateway, untilStarted } from './support/gateway.js';
 import { RedisServer } from './support/redis-server.js';
 import { SHAHKAR } from './support/fixtures.js';
 
@@ -35,7 +35,7 @@ describe('abandoned in-flight Idempotency-Key', () => {
       REDIS_KEY_PREFIX: PREFIX,
       UPSTREAM_TIMEOUT_MS: '1000',
     });
-    await gateway.tokens.untilStartupComplete();
+    await untilStarted(gateway.app);
   });
   afterAll(async () => {
     await gateway.close();

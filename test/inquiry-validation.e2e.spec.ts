@@ -287,15 +287,17 @@ describe('401 unauthenticated, 403 forbidden, 404 not_found, 413 payload_too_lar
     ['a wrong API key', { 'x-api-key': 'key-full-0123456788' }],
     ['an empty API key', { 'x-api-key': '' }],
     ['a Bearer token while no JWT is configured', { authorization: 'Bearer abc.def.ghi' }],
-  ])('answers 401 for %s on every inquiry endpoint', async (_name, headers: Record<string, string>) => {
-    expectProblem(await call('POST', '/v1/kyc/shahkar', { json: SHAHKAR, headers }), 401, 'unauthenticated', false);
-    expectProblem(await call('POST', '/v1/kyc/iban', { json: { iban: IBAN }, headers }), 401, 'unauthenticated', false);
-    expectProblem(
+  ])('answers 401 for %s on every inquiry endpoint, with its WWW-Authenticate challenge', async (_name, headers) => {
+    const answers = [
+      await call('POST', '/v1/kyc/shahkar', { json: SHAHKAR, headers }),
+      await call('POST', '/v1/kyc/iban', { json: { iban: IBAN }, headers }),
       await call('GET', '/v1/inquiries/6f1c1d4e-3a2b-4c5d-8e9f-0a1b2c3d4e5f', { headers }),
-      401,
-      'unauthenticated',
-      false,
-    );
+    ];
+    for (const res of answers) {
+      expectProblem(res, 401, 'unauthenticated', false);
+      // RFC 9110 §11.6.1: every 401 names a scheme; no JWT is configured here, so API keys only.
+      expect(res.headers.get('www-authenticate')).toBe('ApiKey realm="verification-gateway", header="X-Api-Key"');
+    }
     expect(sim.inquiryCalls).toBe(callsBefore);
   });
 

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { UpstreamSimulator, type TokenEvent } from './upstream-simulator/upstream-simulator.js';
 import { nextEvent } from './support/events.js';
-import { TEST_CLIENTS, startGateway, untilStoreReady, type RunningGateway } from './support/gateway.js';
+import { TEST_CLIENTS, startGateway, untilStoreReady, type RunningGateway, untilStarted } from './support/gateway.js';
 import { RedisServer } from './support/redis-server.js';
 
 describe('operations endpoints', () => {
@@ -29,7 +29,7 @@ describe('operations endpoints', () => {
     expect(early.status).toBe(503);
     expect(await early.json()).toMatchObject({ status: 'error', error: { firstTokenAttempt: { status: 'down' } } });
     await firstToken;
-    await gateway.tokens.untilStartupComplete();
+    await untilStarted(gateway.app);
     const later = await fetch(`${gateway.url}/health/startup`);
     expect(later.status).toBe(200);
     sim.setLatency(0);

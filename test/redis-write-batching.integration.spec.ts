@@ -5,6 +5,7 @@
  * replies still reach the command that asked, across a restart of the server too.
  */
 import { once } from 'node:events';
+import { Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { batchWritesPerLoopTurn } from '../src/store/write-batching.js';
@@ -63,6 +64,31 @@ describe('Redis commands batched per event-loop turn', () => {
     // Each awaited command is sent in its own turn: five writes, each answered before the next.
     expect((await readsProcessed()) - before).toBeGreaterThanOrEqual(5);
     expect(await client.mget('turn:0', 'turn:4')).toEqual(['0', '4']);
+  });
+
+  it("still finds the seams it wraps in ioredis: every command through the instance's sendCommand, the socket on .stream", async () => {
+    // write-batching.ts replaces sendCommand on the instance and corks client.stream. Should a
+    // release send commands another way (a private method, or a socket kept elsewhere), batching
+    // would silently stop; this fails instead.
+    const client = new Redis(redis.url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+    clients.push(client);
+    await client.connect();
+    const seen: string[] = [];
+    const send = client.sendCommand.bind(client) as (...args: unknown[]) => unknown;
+    (client as { sendCommand: unknown }).sendCommand = (command: { name: string }, stream?: unknown) => {
+      seen.push(command.name);
+      return send(command, stream);
+    };
+
+    await client.set('seam', '1', 'EX', 60);
+    await client.get('seam');
+    await client.eval('return 1', 0);
+    await client.multi().incr('seam').exec();
+    await client.info('stats');
+
+    expect(seen).toEqual(expect.arrayContaining(['set', 'get', 'eval', 'multi', 'incr', 'exec', 'info']));
+    expect(client.stream).toBeInstanceOf(Socket);
+    expect(typeof client.stream.cork).toBe('function');
   });
 
   it('keeps working on the new connection after Redis restarts', async () => {

@@ -13,7 +13,7 @@ import { TokenProvider } from '../src/token/token.provider.js';
 import { TokenStore } from '../src/token/token.store.js';
 import type { TokenRecord } from '../src/token/token-record.js';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
-import { TEST_API_KEYS, TEST_CLIENTS, callGateway, startGateway } from './support/gateway.js';
+import { TEST_API_KEYS, TEST_CLIENTS, callGateway, startGateway, untilStarted } from './support/gateway.js';
 
 /** Reads work; every write of a renewed record fails as if Redis had just gone away. */
 class WriteFailingTokenStore extends MemoryTokenStore {
@@ -50,8 +50,8 @@ describe('resilience', () => {
     const app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
     await app.init();
     try {
+      await untilStarted(app);
       const tokens = app.get(TokenProvider);
-      await tokens.untilStartupComplete();
       const first = await tokens.getAccessToken();
       expect(await tokens.getAccessToken()).toBe(first);
       expect(store.writes).toBe(1);
@@ -65,7 +65,7 @@ describe('resilience', () => {
     sim = new UpstreamSimulator();
     await sim.start();
     const gateway = await startGateway({ UPSTREAM_BASE_URL: sim.baseUrl });
-    await gateway.tokens.untilStartupComplete();
+    await untilStarted(gateway.app);
     sim.setLatency(300);
     const answered = new Promise((resolve) => sim.once('inquiry', resolve));
     const inFlight = callGateway(gateway.url, 'POST', '/v1/kyc/shahkar', {
