@@ -28,6 +28,10 @@ import { ServerProcess, type StartOptions } from './lib/servers.js';
 const NATIONAL_CODE = '0499370899';
 const MOBILE = '09121234567';
 export const INQUIRY_BODY = JSON.stringify({ nationalCode: NATIONAL_CODE, mobileNumber: MOBILE });
+const IBAN_BODY = JSON.stringify({ iban: 'IR820540102680020817909002' });
+/** The inquiry a scenario sends: the gateway path /v1/kyc/<operation> and its body. */
+export type Operation = 'shahkar' | 'iban';
+const BODY: Record<Operation, string> = { shahkar: INQUIRY_BODY, iban: IBAN_BODY };
 export const API_KEY = TEST_CLIENTS.basic.key;
 const MONITOR_SAMPLE_INQUIRIES = 100;
 const MiB = 2 ** 20;
@@ -43,6 +47,8 @@ export interface Scenario {
   name: string;
   /** Gateway environment over the base (Redis, key prefix, LOG_LEVEL info, OTEL_SDK_DISABLED=true). */
   gatewayEnv?: (context: ScenarioContext) => Record<string, string>;
+  /** Default: shahkar. */
+  operation?: Operation;
   /** Default: the bench's connections (32). */
   connections?: number;
   /** 'fresh': a new Idempotency-Key per request; 'replay': one key, answered from the store. */
@@ -75,10 +81,16 @@ const hasDependency = (prefix: string): boolean => {
 };
 
 /**
- * The gateway's Node flags: the production ones (the image's NODE_OPTIONS, docs/operations.md,
- * "Memory"), or BENCH_GATEWAY_NODE_FLAGS to try others ('' for none).
+ * How the gateway is started, BENCH_LAUNCH: `image` (default) with the image's NODE_OPTIONS
+ * (docs/operations.md, "Memory"), or `start:prod` as `npm run start:prod` does, with Node's
+ * defaults. BENCH_GATEWAY_NODE_FLAGS overrides the flags of either ('' for none). The output names
+ * the launch and the flags.
  */
-const GATEWAY_NODE_FLAGS = nodeFlagsFrom('BENCH_GATEWAY_NODE_FLAGS', PRODUCTION_NODE_FLAGS);
+const LAUNCHES = { image: PRODUCTION_NODE_FLAGS, 'start:prod': '' } as const;
+const LAUNCH = (process.env.BENCH_LAUNCH || 'image') as keyof typeof LAUNCHES;
+if (!(LAUNCH in LAUNCHES)) throw new Error(`BENCH_LAUNCH must be one of ${Object.keys(LAUNCHES).join(', ')}`);
+const GATEWAY_NODE_FLAGS = nodeFlagsFrom('BENCH_GATEWAY_NODE_FLAGS', LAUNCHES[LAUNCH]);
+export const GATEWAY_LAUNCH = `${LAUNCH}${process.env.BENCH_GATEWAY_NODE_FLAGS !== undefined ? ' (flags from BENCH_GATEWAY_NODE_FLAGS)' : ''}`;
 /**
  * The reference proxy's Node flags: none (Node's defaults), or BENCH_REFERENCE_NODE_FLAGS, e.g.
  * the gateway's own, to see how much of a flag's gain is the gateway's alone.
@@ -92,6 +104,7 @@ if (!(SIDE_BY_SIDE_RATE > 0)) throw new Error('BENCH_SIDE_BY_SIDE_RATE must be a
 /** The first entry is the baseline every other scenario without its own reference run is compared with. */
 export const SCENARIOS: Scenario[] = [
   { name: 'no key', reference: true, monitor: true },
+  { name: 'IBAN, no key', operation: 'iban', reference: true },
   { name: 'Idempotency-Key, new per request', idempotency: 'fresh', reference: false, monitor: true },
   { name: 'Idempotency-Key, replayed', idempotency: 'replay', reference: false, monitor: true },
   { name: '1 connection', connections: 1, reference: true },
@@ -183,9 +196,14 @@ export interface HttpOverheadOptions {
 
 // ---------------------------------------------------------------------------------------------
 
-export function gatewayTarget(url: string, idempotency: Scenario['idempotency'], replayKey?: string): LoadTarget {
+export function gatewayTarget(
+  url: string,
+  idempotency: Scenario['idempotency'],
+  replayKey?: string,
+  operation: Operation = 'shahkar',
+): LoadTarget {
   const headers: Record<string, string> = { 'content-type': 'application/json', 'x-api-key': API_KEY };
-  const target: LoadTarget = { url: `${url}/v1/kyc/shahkar`, method: 'POST', headers, body: INQUIRY_BODY };
+  const target: LoadTarget = { url: `${url}/v1/kyc/${operation}`, method: 'POST', headers, body: BODY[operation] };
   if (idempotency === 'replay' && replayKey) headers['idempotency-key'] = replayKey;
   if (idempotency === 'fresh') {
     const prefix = `bench-${randomUUID()}-`;
@@ -195,12 +213,12 @@ export function gatewayTarget(url: string, idempotency: Scenario['idempotency'],
   return target;
 }
 
-function referenceTarget(url: string): LoadTarget {
+function referenceTarget(url: string, operation: Operation = 'shahkar'): LoadTarget {
   return {
-    url: `${url}/v1/kyc/shahkar`,
+    url: `${url}/v1/kyc/${operation}`,
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: INQUIRY_BODY,
+    body: BODY[operation],
   };
 }
 
@@ -411,8 +429,8 @@ export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<H
         replayKey = `bench-replay-${randomUUID()}`;
         await primeIdempotencyKey(gateway.url, replayKey);
       }
-      const gatewayLoad = gatewayTarget(gateway.url, s.idempotency, replayKey);
-      const referenceLoad = referenceTarget(reference.url);
+      const gatewayLoad = gatewayTarget(gateway.url, s.idempotency, replayKey, s.operation);
+      const referenceLoad = referenceTarget(reference.url, s.operation);
       if (s.failRatio) await sim.setFailRatio(s.failRatio);
       const gatewayRounds: ServerFigures[] = [];
       const referenceRounds: ServerFigures[] = [];
@@ -547,7 +565,7 @@ export function formatHttpOverhead(result: HttpOverheadResult): string {
       (result.rounds > 1 ? `, ${result.rounds} interleaved rounds (medians)` : '') +
       '; CPU = user + system time of that server process over the measured run / its requests;',
     'latencies in ms over every answer (autocannon response times); RSS and heap right after the run.',
-    `Node flags: gateway ${GATEWAY_NODE_FLAGS.join(' ') || '(none)'}; reference ${REFERENCE_NODE_FLAGS.join(' ') || '(none)'}.`,
+    `Gateway launched as ${GATEWAY_LAUNCH}: Node flags ${GATEWAY_NODE_FLAGS.join(' ') || '(none)'}; reference ${REFERENCE_NODE_FLAGS.join(' ') || '(none)'}.`,
   ];
   if (result.scenarios.length > 0) {
     const rows: (string | number)[][] = [];

@@ -9,7 +9,11 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { Redis } from 'ioredis';
-import { CHECK_SHAHKAR_PATH, GET_TOKEN_PATH } from '../test/upstream-simulator/upstream-simulator.js';
+import {
+  CHECK_SHAHKAR_PATH,
+  GET_TOKEN_PATH,
+  IBAN_INQUIRY_PATH,
+} from '../test/upstream-simulator/upstream-simulator.js';
 
 const RECORD_TTL_SECONDS = 86_400;
 
@@ -62,24 +66,27 @@ export async function startReferenceProxy(upstreamUrl: string, redisUrl: string)
   };
   await renewToken();
 
-  const inquire = async (input: Record<string, unknown>): Promise<{ status: number; body: string }> => {
+  const inquire = async (
+    operation: 'shahkar' | 'iban',
+    input: Record<string, unknown>,
+  ): Promise<{ status: number; body: string }> => {
     const trackId = randomUUID();
     await redis.set(
       `ref:inquiry:${trackId}`,
-      JSON.stringify({ trackId, operation: 'shahkar', status: 'pending', createdAt: new Date().toISOString() }),
+      JSON.stringify({ trackId, operation, status: 'pending', createdAt: new Date().toISOString() }),
       'EX',
       RECORD_TTL_SECONDS,
     );
-    const upstreamBody = JSON.stringify({
-      nationalCode: input.nationalCode,
-      mobileNumber: input.mobileNumber,
-      requestHandlingType: 'standard',
-      trackId,
-    });
-    let answer = await post(CHECK_SHAHKAR_PATH, upstreamBody, token);
+    const fields =
+      operation === 'iban'
+        ? { iban: input.iban }
+        : { nationalCode: input.nationalCode, mobileNumber: input.mobileNumber };
+    const upstreamBody = JSON.stringify({ ...fields, requestHandlingType: 'standard', trackId });
+    const path = operation === 'iban' ? IBAN_INQUIRY_PATH : CHECK_SHAHKAR_PATH;
+    let answer = await post(path, upstreamBody, token);
     if (answer.status === 401) {
       await renewToken();
-      answer = await post(CHECK_SHAHKAR_PATH, upstreamBody, token);
+      answer = await post(path, upstreamBody, token);
     }
     const envelope = JSON.parse(answer.body) as { meta?: { isSuccess?: boolean }; data?: unknown };
     if (answer.status === 200 && envelope.meta?.isSuccess) {
@@ -100,7 +107,7 @@ export async function startReferenceProxy(upstreamUrl: string, redisUrl: string)
         response.writeHead(400).end();
         return;
       }
-      inquire(input).then(
+      inquire(request.url === '/v1/kyc/iban' ? 'iban' : 'shahkar', input).then(
         ({ status, body }) => response.writeHead(status, { 'content-type': 'application/json' }).end(body),
         () => response.writeHead(503).end(),
       );
