@@ -38,6 +38,8 @@ async function main(): Promise<void> {
     });
   }
   await app.listen({ port: config.http.port, host: '0.0.0.0' });
+  // After listen: the line a supervisor (or a test) can wait for before sending traffic.
+  new Logger('Bootstrap').log(`listening on port ${config.http.port}`);
 }
 
 await main();

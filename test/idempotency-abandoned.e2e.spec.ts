@@ -53,7 +53,7 @@ describe('abandoned in-flight Idempotency-Key', () => {
   const claimKey = (key: string) =>
     `{${PREFIX}:idem:${TEST_CLIENTS.full.clientId.length}:${TEST_CLIENTS.full.clientId}:${createHash('sha256').update(key).digest('hex')}}`;
 
-  /** Rewrites the stored claim as an in-flight claim made `ageMs` ago. */
+  /** Rewrites the stored claim as an in-flight claim made `ageMs` ago, and its record as written then. */
   async function ageClaim(key: string, ageMs: number, dropAnswer = false): Promise<string> {
     const stored = JSON.parse((await probe.get(claimKey(key)))!) as {
       trackId: string;
@@ -67,6 +67,19 @@ describe('abandoned in-flight Idempotency-Key', () => {
       ...(dropAnswer ? { state: 'in_flight', response: undefined } : {}),
     };
     await probe.set(claimKey(key), JSON.stringify(rewritten), 'KEEPTTL');
+    // Its record ages with it: a pending record's deadline is what marks its request as dead.
+    const recordKey = `{${PREFIX}:inq:${stored.trackId}}`;
+    const record = JSON.parse((await probe.get(recordKey))!) as { createdAt: string; deadlineAt?: string };
+    const earlier = (iso: string) => new Date(Date.parse(iso) - ageMs).toISOString();
+    await probe.set(
+      recordKey,
+      JSON.stringify({
+        ...record,
+        createdAt: earlier(record.createdAt),
+        ...(record.deadlineAt ? { deadlineAt: earlier(record.deadlineAt) } : {}),
+      }),
+      'KEEPTTL',
+    );
     return stored.trackId;
   }
 

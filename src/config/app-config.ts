@@ -74,7 +74,10 @@ export interface AppConfig {
     baseUrl: string;
     username: Secret;
     password: Secret;
+    /** Per call of a `standard` inquiry, and of GetToken. */
     timeoutMs: number;
+    /** Per call of an `advanced` inquiry (its supplier chain may take several times longer). */
+    advancedTimeoutMs: number;
     circuitResetMs: number;
     maxResponseBytes: number;
   };
@@ -96,6 +99,8 @@ export interface AppConfig {
     userQuotaPerMinute: number;
   };
   idempotency: { ttlSeconds: number };
+  /** `Prefer: wait` long-polls held at once by this replica (docs/api.md, "Asynchronous answers"). */
+  inquiryWaits: { maxHeld: number };
   build: { commit: string };
   /** Secret files re-read while running (rotation without restart); absent = given inline. */
   secretFiles: { apiKeys?: string; upstreamUsername?: string; upstreamPassword?: string; pollIntervalMs: number };

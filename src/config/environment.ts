@@ -43,6 +43,17 @@ export class EnvironmentVariables {
   @Max(300_000)
   UPSTREAM_TIMEOUT_MS = 10_000;
 
+  /**
+   * Not in the contract's table: per upstream call of an `advanced` inquiry, whose supplier chain
+   * may take several times a standard call (docs/upstream-api.md §4.4.7). The default covers the
+   * three-supplier chain at the standard timeout each.
+   */
+  @Type(() => Number)
+  @IsInt()
+  @Min(100)
+  @Max(300_000)
+  UPSTREAM_ADVANCED_TIMEOUT_MS = 30_000;
+
   /** Not in the contract's table: how long the upstream circuit stays open before a trial call. */
   @Type(() => Number)
   @IsInt()
@@ -170,6 +181,16 @@ export class EnvironmentVariables {
   @Min(60)
   @Max(30 * 86_400)
   IDEMPOTENCY_TTL_SECONDS = 86_400;
+
+  /**
+   * Not in the contract's table: how many `Prefer: wait` long-polls one replica holds at once
+   * (docs/api.md, "Asynchronous answers"); one more is refused with 429 and `Retry-After`.
+   */
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(100_000)
+  INQUIRY_MAX_HELD_WAITS = 2_000;
 
   /** Not in the contract's table: inquiries per minute per end user (JWT `sub`); 0 = none. */
   @Type(() => Number)

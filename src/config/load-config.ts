@@ -80,6 +80,7 @@ export function loadConfig(env: Env): AppConfig {
       username: new Secret(vars.UPSTREAM_USERNAME),
       password: new Secret(vars.UPSTREAM_PASSWORD),
       timeoutMs: vars.UPSTREAM_TIMEOUT_MS,
+      advancedTimeoutMs: vars.UPSTREAM_ADVANCED_TIMEOUT_MS,
       circuitResetMs: vars.UPSTREAM_CIRCUIT_RESET_MS,
       maxResponseBytes: vars.UPSTREAM_MAX_RESPONSE_BYTES,
     },
@@ -88,6 +89,7 @@ export function loadConfig(env: Env): AppConfig {
     storeEncryption,
     callers: { apiKeys, jwt, userQuotaPerMinute: vars.USER_QUOTA_PER_MINUTE },
     idempotency: { ttlSeconds: vars.IDEMPOTENCY_TTL_SECONDS },
+    inquiryWaits: { maxHeld: vars.INQUIRY_MAX_HELD_WAITS },
     build: { commit: vars.BUILD_COMMIT ?? 'unknown' },
     secretFiles: {
       apiKeys: resolved.API_KEYS_FILE,

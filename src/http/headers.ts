@@ -21,3 +21,10 @@ export const IDEMPOTENCY_KEY_HEADER_IN = 'idempotency-key';
 export const API_KEY_HEADER_IN = 'x-api-key';
 /** A request id accepted from the caller when well-formed, echoed on every answer. */
 export const REQUEST_ID_HEADER_IN = 'x-request-id';
+
+/** Where the result of a 202 Accepted inquiry is read (`/v1/inquiries/{trackId}`). */
+export const LOCATION_HEADER = 'Location';
+/** RFC 7240: which of the caller's `Prefer` preferences the answer honoured. */
+export const PREFERENCE_APPLIED_HEADER = 'Preference-Applied';
+/** RFC 7240 preferences: `respond-async`, `wait=<seconds>` (docs/api.md, "Asynchronous answers"). */
+export const PREFER_HEADER_IN = 'prefer';

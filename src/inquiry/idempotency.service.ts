@@ -9,6 +9,7 @@ import type { IdempotencyClaim, StoredResponse } from './inquiry-record.js';
 import { JSON_CONTENT_TYPE, problemResponse, succeededBody } from './inquiry-outcome.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
 import { guardStore } from './store-guard.js';
+import { statusNow } from './inquiry-deadline.js';
 
 /** A key this request holds, in flight, until it is completed with the answer or released. */
 export interface HeldKey {
@@ -106,9 +107,15 @@ export class IdempotencyService {
       this.metrics.idempotentReplays.inc();
       return earlier.response;
     }
-    if (earlier.claimedAt !== undefined && Date.now() - earlier.claimedAt > this.inFlightLeaseMs) {
-      return this.concludeAbandoned(scope, keySha256, earlier);
-    }
+    // A pending record with a deadline says exactly when its request can no longer be running
+    // (inquiry-deadline.ts); otherwise (no record yet, a record settled but its answer not
+    // stored, a record from before deadlines) the lease decides.
+    const record = await guardStore(() => this.records.get(earlier.trackId));
+    const abandoned =
+      record?.status === 'pending' && record.deadlineAt !== undefined
+        ? statusNow(record) === 'unknown'
+        : earlier.claimedAt !== undefined && Date.now() - earlier.claimedAt > this.inFlightLeaseMs;
+    if (abandoned) return this.concludeAbandoned(scope, keySha256, earlier);
     throw new ProblemException('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', {
       trackId: earlier.trackId,
     });

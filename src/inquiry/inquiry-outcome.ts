@@ -90,7 +90,10 @@ export function failureOutcome(error: unknown, trackId: string, circuitRetryAfte
             }),
             true,
           )
-        : fail('failed', unavailable('The verification service could not be reached.'), true);
+        : error.details.timedOut
+          ? // The inquiry's time budget ran out before a call could start (inquiry-deadline.ts).
+            fail('failed', unavailable('The inquiry ran out of time before it could be sent.'), true)
+          : fail('failed', unavailable('The verification service could not be reached.'), true);
     case 'outcome_unknown':
       return error.details.timedOut
         ? fail(

@@ -1,4 +1,5 @@
 import type { InquiryOperation } from '../upstream/inquiry-operation.js';
+import { statusNow } from './inquiry-deadline.js';
 
 export { INQUIRY_OPERATIONS, type InquiryOperation } from '../upstream/inquiry-operation.js';
 
@@ -23,17 +24,22 @@ export interface InquiryRecord {
   fingerprint: string;
   status: InquiryStatus;
   createdAt: string;
+  /**
+   * When the upstream work is over by construction (inquiry-deadline.ts): a record still
+   * `pending` after it (and a margin) reads `unknown`.
+   */
+  deadlineAt?: string;
   completedAt?: string;
   upstream?: { code?: number; message?: string };
   data?: unknown;
 }
 
-/** What `GET /v1/inquiries/{trackId}` shows (docs/api.md §2). */
+/** What `GET /v1/inquiries/{trackId}` shows (docs/api.md §2), as of now. */
 export function publicView(record: InquiryRecord) {
   return {
     trackId: record.trackId,
     operation: record.operation,
-    status: record.status,
+    status: statusNow(record),
     requestHandlingType: record.requestHandlingType,
     createdAt: record.createdAt,
     ...(record.completedAt ? { completedAt: record.completedAt } : {}),

@@ -1,10 +1,17 @@
-import { Body, Controller, Get, Headers, Param, Post, Req, Res, UseGuards, type Type } from '@nestjs/common';
+import { Body, Controller, Get, Param, Post, Req, Res, UseGuards, type Type } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../caller-auth/caller.js';
 import { CallerAuthGuard, CurrentCaller, RequireScopes, requireScope } from '../caller-auth/caller-auth.guard.js';
 import { CallerQuotas } from '../caller-auth/caller-quotas.js';
 import { requestFacts } from '../observability/http-observability.js';
-import { IDEMPOTENCY_KEY_HEADER_IN, IDEMPOTENT_REPLAYED_HEADER, TRACK_ID_HEADER } from '../http/headers.js';
+import {
+  IDEMPOTENCY_KEY_HEADER_IN,
+  IDEMPOTENT_REPLAYED_HEADER,
+  PREFERENCE_APPLIED_HEADER,
+  PREFER_HEADER_IN,
+  TRACK_ID_HEADER,
+} from '../http/headers.js';
+import { parsePrefer } from './prefer.js';
 import { IbanRequestDto } from './dto/iban-request.dto.js';
 import { ShahkarRequestDto } from './dto/shahkar-request.dto.js';
 import type { StoredResponse } from './inquiry-record.js';
@@ -41,11 +48,10 @@ export class InquiryController {
   shahkar(
     @CurrentCaller() caller: Caller,
     @Body() body: unknown,
-    @Headers(IDEMPOTENCY_KEY_HEADER_IN) idempotencyKey: string | undefined,
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    return this.inquire(caller, request, reply, { body, idempotencyKey }, ShahkarRequestDto, (dto) => ({
+    return this.inquire(caller, body, request, reply, ShahkarRequestDto, (dto) => ({
       operation: 'shahkar',
       route: '/v1/kyc/shahkar',
       requestHandlingType: dto.requestHandlingType,
@@ -59,11 +65,10 @@ export class InquiryController {
   iban(
     @CurrentCaller() caller: Caller,
     @Body() body: unknown,
-    @Headers(IDEMPOTENCY_KEY_HEADER_IN) idempotencyKey: string | undefined,
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    return this.inquire(caller, request, reply, { body, idempotencyKey }, IbanRequestDto, (dto) => ({
+    return this.inquire(caller, body, request, reply, IbanRequestDto, (dto) => ({
       operation: 'iban',
       route: '/v1/kyc/iban',
       requestHandlingType: dto.requestHandlingType,
@@ -77,30 +82,37 @@ export class InquiryController {
   async inquiry(
     @CurrentCaller() caller: Caller,
     @Param('trackId') trackId: string,
+    @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const view = await this.inquiries.find(caller, trackId);
-    send(reply, { status: 200, contentType: JSON_CONTENT_TYPE, trackId: view.trackId, body: view });
+    // `Prefer: wait=<s>`: hold the answer until the record settles (docs/api.md, "Asynchronous answers").
+    const { waitSeconds } = parsePrefer(request.headers[PREFER_HEADER_IN]);
+    const { view, waitedSeconds } = await this.inquiries.find(caller, trackId, (waitSeconds ?? 0) * 1000);
+    const headers = waitedSeconds !== undefined ? { [PREFERENCE_APPLIED_HEADER]: `wait=${waitSeconds}` } : undefined;
+    send(reply, { status: 200, contentType: JSON_CONTENT_TYPE, trackId: view.trackId, body: view, headers });
   }
 
   /**
    * The steps both inquiries share: validate body and Idempotency-Key together, check the
    * `kyc:advanced` scope (it depends on the body), count the quota (only well-formed
-   * inquiries count), run the inquiry, reply.
+   * inquiries count), run the inquiry (asynchronously with `Prefer: respond-async`), reply.
    */
   private async inquire<T extends { requestHandlingType: RequestHandlingType }>(
     caller: Caller,
+    rawBody: unknown,
     request: FastifyRequest,
     reply: FastifyReply,
-    raw: { body: unknown; idempotencyKey: string | undefined },
     dto: Type<T>,
     toRequest: (body: T) => InquiryRequest,
   ): Promise<void> {
-    const { body, idempotencyKey } = validateInquiryRequest(dto, raw.body, raw.idempotencyKey);
+    const rawKey = request.headers[IDEMPOTENCY_KEY_HEADER_IN];
+    const { body, idempotencyKey } = validateInquiryRequest(dto, rawBody, rawKey);
     const inquiry = toRequest(body);
     if (inquiry.requestHandlingType === 'advanced') requireScope(caller, 'kyc:advanced');
     await this.quotas.consume(caller);
-    send(reply, await this.inquiries.execute(caller, inquiry, idempotencyKey, requestFacts(request)));
+    const prefer = parsePrefer(request.headers[PREFER_HEADER_IN]);
+    const async = prefer.respondAsync ? { waitMs: (prefer.waitSeconds ?? 0) * 1000 } : undefined;
+    send(reply, await this.inquiries.execute(caller, inquiry, idempotencyKey, requestFacts(request), async));
   }
 }
 

@@ -10,6 +10,9 @@ import { InquiryService } from './inquiry.service.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
 import { MemoryIdempotencyStore, MemoryInquiryStore } from './memory-inquiry.store.js';
 import { RedisIdempotencyStore, RedisInquiryStore } from './redis-inquiry.store.js';
+import { InquiryWaits } from './inquiry-waits.js';
+import { MemorySettledNotices, RedisSettledNotices, SettledNotices } from './settled-notices.js';
+import { SettleTimes } from './settle-times.js';
 import { Settlements } from './settlements.js';
 
 @Module({
@@ -28,8 +31,18 @@ import { Settlements } from './settlements.js';
       useFactory: (redis: RedisConnection, cipher: StoreCipher): IdempotencyStore =>
         redis.client ? new RedisIdempotencyStore(redis.client, redis.keys, cipher) : new MemoryIdempotencyStore(),
     },
+    {
+      provide: SettledNotices,
+      inject: [RedisConnection],
+      useFactory: (redis: RedisConnection): SettledNotices =>
+        redis.client && redis.subscriber
+          ? new RedisSettledNotices(redis.client, redis.subscriber, redis.keys)
+          : new MemorySettledNotices(),
+    },
     IdempotencyService,
     InquiryService,
+    InquiryWaits,
+    SettleTimes,
     Settlements,
   ],
 })

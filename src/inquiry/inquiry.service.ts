@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { Caller } from '../caller-auth/caller.js';
 import type { AppConfig } from '../config/app-config.js';
@@ -7,11 +7,21 @@ import { sha256 } from '../crypto/sha256.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { requestLogFields, type InquiryLogFields, type RequestFacts } from '../observability/request-context.js';
 import { ProblemException } from '../problem/problem.js';
-import { AuthorizedUpstream } from '../token/authorized-upstream.js';
-import { IdempotencyService, type HeldKey } from './idempotency.service.js';
-import { failureLogLine, failureOutcome, successOutcome, type InquiryOutcome } from './inquiry-outcome.js';
+import { AuthorizedUpstream, type CallBudget } from '../token/authorized-upstream.js';
+import { LOCATION_HEADER, PREFERENCE_APPLIED_HEADER, RETRY_AFTER_HEADER } from '../http/headers.js';
+import { IdempotencyService, type ClaimResult, type HeldKey } from './idempotency.service.js';
+import {
+  JSON_CONTENT_TYPE,
+  failureLogLine,
+  failureOutcome,
+  successOutcome,
+  type InquiryOutcome,
+} from './inquiry-outcome.js';
 import { publicView, type InquiryRecord, type StoredResponse } from './inquiry-record.js';
 import { InquiryStore } from './inquiry.store.js';
+import { inquiryBudget, msUntilOverdue, statusNow } from './inquiry-deadline.js';
+import { InquiryWaits } from './inquiry-waits.js';
+import { SettleTimes } from './settle-times.js';
 import { Settlements } from './settlements.js';
 import { guardStore } from './store-guard.js';
 import type { InquiryOperation, RequestHandlingType } from './inquiry-record.js';
@@ -32,15 +42,33 @@ export interface InquiryResponse extends StoredResponse {
 }
 
 /**
+ * `Prefer: respond-async, wait=<s>` (docs/api.md, "Asynchronous answers"): answer 202 if the
+ * inquiry has not settled within `waitMs`.
+ */
+export interface AsyncPreference {
+  waitMs: number;
+}
+
+/** `GET /v1/inquiries/{trackId}`: the record as the caller may see it, and how long it was waited for. */
+export interface InquiryView {
+  view: ReturnType<typeof publicView>;
+  /** Seconds of `Prefer: wait` applied (the answer was held), for `Preference-Applied`. */
+  waitedSeconds?: number;
+}
+
+/**
  * The gateway's main job (docs/api.md §2), in five steps: stamp a trackId, claim the
  * Idempotency-Key (a retry replays the first answer instead of charging again), record the
  * inquiry before the upstream sees it, call the upstream, settle the record and answer
  * (docs/upstream-api.md §4.4 rules 1, 5 and 9).
  */
 @Injectable()
-export class InquiryService {
+export class InquiryService implements BeforeApplicationShutdown {
   private readonly logger = new Logger(InquiryService.name);
   private readonly ttlSeconds: number;
+  private readonly upstreamSettings: AppConfig['upstream'];
+  /** Inquiries answered 202 and still running: their settlement is owed, shutdown waits for them. */
+  private readonly background = new Set<Promise<unknown>>();
   /** Seconds until the open circuit lets a trial call through, for `Retry-After`. */
   private readonly circuitRetryAfter: string;
 
@@ -51,18 +79,25 @@ export class InquiryService {
     private readonly upstream: AuthorizedUpstream,
     private readonly metrics: GatewayMetrics,
     private readonly settlements: Settlements,
+    private readonly waits: InquiryWaits,
+    private readonly settleTimes: SettleTimes,
   ) {
     this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
+    this.upstreamSettings = config.get('upstream', { infer: true });
     this.circuitRetryAfter = String(Math.ceil(config.get('upstream', { infer: true }).circuitResetMs / 1000));
     zeroInquirySeries(metrics);
   }
 
-  /** `facts`: the HTTP request's (request-context.ts), for the lines this inquiry writes and its trace. */
+  /**
+   * `facts`: the HTTP request's (request-context.ts), for the lines this inquiry writes and its
+   * trace. `prefer`: the caller asked for an asynchronous answer (202 unless settled in the wait).
+   */
   async execute(
     caller: Caller,
     request: InquiryRequest,
     idempotencyKey?: string,
     facts?: RequestFacts,
+    prefer?: AsyncPreference,
   ): Promise<InquiryResponse> {
     // 1. Stamp.
     const trackId = randomUUID();
@@ -71,12 +106,15 @@ export class InquiryService {
     // 2. Claim the key: a repeat is answered from the earlier request and goes no further.
     let key: HeldKey | undefined;
     if (idempotencyKey !== undefined) {
-      const claimed = await this.idempotency.claim(caller, idempotencyKey, trackId, fingerprint);
+      const claimed = await this.claimKey(caller, request, idempotencyKey, trackId, fingerprint, prefer);
       if ('replay' in claimed) return { ...claimed.replay, replayed: true };
+      if ('accepted' in claimed) return claimed.accepted;
       key = claimed.held;
     }
 
     // 3. Record, before the upstream call: no charge may go untraced.
+    const createdAt = Date.now();
+    const budget = inquiryBudget(this.upstreamSettings, request.requestHandlingType, createdAt);
     const record: InquiryRecord = {
       trackId,
       clientId: caller.clientId,
@@ -86,7 +124,8 @@ export class InquiryService {
       requestHandlingType: request.requestHandlingType,
       fingerprint,
       status: 'pending',
-      createdAt: new Date().toISOString(),
+      createdAt: new Date(createdAt).toISOString(),
+      deadlineAt: new Date(budget.deadline).toISOString(),
     };
     try {
       await guardStore(() => this.records.create(record, this.ttlSeconds), trackId);
@@ -99,9 +138,128 @@ export class InquiryService {
       throw error;
     }
 
-    // 4. Call the upstream with the stamped trackId.
+    // 4 and 5. Call the upstream and settle; an asynchronous caller may be answered first.
+    const settled = this.callAndSettle(caller, request, record, budget, key, facts);
+    if (!prefer) return settled;
+    const answered = await settledWithin(settled, prefer.waitMs);
+    if (answered) return answered;
+    this.owe(settled);
+    this.metrics.inquiriesAccepted.inc({ operation: request.operation });
+    return this.accepted(trackId, request.requestHandlingType, createdAt);
+  }
+
+  /**
+   * `GET /v1/inquiries/{trackId}`: only the client that made the inquiry sees it, and for an
+   * app's end user (JWT `sub`) only that user: one user never sees another's IBAN owners.
+   * With `waitMs`, a `pending` record is waited for (woken by its settlement on any replica)
+   * until it settles, the wait ends, or it is overdue and reads `unknown`.
+   */
+  async find(caller: Caller, trackId: string, waitMs = 0): Promise<InquiryView> {
+    if (!/^[0-9a-f-]{36}$/i.test(trackId)) throw notFound();
+    const id = trackId.toLowerCase();
+    // Held before the first read, so a settlement between the read and the wait still wakes it.
+    const wait = waitMs > 0 ? this.waits.hold(id) : undefined;
+    try {
+      let record = this.visible(caller, await guardStore(() => this.records.get(id)));
+      if (waitMs <= 0 || statusNow(record) !== 'pending') return { view: publicView(record) };
+      if (!wait) throw this.waits.refusal();
+      const started = Date.now();
+      await wait.until(Math.min(waitMs, msUntilOverdue(record)));
+      record = this.visible(caller, await guardStore(() => this.records.get(id)));
+      return { view: publicView(record), waitedSeconds: Math.round((Date.now() - started) / 1000) };
+    } finally {
+      wait?.release();
+    }
+  }
+
+  /** Before the HTTP server drains: inquiries answered 202 still owe their settlement. */
+  async beforeApplicationShutdown(): Promise<void> {
+    if (this.background.size === 0) return;
+    this.logger.log(`shutting down with ${this.background.size} accepted inquiry(ies) running; waiting for them`);
+    await Promise.allSettled(this.background);
+  }
+
+  private visible(caller: Caller, record: InquiryRecord | null): InquiryRecord {
+    const visible =
+      record !== null &&
+      record.clientId === caller.clientId &&
+      (caller.subject === undefined || record.subjectSha256 === sha256(caller.subject));
+    if (!visible) throw notFound();
+    return record;
+  }
+
+  /**
+   * Claims the Idempotency-Key. With `respond-async`, a request still in flight under the key
+   * is waited for like a long-poll (up to the caller's wait), then answered with the replay
+   * once it has settled, or the same 202 as the first got (docs/api.md, "Asynchronous answers").
+   */
+  private async claimKey(
+    caller: Caller,
+    request: InquiryRequest,
+    idempotencyKey: string,
+    trackId: string,
+    fingerprint: string,
+    prefer?: AsyncPreference,
+  ): Promise<ClaimResult | { accepted: InquiryResponse }> {
+    const until = Date.now() + (prefer?.waitMs ?? 0);
+    for (;;) {
+      try {
+        return await this.idempotency.claim(caller, idempotencyKey, trackId, fingerprint);
+      } catch (error) {
+        const inFlight = error instanceof ProblemException && error.code === 'idempotency_key_in_use';
+        if (!prefer || !inFlight || !error.trackId) throw error;
+        const left = until - Date.now();
+        if (left <= 0) return { accepted: this.accepted(error.trackId, request.requestHandlingType) };
+        const wait = this.waits.hold(error.trackId);
+        if (!wait) throw this.waits.refusal();
+        try {
+          await wait.until(left);
+        } finally {
+          wait.release();
+        }
+      }
+    }
+  }
+
+  /** 202 Accepted: where and when to read the result (docs/api.md, "Asynchronous answers"). */
+  private accepted(trackId: string, handling: RequestHandlingType, startedAt?: number): InquiryResponse {
+    return {
+      status: 202,
+      contentType: JSON_CONTENT_TYPE,
+      trackId,
+      body: { trackId, status: 'pending' },
+      headers: {
+        [LOCATION_HEADER]: `/v1/inquiries/${trackId}`,
+        [PREFERENCE_APPLIED_HEADER]: 'respond-async',
+        [RETRY_AFTER_HEADER]: String(this.settleTimes.secondsLeft(handling, startedAt)),
+      },
+      replayed: false,
+    };
+  }
+
+  /** Keeps an accepted inquiry's settlement in view until it is done (shutdown waits for it). */
+  private owe(settled: Promise<InquiryResponse>): void {
+    const running = settled.catch((error: unknown) => {
+      this.logger.error(`accepted inquiry failed unexpectedly: ${error instanceof Error ? error.name : 'unknown'}`);
+    });
+    this.background.add(running);
+    void running.finally(() => this.background.delete(running));
+  }
+
+  /** Steps 4 and 5: the upstream call, its log line and metric, the settlement. Never rejects. */
+  private async callAndSettle(
+    caller: Caller,
+    request: InquiryRequest,
+    record: InquiryRecord,
+    budget: CallBudget,
+    key: HeldKey | undefined,
+    facts: RequestFacts | undefined,
+  ): Promise<InquiryResponse> {
+    const { trackId } = record;
     const started = performance.now();
-    const outcome = await this.call(request, trackId, facts);
+    const outcome = await this.call(request, trackId, budget, facts);
+    const upstreamMs = performance.now() - started;
+    this.settleTimes.observe(request.requestHandlingType, upstreamMs);
     this.metrics.inquiries.inc({ operation: request.operation, status: outcome.status });
     this.logOutcome(
       {
@@ -110,30 +268,12 @@ export class InquiryService {
         operation: request.operation,
         requestHandlingType: request.requestHandlingType,
         outcome: outcome.status,
-        upstreamMs: Math.round(performance.now() - started),
+        upstreamMs: Math.round(upstreamMs),
       },
       outcome.response.status,
       facts,
     );
-
-    // 5. Settle the record and the key, and answer.
     return this.settle(record, outcome, key);
-  }
-
-  /**
-   * `GET /v1/inquiries/{trackId}`: only the client that made the inquiry sees it, and for an
-   * app's end user (JWT `sub`) only that user: one user never sees another's IBAN owners.
-   */
-  async find(caller: Caller, trackId: string): Promise<ReturnType<typeof publicView>> {
-    const record = /^[0-9a-f-]{36}$/i.test(trackId)
-      ? await guardStore(() => this.records.get(trackId.toLowerCase()))
-      : null;
-    const visible =
-      record !== null &&
-      record.clientId === caller.clientId &&
-      (caller.subject === undefined || record.subjectSha256 === sha256(caller.subject));
-    if (!visible) throw new ProblemException('not_found', 'No inquiry with this trackId.');
-    return publicView(record);
   }
 
   /**
@@ -148,10 +288,15 @@ export class InquiryService {
   }
 
   /** One upstream inquiry; every failure becomes its outcome (docs/api.md §3), none is thrown. */
-  private async call(request: InquiryRequest, trackId: string, facts?: RequestFacts): Promise<InquiryOutcome> {
+  private async call(
+    request: InquiryRequest,
+    trackId: string,
+    budget: CallBudget,
+    facts?: RequestFacts,
+  ): Promise<InquiryOutcome> {
     const body = { ...request.fields, requestHandlingType: request.requestHandlingType, trackId };
     try {
-      return successOutcome(trackId, await this.upstream.inquire(request.operation, body, facts));
+      return successOutcome(trackId, await this.upstream.inquire(request.operation, body, budget, facts));
     } catch (error) {
       const line = failureLogLine(error, trackId);
       this.logger[line.level]({ msg: line.message, ...requestLogFields(facts) });
@@ -184,9 +329,14 @@ export class InquiryService {
     const until = Date.parse(record.createdAt) + this.ttlSeconds * 1000;
     const ttlLeft = () => Math.ceil((until - Date.now()) / 1000);
     const response: StoredResponse = { ...outcome.response, trackId };
-    // Sent together (one round trip); the record's command goes first.
+    // Sent together (one round trip); the record's command goes first. Waiters on any replica
+    // are told once the record is written.
     await Promise.all([
-      this.settlements.write(`record of ${trackId}`, () => this.records.settle(settled, ttlLeft()), until),
+      this.settlements.write(
+        `record of ${trackId}`,
+        () => this.records.settle(settled, ttlLeft()).then(() => this.waits.announce(trackId)),
+        until,
+      ),
       key &&
         this.settlements.write(
           `idempotency result of ${trackId}`,
@@ -195,6 +345,22 @@ export class InquiryService {
         ),
     ]);
     return { ...response, replayed: false };
+  }
+}
+
+function notFound(): ProblemException {
+  return new ProblemException('not_found', 'No inquiry with this trackId.');
+}
+
+/** The inquiry's answer if it settles within `ms`, else null (at once for 0: `respond-async` alone). */
+async function settledWithin(settled: Promise<InquiryResponse>, ms: number): Promise<InquiryResponse | null> {
+  if (ms <= 0) return null;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)));
+  try {
+    return await Promise.race([settled, timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

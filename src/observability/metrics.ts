@@ -100,6 +100,26 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  readonly inquiriesAccepted = new Counter({
+    name: 'vgw_inquiries_accepted_total',
+    help: 'Inquiries answered 202 (Prefer: respond-async) and settled in the background, by operation',
+    labelNames: ['operation'] as const,
+    registers: [this.registry],
+  });
+
+  readonly inquiryWaits = new Counter({
+    name: 'vgw_inquiry_waits_total',
+    help: 'Prefer: wait long-polls, by how they ended: woken (a settlement notice, or shutdown), timeout, or refused (this replica held its maximum)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly inquiryWaitsHeld = new Gauge({
+    name: 'vgw_inquiry_waits_held',
+    help: 'Prefer: wait long-polls this replica holds now',
+    registers: [this.registry],
+  });
+
   readonly circuitOpen = new Gauge({
     name: 'vgw_upstream_circuit_open',
     help: '1 while the upstream circuit breaker refuses inquiries',

@@ -36,6 +36,11 @@ export class RedisKeys {
     return `{${this.prefix}:inq:${trackId}}`;
   }
 
+  /** Pub/sub channel announcing the trackId of every inquiry record that has left `pending`. */
+  inquirySettledChannel(): string {
+    return `${this.prefix}:inq:settled`;
+  }
+
   /** Prefix of the quota counters (`<prefix>:<size>:{client:<id>}`, one key per counter). */
   quotaPrefix(): string {
     return `${this.prefix}:quota`;

@@ -13,8 +13,10 @@ export interface UpstreamHttpResponse {
 
 export interface UpstreamHttpSettings {
   baseUrl: string;
-  /** Deadline of one call, from the moment it is made until its answer is read. */
+  /** Deadline of one call, from the moment it is made until its answer is read (unless the call sets its own). */
   timeoutMs: number;
+  /** The longest deadline a call may set (undici's backstops are this long); default `timeoutMs`. */
+  longestTimeoutMs?: number;
   /** Largest response body read; a larger one fails the call as `malformed`. */
   maxResponseBytes: number;
   /** Keep-alive connections to the upstream (undici's `connections`). */
@@ -80,10 +82,10 @@ export class UpstreamHttp {
     this.pool = new Pool(url.origin, {
       connections: settings.connections ?? 128,
       pipelining: 1,
-      // Backstops behind the per-call deadline, never longer than it.
+      // Backstops behind the per-call deadline, never longer than the longest one.
       connectTimeout: settings.timeoutMs,
-      headersTimeout: settings.timeoutMs,
-      bodyTimeout: settings.timeoutMs,
+      headersTimeout: settings.longestTimeoutMs ?? settings.timeoutMs,
+      bodyTimeout: settings.longestTimeoutMs ?? settings.timeoutMs,
       maxResponseSize: settings.maxResponseBytes,
     });
   }
@@ -91,24 +93,31 @@ export class UpstreamHttp {
   /**
    * Resolves with any answered status; rejects only with a classified `UpstreamError`. `request`:
    * the facts of the request the call is made for, whose trace context the upstream receives.
+   * `timeoutMs`: this call's deadline, instead of the settings' one.
    */
   post(
     path: string,
     body: string,
     accessToken: string | undefined,
     request?: RequestFacts,
+    timeoutMs = this.timeoutMs,
   ): Promise<UpstreamHttpResponse> {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
     if (accessToken) headers.authorization = `Bearer ${accessToken}`;
-    if (request?.trace) return this.tracedPost(path, body, headers, request.trace);
+    if (request?.trace) return this.tracedPost(path, body, headers, request.trace, timeoutMs);
     if (request?.callerTraceContext) Object.assign(headers, request.callerTraceContext);
-    return this.send(path, body, headers);
+    return this.send(path, body, headers, timeoutMs);
   }
 
-  private send(path: string, body: string, headers: Record<string, string>): Promise<UpstreamHttpResponse> {
+  private send(
+    path: string,
+    body: string,
+    headers: Record<string, string>,
+    timeoutMs: number,
+  ): Promise<UpstreamHttpResponse> {
     return new Promise((resolve, reject) => {
       const exchange = new Exchange(resolve, reject);
-      exchange.timer = setTimeout(() => exchange.expire(), this.timeoutMs);
+      exchange.timer = setTimeout(() => exchange.expire(), timeoutMs);
       this.pool.dispatch({ method: 'POST', path: this.pathPrefix + path, headers, body }, exchange);
     });
   }
@@ -119,6 +128,7 @@ export class UpstreamHttp {
     body: string,
     headers: Record<string, string>,
     { span: parent, tracing }: RequestTrace,
+    timeoutMs: number,
   ): Promise<UpstreamHttpResponse> {
     const span = tracing.startClientSpan(parent, `upstream POST ${path}`, {
       'http.request.method': 'POST',
@@ -127,7 +137,7 @@ export class UpstreamHttp {
     });
     tracing.inject(span, headers);
     try {
-      const response = await this.send(path, body, headers);
+      const response = await this.send(path, body, headers, timeoutMs);
       span.setAttribute('http.response.status_code', response.status);
       if (response.status >= 500) endSpanWithError(span, String(response.status));
       else span.end();

@@ -69,7 +69,7 @@ export class UpstreamClient implements OnApplicationShutdown {
    * after `UPSTREAM_CIRCUIT_RESET_MS` succeeds. GetToken has its own backoff instead.
    */
   private readonly circuit: CircuitBreaker<
-    [InquiryOperation, Record<string, unknown>, string, RequestFacts | undefined],
+    [InquiryOperation, Record<string, unknown>, string, RequestFacts | undefined, number],
     UpstreamSuccess
   >;
 
@@ -88,6 +88,7 @@ export class UpstreamClient implements OnApplicationShutdown {
     this.http = new UpstreamHttp({
       baseUrl: this.settings.baseUrl,
       timeoutMs: this.settings.timeoutMs,
+      longestTimeoutMs: Math.max(this.settings.timeoutMs, this.settings.advancedTimeoutMs),
       maxResponseBytes: this.settings.maxResponseBytes,
     });
     this.circuit = new CircuitBreaker(
@@ -96,7 +97,8 @@ export class UpstreamClient implements OnApplicationShutdown {
         body: Record<string, unknown>,
         accessToken: string,
         request: RequestFacts | undefined,
-      ) => this.post(INQUIRY_PATHS[operation], body, accessToken, operation, request),
+        timeoutMs: number,
+      ) => this.post(INQUIRY_PATHS[operation], body, accessToken, operation, request, timeoutMs),
       {
         timeout: false, // UpstreamHttp enforces UPSTREAM_TIMEOUT_MS itself
         errorThresholdPercentage: 50,
@@ -148,14 +150,18 @@ export class UpstreamClient implements OnApplicationShutdown {
     return result.data;
   }
 
-  /** §4.2: an inquiry, with the gateway-stamped trackId already in `body`. */
+  /**
+   * §4.2: an inquiry, with the gateway-stamped trackId already in `body`. `timeoutMs`: this
+   * call's deadline (the inquiry's handling type and what is left of its budget decide it).
+   */
   inquire(
     operation: InquiryOperation,
     body: Record<string, unknown>,
     accessToken: string,
-    request?: RequestFacts,
+    request: RequestFacts | undefined,
+    timeoutMs: number,
   ): Promise<UpstreamSuccess> {
-    return this.circuit.fire(operation, body, accessToken, request).catch(asUpstreamError);
+    return this.circuit.fire(operation, body, accessToken, request, timeoutMs).catch(asUpstreamError);
   }
 
   private async post(
@@ -164,11 +170,12 @@ export class UpstreamClient implements OnApplicationShutdown {
     accessToken: string | undefined,
     label: string,
     request?: RequestFacts,
+    timeoutMs?: number,
   ): Promise<UpstreamSuccess> {
     const started = performance.now();
     let outcome = 'error';
     try {
-      const response = await this.http.post(path, JSON.stringify(body), accessToken, request);
+      const response = await this.http.post(path, JSON.stringify(body), accessToken, request, timeoutMs);
       const envelope = parseEnvelope(response.body);
       if (!envelope) {
         outcome = 'malformed';

@@ -65,14 +65,7 @@ export function assembleNodeBase(run: (...args: string[]) => string, dir: string
   // Where the official node images keep it, executable by every user: the running node may sit
   // in root's home (CI fetches it into ~/.cache), which the image's user cannot enter.
   copyWithLibraries(root, process.execPath, '/usr/local/bin/node');
-  for (const binary of [
-    '/bin/dash',
-    '/usr/bin/env',
-    '/bin/rm',
-    '/bin/mkdir',
-    '/bin/ls',
-    '/bin/cat',
-  ]) {
+  for (const binary of ['/bin/dash', '/usr/bin/env', '/bin/rm', '/bin/mkdir', '/bin/ls', '/bin/cat']) {
     copyWithLibraries(root, binary);
   }
   symlinkSync('dash', join(root, 'bin/sh'));

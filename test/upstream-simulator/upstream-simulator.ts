@@ -82,6 +82,9 @@
  *   chosen from the Iranian bank code (characters 5-7 of the IBAN), the owner from a hash of the IBAN.
  * - A supplier 'timeout' is simulated instantly (no real waiting); set `latencyMs` for slowness.
  *   In advanced mode a timeout counts as a supplier error and the chain walks on.
+ * - `supplierLatencyMs` is the time each supplier attempt takes (0 by default): an advanced chain
+ *   that walks three suppliers answers after three of them, "several times longer" (§4.4.7).
+ *   Like `latencyMs` it is applied after processing (the charge is already decided).
  * - A Shahkar matcher that throws gives 500/1/ServerError (trackId consumed, nothing charged).
  * Simulator-only behaviour
  * - A body over 1 MiB is rejected before routing, so it is not counted in tokenCalls/inquiryCalls.
@@ -124,6 +127,8 @@ export interface SimulatorOptions {
   credit: number;
   suppliers: Supplier[];
   latencyMs: number;
+  /** Milliseconds each supplier attempt of an inquiry takes (added after processing). */
+  supplierLatencyMs: number;
   refreshTokenRotation: RefreshTokenRotation;
   /** Clock in milliseconds; token expiry is measured with it. */
   now?: () => number;
@@ -254,6 +259,7 @@ const DEFAULT_OPTIONS: Omit<SimulatorOptions, 'suppliers' | 'now'> = {
   refreshTokenSeconds: 365 * 24 * 3600,
   credit: 1_000_000,
   latencyMs: 0,
+  supplierLatencyMs: 0,
   refreshTokenRotation: 'reusable',
 };
 
@@ -418,6 +424,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
 
   // Simulator controls
   private latency!: number;
+  private supplierLatency!: number;
   private faults!: PendingFault[];
 
   // Observations
@@ -524,6 +531,10 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     this.latency = Math.max(0, ms);
   }
 
+  setSupplierLatency(ms: number): void {
+    this.supplierLatency = Math.max(0, ms);
+  }
+
   setSuppliers(suppliers: Supplier[]): void {
     this.suppliers = validateSuppliers(suppliers);
   }
@@ -576,6 +587,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     this.fieldValidator = () => [];
     this.echoSecrets = false;
     this.latency = o.latencyMs;
+    this.supplierLatency = o.supplierLatencyMs;
     this.faults = [];
     this._tokenCalls = { credentials: 0, refresh: 0, failed: 0 };
     this._inquiryCalls = 0;
@@ -616,6 +628,10 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     return this.latency;
   }
 
+  get supplierLatencyMs(): number {
+    return this.supplierLatency;
+  }
+
   /** JSON-friendly snapshot (also served at GET /__simulator/state). */
   snapshot() {
     return {
@@ -626,6 +642,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
       accessTokenSeconds: this.accessSeconds,
       refreshTokenSeconds: this.refreshSeconds,
       latencyMs: this.latency,
+      supplierLatencyMs: this.supplierLatency,
       suppliers: this.suppliers.map((s) => ({ ...s, failure: this.supplierFailures.get(s.name) ?? null })),
       pendingFaults: this.faults.map((f) => ({ path: f.path ?? null, kind: f.kind, remaining: f.remaining })),
       tokenCalls: { ...this._tokenCalls },
@@ -737,6 +754,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     }
 
     const fault = this.takeFault(path);
+    const attemptsBefore = this._attemptLog.length;
     let outcome: Outcome;
     if (fault === 'drop' || fault === 'hang') {
       if (kind === 'token') this._tokenCalls.failed += 1;
@@ -754,6 +772,8 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     } else {
       outcome = this.process(kind, path, body, request.headers.authorization, bodyTrackId);
     }
+    // The supplier attempts this request made (each takes supplierLatencyMs).
+    const attempts = this._attemptLog.length - attemptsBefore;
 
     if (kind === 'token' && !outcome.ok) this._tokenCalls.failed += 1;
     const code = fault === 'malformed' ? null : outcome.body.meta.code;
@@ -766,7 +786,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
       return undefined;
     }
 
-    await this.delay();
+    await this.delay(this.latency + attempts * this.supplierLatency);
     this.responseInfo.set(request.raw, info);
     reply.code(outcome.http).header('X-Track-Id', outcome.trackId);
     if (fault === 'malformed') {
@@ -791,15 +811,15 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     req.socket.once('close', () => this.held.delete(req));
   }
 
-  private delay(): Promise<void> {
-    if (this.latency <= 0) return Promise.resolve();
+  private delay(ms: number): Promise<void> {
+    if (ms <= 0) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const release = () => {
         clearTimeout(timer);
         this.waits.delete(release);
         resolve();
       };
-      const timer = setTimeout(release, this.latency);
+      const timer = setTimeout(release, ms);
       this.waits.add(release);
     });
   }
@@ -1021,6 +1041,12 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
       const { ms } = obj(request);
       if (typeof ms !== 'number' || !(ms >= 0)) return bad(reply, 'ms must be a number >= 0');
       this.setLatency(ms);
+      return ok();
+    });
+    app.post(`${CONTROL_PREFIX}/supplier-latency`, async (request, reply) => {
+      const { ms } = obj(request);
+      if (typeof ms !== 'number' || !(ms >= 0)) return bad(reply, 'ms must be a number >= 0');
+      this.setSupplierLatency(ms);
       return ok();
     });
     app.post(`${CONTROL_PREFIX}/supplier-failure`, async (request, reply) => {

@@ -1,0 +1,31 @@
+import { describe, expect, it } from '@jest/globals';
+import { DEADLINE_MARGIN_MS, inquiryBudget, msUntilOverdue, statusNow } from './inquiry-deadline.js';
+
+const UPSTREAM = { timeoutMs: 1_000, advancedTimeoutMs: 5_000 };
+
+describe('inquiry deadlines', () => {
+  it('budgets each handling type its own call timeout, twice (the call and its repeat after a 401), plus the token wait', () => {
+    expect(inquiryBudget(UPSTREAM, 'standard', 100)).toEqual({ callTimeoutMs: 1_000, deadline: 100 + 2_000 + 6_000 });
+    expect(inquiryBudget(UPSTREAM, 'advanced', 100)).toEqual({ callTimeoutMs: 5_000, deadline: 100 + 10_000 + 6_000 });
+  });
+
+  const record = (status: string, deadlineAt?: number) => ({
+    status,
+    ...(deadlineAt !== undefined ? { deadlineAt: new Date(deadlineAt).toISOString() } : {}),
+  });
+
+  it('a pending record reads unknown only once its deadline and the margin have passed', () => {
+    const deadline = Date.parse('2026-11-24T10:00:00Z');
+    expect(statusNow(record('pending', deadline), deadline + DEADLINE_MARGIN_MS)).toBe('pending');
+    expect(statusNow(record('pending', deadline), deadline + DEADLINE_MARGIN_MS + 1)).toBe('unknown');
+    expect(msUntilOverdue(record('pending', deadline), deadline)).toBe(DEADLINE_MARGIN_MS);
+    expect(msUntilOverdue(record('pending', deadline), deadline + 10 * DEADLINE_MARGIN_MS)).toBe(0);
+  });
+
+  it('settled records, and records written before deadlines existed, read as stored', () => {
+    const past = Date.parse('2020-01-01T00:00:00Z');
+    for (const status of ['succeeded', 'failed', 'unknown']) expect(statusNow(record(status, past))).toBe(status);
+    expect(statusNow(record('pending'))).toBe('pending');
+    expect(msUntilOverdue(record('pending'))).toBe(Infinity);
+  });
+});

@@ -1,0 +1,74 @@
+import { describe, expect, it } from '@jest/globals';
+import type { ConfigService } from '@nestjs/config';
+import type { AppConfig } from '../config/app-config.js';
+import { GatewayMetrics } from '../observability/metrics.js';
+import { ProblemException } from '../problem/problem.js';
+import { InquiryWaits } from './inquiry-waits.js';
+import { MemorySettledNotices } from './settled-notices.js';
+
+async function waitsWith(maxHeld: number) {
+  const config = { get: () => ({ maxHeld }) } as unknown as ConfigService<AppConfig, true>;
+  const notices = new MemorySettledNotices();
+  const metrics = new GatewayMetrics();
+  const waits = new InquiryWaits(config, notices, metrics);
+  await waits.onModuleInit();
+  const count = async (series: string) =>
+    (await metrics.registry.getSingleMetric(series)!.get()).values.map((v) => [v.labels.outcome ?? '', v.value]);
+  return { waits, notices, count };
+}
+
+describe('InquiryWaits', () => {
+  it('wakes every waiter of a trackId on its notice, and no other', async () => {
+    const { waits, notices } = await waitsWith(10);
+    const [x1, x2, y] = [waits.hold('x')!, waits.hold('x')!, waits.hold('y')!];
+    const results = Promise.all([x1.until(60_000), x2.until(60_000)]);
+    const other = y.until(20);
+    await notices.publish('x');
+    expect(await results).toEqual([true, true]);
+    expect(await other).toBe(false);
+    for (const wait of [x1, x2, y]) wait.release();
+  });
+
+  it('holds at most maxHeld; a released slot is free again; refusals are counted', async () => {
+    const { waits, count } = await waitsWith(2);
+    const a = waits.hold('a')!;
+    const b = waits.hold('b')!;
+    expect(waits.hold('c')).toBeNull();
+    const refusal = waits.refusal();
+    expect(refusal).toBeInstanceOf(ProblemException);
+    expect(refusal.status).toBe(429);
+    expect(refusal.headers).toEqual({ 'Retry-After': '1' });
+    expect(await count('vgw_inquiry_waits_held')).toEqual([['', 2]]);
+    a.release();
+    a.release(); // idempotent: frees one slot, not two
+    const c = waits.hold('c');
+    expect(c).not.toBeNull();
+    expect(waits.hold('d')).toBeNull();
+    expect(await count('vgw_inquiry_waits_total')).toEqual(
+      expect.arrayContaining([
+        ['woken', 0],
+        ['timeout', 0],
+        ['refused', 1],
+      ]),
+    );
+    b.release();
+    c!.release();
+    expect(await count('vgw_inquiry_waits_held')).toEqual([['', 0]]);
+  });
+
+  it('a notice sent between hold and until still wakes the waiter (hold first, then read)', async () => {
+    const { waits, notices } = await waitsWith(1);
+    const wait = waits.hold('x')!;
+    await notices.publish('x');
+    expect(await wait.until(60_000)).toBe(true);
+    wait.release();
+  });
+
+  it('at shutdown wakes every held wait, and later ones do not wait', async () => {
+    const { waits } = await waitsWith(1);
+    const held = waits.hold('x')!.until(60_000);
+    waits.beforeApplicationShutdown();
+    expect(await held).toBe(true);
+    expect(await waits.hold('y')!.until(60_000)).toBe(false);
+  });
+});

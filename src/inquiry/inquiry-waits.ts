@@ -1,0 +1,112 @@
+import { Injectable, type BeforeApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import type { AppConfig } from '../config/app-config.js';
+import { RETRY_AFTER_HEADER } from '../http/headers.js';
+import { GatewayMetrics } from '../observability/metrics.js';
+import { ProblemException } from '../problem/problem.js';
+import { SettledNotices } from './settled-notices.js';
+
+/** One held wait for a record to leave `pending`. */
+export interface HeldWait {
+  /** Resolves true when a settlement notice for the trackId came, false when `ms` passed first. */
+  until(ms: number): Promise<boolean>;
+  /** Frees the slot; call it once the answer is decided (idempotent). */
+  release(): void;
+}
+
+/** How long a caller refused for want of a slot should wait before trying again. */
+const REFUSED_RETRY_AFTER_SECONDS = '1';
+
+/**
+ * The long-polls this replica holds (`Prefer: wait`, and a keyed async retry), woken by
+ * settlement notices from any replica (settled-notices.ts): a waiter costs a closure and a
+ * timer here, and no Redis connection or command until it wakes. At most `INQUIRY_MAX_HELD_WAITS`
+ * are held; one more that would have to wait is refused (429 `rate_limited`, `Retry-After: 1`)
+ * rather than let a burst of idle connections grow the heap without bound. At shutdown every held wait is woken, so its
+ * caller is answered with the record as it stands instead of delaying the drain.
+ */
+@Injectable()
+export class InquiryWaits implements OnModuleInit, BeforeApplicationShutdown {
+  private readonly waiting = new Map<string, Set<() => void>>();
+  private readonly maxHeld: number;
+  private held = 0;
+  private closing = false;
+
+  constructor(
+    config: ConfigService<AppConfig, true>,
+    private readonly notices: SettledNotices,
+    private readonly metrics: GatewayMetrics,
+  ) {
+    this.maxHeld = config.get('inquiryWaits', { infer: true }).maxHeld;
+    for (const outcome of ['woken', 'timeout', 'refused']) metrics.inquiryWaits.inc({ outcome }, 0);
+    metrics.inquiryWaitsHeld.set(0);
+  }
+
+  async onModuleInit(): Promise<void> {
+    await this.notices.listen((trackId) => this.wake(trackId));
+  }
+
+  /** Tells every replica's waiters that this record has left `pending` (best effort). */
+  announce(trackId: string): Promise<void> {
+    return this.notices.publish(trackId).catch(() => undefined);
+  }
+
+  /**
+   * Takes a slot and starts listening for `trackId` at once: hold first, then read the record,
+   * so a settlement between the read and the wait still wakes it. Null when every slot is
+   * taken: the caller answers at once if it can, else throws `refusal()`.
+   */
+  hold(trackId: string): HeldWait | null {
+    if (this.closing) return { until: () => Promise.resolve(false), release: () => undefined };
+    if (this.held >= this.maxHeld) return null;
+    let wake!: () => void;
+    const woken = new Promise<void>((resolve) => (wake = resolve));
+    let waiters = this.waiting.get(trackId);
+    if (!waiters) this.waiting.set(trackId, (waiters = new Set()));
+    waiters.add(wake);
+    this.held += 1;
+    this.metrics.inquiryWaitsHeld.set(this.held);
+    let released = false;
+    return {
+      until: (ms) =>
+        new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => resolve(false), ms);
+          void woken.then(() => {
+            clearTimeout(timer);
+            resolve(true);
+          });
+        }).then((settled) => {
+          this.metrics.inquiryWaits.inc({ outcome: settled ? 'woken' : 'timeout' });
+          return settled;
+        }),
+      release: () => {
+        if (released) return;
+        released = true;
+        waiters.delete(wake);
+        if (waiters.size === 0 && this.waiting.get(trackId) === waiters) this.waiting.delete(trackId);
+        this.held -= 1;
+        this.metrics.inquiryWaitsHeld.set(this.held);
+      },
+    };
+  }
+
+  /** The answer to a wait that found no slot: 429, retry in a second (counted). */
+  refusal(): ProblemException {
+    this.metrics.inquiryWaits.inc({ outcome: 'refused' });
+    return new ProblemException(
+      'rate_limited',
+      `This replica already holds its maximum of ${this.maxHeld} waiting requests; retry shortly.`,
+      { headers: { [RETRY_AFTER_HEADER]: REFUSED_RETRY_AFTER_SECONDS } },
+    );
+  }
+
+  private wake(trackId: string): void {
+    for (const wake of this.waiting.get(trackId) ?? []) wake();
+  }
+
+  /** Before the HTTP server drains: held long-polls answer now; new ones do not wait. */
+  beforeApplicationShutdown(): void {
+    this.closing = true;
+    for (const waiters of this.waiting.values()) for (const wake of waiters) wake();
+  }
+}
