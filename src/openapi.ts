@@ -51,6 +51,15 @@ const HEADERS = {
     description: 'Seconds to wait before trying again.',
     schema: { type: 'string', pattern: '^[0-9]+$' },
   },
+  Location: {
+    description: 'Where the result is read: `/v1/inquiries/{trackId}` (with `Prefer: wait=<seconds>` to wait for it).',
+    required: true,
+    schema: { type: 'string' },
+  },
+  'Preference-Applied': {
+    description: 'RFC 7240: the `Prefer` preference this answer honoured (`respond-async`, or `wait=<seconds>`).',
+    schema: { type: 'string' },
+  },
   'X-Request-Id': {
     description:
       'The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem.',

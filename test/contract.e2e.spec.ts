@@ -93,6 +93,8 @@ describe('the live gateway against docs/openapi.json', () => {
   let silentUpstream: Server;
   const silentSockets = new Set<Socket>();
   let starting: RunningGateway;
+  /** Holds no long-poll (INQUIRY_MAX_HELD_WAITS=0): a `Prefer: wait` on a pending record is a 429. */
+  let noWaits: RunningGateway;
 
   /** Checks one answer against the operation at (method, path template), and records the pair. */
   function check(method: string, template: string, answer: Answer): void {
@@ -175,6 +177,11 @@ describe('the live gateway against docs/openapi.json', () => {
     await new Promise<void>((resolve) => silentUpstream.listen(0, '127.0.0.1', resolve));
     const { port } = silentUpstream.address() as { port: number };
     starting = await startGateway({ UPSTREAM_BASE_URL: `http://127.0.0.1:${port}`, UPSTREAM_TIMEOUT_MS: '60000' });
+    noWaits = await startGateway({
+      UPSTREAM_BASE_URL: sim.baseUrl,
+      UPSTREAM_TIMEOUT_MS: '1000',
+      INQUIRY_MAX_HELD_WAITS: '0',
+    });
     await untilStarted(gateway.app);
   });
 
@@ -182,7 +189,7 @@ describe('the live gateway against docs/openapi.json', () => {
     // The silent upstream hangs up: the pending token call fails and `starting` can close.
     for (const socket of silentSockets) socket.destroy();
     await new Promise((resolve) => silentUpstream.close(resolve));
-    await Promise.all([gateway.close(), storeless.close(), starting.close()]);
+    await Promise.all([gateway.close(), storeless.close(), starting.close(), noWaits.close()]);
     await redis.stop();
     await sim.stop();
   });
@@ -257,6 +264,22 @@ describe('the live gateway against docs/openapi.json', () => {
 
     sim.injectFault({ kind: 'hang' });
     expect((await call(gateway, 'POST', template, { apiKey: key, json })).status).toBe(504);
+
+    // 202 with `Prefer: respond-async`; its record, long-polled until the hung call times out.
+    sim.injectFault({ kind: 'hang' });
+    const accepted = await call(gateway, 'POST', template, { apiKey: key, json, headers: { prefer: 'respond-async' } });
+    expect(accepted.status).toBe(202);
+    const trackId = (JSON.parse(accepted.text) as { trackId: string }).trackId;
+    const held = await call(gateway, 'GET', '/v1/inquiries/{trackId}', {
+      path: `/v1/inquiries/${trackId}`,
+      apiKey: key,
+      headers: { prefer: 'wait=10' },
+    });
+    expect([held.status, held.headers['preference-applied'], JSON.parse(held.text).status]).toEqual([
+      200,
+      'wait=10',
+      'unknown',
+    ]);
   });
 
   it('documents every answer of the record lookup', async () => {
@@ -273,6 +296,20 @@ describe('the live gateway against docs/openapi.json', () => {
     ).toBe(403);
     expect((await call(gateway, 'GET', template, { ...at(crypto.randomUUID()), apiKey: key })).status).toBe(404);
     expect((await call(storeless, 'GET', template, { ...at(crypto.randomUUID()), apiKey: key })).status).toBe(503);
+
+    // 429: a long-poll of a pending record on a replica that holds no more waits.
+    sim.injectFault({ kind: 'hang' });
+    const pending = await callGateway(noWaits.url, 'POST', '/v1/kyc/shahkar', {
+      apiKey: key,
+      json: SHAHKAR,
+      headers: { prefer: 'respond-async' },
+    });
+    const refused = await call(noWaits, 'GET', template, {
+      ...at(String(pending.body.trackId)),
+      apiKey: key,
+      headers: { prefer: 'wait=5' },
+    });
+    expect([refused.status, refused.headers['retry-after']]).toEqual([429, '1']);
   });
 
   it('documents the answers given before routing (a body too slow, headers too large)', async () => {

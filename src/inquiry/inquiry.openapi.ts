@@ -1,9 +1,18 @@
 import { applyDecorators, type Type } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiParam, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import {
+  ApiAcceptedResponse,
+  ApiBody,
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiSecurity,
+  ApiTags,
+} from '@nestjs/swagger';
 import type { Scope } from '../config/app-config.js';
 import { API_KEY_SCHEME, JWT_SCHEME, responseHeader } from '../openapi.js';
 import { ApiProblemResponses } from '../problem/problem.openapi.js';
-import { InquiryRecordDto, InquiryResultDto } from './dto/inquiry-result.dto.js';
+import { InquiryAcceptedDto, InquiryRecordDto, InquiryResultDto } from './dto/inquiry-result.dto.js';
 
 /** Either credential; the JWT's scope is listed OAuth2-style, the API key's in the description. */
 function ApiScope(scope: Scope): MethodDecorator {
@@ -19,6 +28,29 @@ const IDEMPOTENCY_KEY = ApiHeader({
     'the stored answer with `Idempotent-Replayed: true` and is not charged again; kept for ' +
     '`IDEMPOTENCY_TTL_SECONDS` (24 h by default). A bad key is a 400 `validation_failed` on `Idempotency-Key`.',
   schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]{1,255}$' },
+});
+
+/** RFC 7240 `Prefer` on an inquiry (docs/api.md §2, "Asynchronous answers"). */
+const PREFER_ASYNC = ApiHeader({
+  name: 'Prefer',
+  required: false,
+  description:
+    '`respond-async, wait=<seconds>` (0–60; `respond-async` alone means 0): if the inquiry has not settled within ' +
+    'the wait, the answer is 202 with `Location`, and the inquiry goes on and settles its record as a synchronous ' +
+    'one would. Within the wait, the answer is exactly the synchronous one. With an `Idempotency-Key`, a retry ' +
+    'while the first is in flight gets the same 202 instead of 409. Other preferences are ignored.',
+  schema: { type: 'string', example: 'respond-async, wait=5' },
+});
+
+/** RFC 7240 `Prefer: wait` on a read: a long-poll. */
+const PREFER_WAIT = ApiHeader({
+  name: 'Prefer',
+  required: false,
+  description:
+    '`wait=<seconds>` (0–60): a `pending` record is held until it settles (on any replica) or the wait ends; ' +
+    'the answer then says `Preference-Applied: wait=<seconds>`. 429 when this replica already holds its maximum ' +
+    'of waiting requests.',
+  schema: { type: 'string', example: 'wait=30' },
 });
 
 /** Headers of an inquiry's answers that can be a replay (stored outcomes: not the refusals before the call). */
@@ -42,6 +74,19 @@ export function ApiInquiry(options: { summary: string; scope: Scope; body: Type<
     ApiScope(options.scope),
     ApiBody({ type: options.body, required: true }),
     IDEMPOTENCY_KEY,
+    PREFER_ASYNC,
+    ApiAcceptedResponse({
+      type: InquiryAcceptedDto,
+      description:
+        '`Prefer: respond-async` and not settled within the wait: the inquiry is recorded and goes on; read the ' +
+        'result at `Location`. `Retry-After` is the gateway’s estimate of when it will be ready.',
+      headers: {
+        'X-Track-Id': responseHeader('X-Track-Id', true),
+        Location: responseHeader('Location', true),
+        'Preference-Applied': responseHeader('Preference-Applied', true),
+        'Retry-After': responseHeader('Retry-After', true),
+      },
+    }),
     ApiOkResponse({
       type: InquiryResultDto,
       description: 'The upstream service answered; `data` is its answer.',
@@ -97,10 +142,16 @@ export function ApiInquiryRecord(): MethodDecorator {
         'The trackId of an earlier inquiry (any other value is a 404; a path that is not valid URL encoding is a 400).',
       schema: { type: 'string', format: 'uuid' },
     }),
+    PREFER_WAIT,
     ApiOkResponse({
       type: InquiryRecordDto,
-      description: 'The inquiry as recorded.',
-      headers: { 'X-Track-Id': responseHeader('X-Track-Id', true) },
+      description:
+        'The inquiry as recorded. A record still `pending` after its upstream call can no longer be running reads ' +
+        '`unknown`.',
+      headers: {
+        'X-Track-Id': responseHeader('X-Track-Id', true),
+        'Preference-Applied': responseHeader('Preference-Applied'),
+      },
     }),
     ApiProblemResponses(
       [
@@ -108,11 +159,13 @@ export function ApiInquiryRecord(): MethodDecorator {
         'unauthenticated',
         'forbidden',
         'not_found',
+        'rate_limited',
         'internal',
         'auth_unavailable',
         'store_unavailable',
       ],
       {
+        429: { 'Retry-After': responseHeader('Retry-After', true) },
         503: { 'Retry-After': responseHeader('Retry-After') },
       },
     ),

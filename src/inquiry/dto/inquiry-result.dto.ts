@@ -27,6 +27,19 @@ export class InquiryResultDto {
   data!: Record<string, unknown>;
 }
 
+/** The 202 answer of an inquiry with `Prefer: respond-async` (docs/api.md §2, "Asynchronous answers"). */
+@ApiSchema({
+  name: 'InquiryAccepted',
+  description: 'Accepted: the inquiry goes on; read its result at `Location`.',
+})
+export class InquiryAcceptedDto {
+  @ApiProperty({ type: String, format: 'uuid', description: 'Stamped by the gateway (UUID v4); also in `X-Track-Id`.' })
+  trackId!: string;
+
+  @ApiProperty({ enum: ['pending'], description: 'Always `pending` on a 202.' })
+  status!: 'pending';
+}
+
 @ApiSchema({ name: 'UpstreamOutcome', description: 'The upstream envelope’s `meta.code` and (masked) `meta.message`.' })
 export class UpstreamOutcomeDto {
   @ApiPropertyOptional({ type: 'integer', description: '0 means success.', example: 0 })
