@@ -125,6 +125,48 @@ describe('clients/typescript', () => {
     expect(timedOut.problem).toMatchObject({ status: 504, code: 'upstream_timeout', trackId: expect.any(String) });
   });
 
+  it('retries, when asked, only what is safe: with the same key, never past a replayed outcome or the deadline', async () => {
+    // 409 while the first is in flight: retried until the replay.
+    sim.setLatency(300);
+    let both: Awaited<ReturnType<typeof client.iban>>[];
+    try {
+      both = await Promise.all(
+        [0, 1].map(() =>
+          client.iban({ iban: IBAN }, { idempotencyKey: 'client-retry-busy', retry: { baseDelayMs: 50 } }),
+        ),
+      );
+    } finally {
+      sim.setLatency(0);
+    }
+    expect(both.map((r) => [r.ok, r.status, r.idempotencyKey]).sort()).toEqual([
+      [true, 200, 'client-retry-busy'],
+      [true, 200, 'client-retry-busy'],
+    ]);
+    expect(both.map((r) => r.replayed).sort()).toEqual([false, true]);
+    expect(Math.max(...both.map((r) => r.attempts))).toBeGreaterThan(1);
+    expect(sim.chargeCount(both[0].trackId!)).toBe(1);
+
+    // 504: retried once with the same key, and its stored (replayed) outcome is final.
+    sim.injectFault({ kind: 'hang' });
+    const timedOut = await client.iban({ iban: IBAN }, { retry: { baseDelayMs: 10 } });
+    expect(timedOut).toMatchObject({ ok: false, status: 504, replayed: true, attempts: 2 });
+    expect(sim.requests.filter((r) => r.trackId === timedOut.trackId)).toHaveLength(1);
+
+    // 400 is never retried; a 429 whose Retry-After lies past the deadline is returned at once.
+    expect(await client.shahkar({ ...SHAHKAR, nationalCode: '1' }, { retry: true })).toMatchObject({
+      status: 400,
+      attempts: 1,
+    });
+    const quota = new VerificationGatewayClient({
+      baseUrl: gateway.url,
+      apiKey: QUOTA_KEY,
+      retry: { deadlineMs: 2000 },
+    });
+    await quota.shahkar(SHAHKAR);
+    const limited = await quota.shahkar(SHAHKAR);
+    expect(limited).toMatchObject({ ok: false, status: 429, attempts: 1 });
+  });
+
   it('sends an end user token from the provider on every call, and throws on an answer that is not the gateway’s', async () => {
     const seen: Array<string | null> = [];
     const proxied = new VerificationGatewayClient({

@@ -257,6 +257,19 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /** @description Accepted: the inquiry goes on; read its result at `Location`. */
+        InquiryAccepted: {
+            /**
+             * Format: uuid
+             * @description Stamped by the gateway (UUID v4); also in `X-Track-Id`.
+             */
+            trackId: string;
+            /**
+             * @description Always `pending` on a 202.
+             * @enum {string}
+             */
+            status: "pending";
+        };
         /** @description Who owns this IBAN (شبا)? Unknown fields (including `trackId`) are rejected. */
         IbanRequest: {
             /**
@@ -334,6 +347,10 @@ export interface components {
         "Idempotent-Replayed": "true";
         /** @description Seconds to wait before trying again. */
         "Retry-After": string;
+        /** @description Where the result is read: `/v1/inquiries/{trackId}` (with `Prefer: wait=<seconds>` to wait for it). */
+        Location: string;
+        /** @description RFC 7240: the `Prefer` preference this answer honoured (`respond-async`, or `wait=<seconds>`). */
+        "Preference-Applied": string;
         /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
         "X-Request-Id": string;
     };
@@ -710,6 +727,8 @@ export interface operations {
             header?: {
                 /** @description 1–255 visible ASCII characters (0x21–0x7E), sent once. A retry with the same key and body (same caller) gets the stored answer with `Idempotent-Replayed: true` and is not charged again; kept for `IDEMPOTENCY_TTL_SECONDS` (24 h by default). A bad key is a 400 `validation_failed` on `Idempotency-Key`. */
                 "Idempotency-Key"?: string;
+                /** @description `respond-async, wait=<seconds>` (0–60; `respond-async` alone means 0): if the inquiry has not settled within the wait, the answer is 202 with `Location`, and the inquiry goes on and settles its record as a synchronous one would. Within the wait, the answer is exactly the synchronous one. With an `Idempotency-Key`, a retry while the first is in flight gets the same 202 instead of 409. Other preferences are ignored. */
+                Prefer?: string;
                 /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };
@@ -733,6 +752,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InquiryResult"];
+                };
+            };
+            /** @description `Prefer: respond-async` and not settled within the wait: the inquiry is recorded and goes on; read the result at `Location`. `Retry-After` is the gateway’s estimate of when it will be ready. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description The inquiry’s trackId (UUID v4), once the gateway stamped one. */
+                    "X-Track-Id": string;
+                    Location: components["headers"]["Location"];
+                    /** @description RFC 7240: the `Prefer` preference this answer honoured (`respond-async`, or `wait=<seconds>`). */
+                    "Preference-Applied": string;
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InquiryAccepted"];
                 };
             };
             /** @description `validation_failed`: body not JSON, unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field). */
@@ -889,6 +925,8 @@ export interface operations {
             header?: {
                 /** @description 1–255 visible ASCII characters (0x21–0x7E), sent once. A retry with the same key and body (same caller) gets the stored answer with `Idempotent-Replayed: true` and is not charged again; kept for `IDEMPOTENCY_TTL_SECONDS` (24 h by default). A bad key is a 400 `validation_failed` on `Idempotency-Key`. */
                 "Idempotency-Key"?: string;
+                /** @description `respond-async, wait=<seconds>` (0–60; `respond-async` alone means 0): if the inquiry has not settled within the wait, the answer is 202 with `Location`, and the inquiry goes on and settles its record as a synchronous one would. Within the wait, the answer is exactly the synchronous one. With an `Idempotency-Key`, a retry while the first is in flight gets the same 202 instead of 409. Other preferences are ignored. */
+                Prefer?: string;
                 /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };
@@ -912,6 +950,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InquiryResult"];
+                };
+            };
+            /** @description `Prefer: respond-async` and not settled within the wait: the inquiry is recorded and goes on; read the result at `Location`. `Retry-After` is the gateway’s estimate of when it will be ready. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description The inquiry’s trackId (UUID v4), once the gateway stamped one. */
+                    "X-Track-Id": string;
+                    Location: components["headers"]["Location"];
+                    /** @description RFC 7240: the `Prefer` preference this answer honoured (`respond-async`, or `wait=<seconds>`). */
+                    "Preference-Applied": string;
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InquiryAccepted"];
                 };
             };
             /** @description `validation_failed`: body not JSON, unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field). */
@@ -1066,6 +1121,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description `wait=<seconds>` (0–60): a `pending` record is held until it settles (on any replica) or the wait ends; the answer then says `Preference-Applied: wait=<seconds>`. 429 when this replica already holds its maximum of waiting requests. */
+                Prefer?: string;
                 /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };
@@ -1077,12 +1134,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The inquiry as recorded. */
+            /** @description The inquiry as recorded. A record still `pending` after its upstream call can no longer be running reads `unknown`. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description The inquiry’s trackId (UUID v4), once the gateway stamped one. */
                     "X-Track-Id": string;
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1135,6 +1193,18 @@ export interface operations {
                 headers: {
                     /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: client or end-user quota used up; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
