@@ -275,11 +275,11 @@ describe('the live gateway against docs/openapi.json', () => {
       apiKey: key,
       headers: { prefer: 'wait=10' },
     });
-    expect([held.status, held.headers['preference-applied'], JSON.parse(held.text).status]).toEqual([
-      200,
-      'wait=10',
-      'unknown',
-    ]);
+    expect([
+      held.status,
+      held.headers['preference-applied'],
+      (JSON.parse(held.text) as { status: string }).status,
+    ]).toEqual([200, 'wait=10', 'unknown']);
   });
 
   it('documents every answer of the record lookup', async () => {
