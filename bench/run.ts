@@ -5,7 +5,9 @@
  *      redis-server: CPU per request, req/s, latency, memory, Redis commands per inquiry, in
  *      several scenarios (bench/http-overhead.ts);
  *   2. token single flight across instances sharing one Redis (bench/token-single-flight.ts);
- *   3. validator micro-benchmark vs a plain regex test (bench/validation.ts).
+ *   3. validator micro-benchmark vs a plain regex test (bench/validation.ts);
+ *   4. held long-polls: memory above as many idle connections, Redis connections, wake-up
+ *      fan-out (bench/long-polls.ts).
  * Prints tables and writes the same figures to .build/bench-results.json. Everything runs on
  * 127.0.0.1; every server, gateway and redis-server started here is stopped before exit, and
  * a watchdog ends the run if it overstays.
@@ -29,6 +31,7 @@ import { heading, num, ratio } from './lib/format.js';
 import { killAllServers } from './lib/servers.js';
 import { benchTokenSingleFlight, formatTokenSingleFlight, type SingleFlightResult } from './token-single-flight.js';
 import { benchValidation, formatValidation, type ValidationResult } from './validation.js';
+import { benchLongPolls, formatLongPolls, type LongPollResult } from './long-polls.js';
 
 const RESULTS_FILE = process.env.BENCH_RESULTS || fileURLToPath(new URL('../bench-results.json', import.meta.url));
 const EXIT_GRACE_MS = 5_000;
@@ -53,9 +56,10 @@ const settings = {
   profile: process.env.BENCH_PROFILE === '1',
   singleFlight: { instances: [1, 3, 5], concurrentRequests: [100, 300, 1000] },
   validation: { iterations: 200_000, rounds: 5, warmupIterations: 50_000 },
+  longPolls: { sizes: [500, 2000] },
 };
 const sections = new Set(
-  (process.env.BENCH_SECTIONS ?? (settings.profile ? '1' : '1,2,3')).split(',').map((s) => s.trim()),
+  (process.env.BENCH_SECTIONS ?? (settings.profile ? '1' : '1,2,3,4')).split(',').map((s) => s.trim()),
 );
 /** Ends a run that overstays: generous for the scenarios, rounds and long run asked for. */
 const WATCHDOG_MS =
@@ -74,7 +78,12 @@ function emergencyStop(reason: string, exitCode: number): void {
 }
 
 /** The headline figures, one line each. */
-function summary(http?: HttpOverheadResult, flight?: SingleFlightResult, validation?: ValidationResult): string[] {
+function summary(
+  http?: HttpOverheadResult,
+  flight?: SingleFlightResult,
+  validation?: ValidationResult,
+  longPolls?: LongPollResult,
+): string[] {
   const lines: string[] = [];
   if (http) {
     for (const s of http.scenarios) {
@@ -112,6 +121,15 @@ function summary(http?: HttpOverheadResult, flight?: SingleFlightResult, validat
     const slowdowns = validation.cases.map((c) => `${c.name} ${ratio(1 / c.ratio, 1)} (${num(c.validatorNsPerOp)} ns)`);
     lines.push(`validator slowdown vs a plain regex: ${slowdowns.join('; ')}`);
   }
+  if (longPolls) {
+    for (const c of longPolls.cases) {
+      lines.push(
+        `${num(c.held)} held long-polls: ${num(c.heapKiBPerPoll, 1)} KiB heap each above an idle connection ` +
+          `(RSS +${num(c.waiting.rssMiB - c.idle.rssMiB, 1)} MiB in all), Redis connections ${c.redisConnectionsBefore} → ` +
+          `${c.redisConnectionsHeld}, all woken ${num(c.wakeAllMs, 1)} ms after one notice`,
+      );
+    }
+  }
   return lines;
 }
 
@@ -131,11 +149,12 @@ async function main(): Promise<void> {
   let httpOverhead: HttpOverheadResult | undefined;
   let singleFlight: SingleFlightResult | undefined;
   let validation: ValidationResult | undefined;
+  let longPolls: LongPollResult | undefined;
 
   try {
-    if (sections.has('1') || sections.has('2')) redis = await RedisServer.start();
+    if (sections.has('1') || sections.has('2') || sections.has('4')) redis = await RedisServer.start();
     if (sections.has('1')) {
-      log('\n[1/3] gateway vs reference proxy ...');
+      log('\n[1/4] gateway vs reference proxy ...');
       httpOverhead = await benchHttpOverhead({
         settings: settings.http,
         redisUrl: redis!.url,
@@ -148,7 +167,7 @@ async function main(): Promise<void> {
       console.log(formatHttpOverhead(httpOverhead));
     }
     if (sections.has('2')) {
-      log('\n[2/3] token single flight ...');
+      log('\n[2/4] token single flight ...');
       singleFlight = await benchTokenSingleFlight(
         redis!.url,
         settings.singleFlight.instances,
@@ -158,9 +177,14 @@ async function main(): Promise<void> {
       console.log(formatTokenSingleFlight(singleFlight));
     }
     if (sections.has('3')) {
-      log('\n[3/3] validators ...');
+      log('\n[3/4] validators ...');
       validation = benchValidation(settings.validation, log);
       console.log(formatValidation(validation));
+    }
+    if (sections.has('4')) {
+      log('\n[4/4] held long-polls ...');
+      longPolls = await benchLongPolls({ redis: redis!, sizes: settings.longPolls.sizes });
+      console.log(formatLongPolls(longPolls));
     }
   } finally {
     killAllServers();
@@ -178,12 +202,13 @@ async function main(): Promise<void> {
     httpOverhead: httpOverhead ?? null,
     tokenSingleFlight: singleFlight ?? null,
     validation: validation ?? null,
+    longPolls: longPolls ?? null,
   };
   await mkdir(dirname(RESULTS_FILE), { recursive: true });
   await writeFile(RESULTS_FILE, `${JSON.stringify(results, null, 2)}\n`);
 
   console.log(heading('Summary'));
-  for (const line of summary(httpOverhead, singleFlight, validation)) console.log(line);
+  for (const line of summary(httpOverhead, singleFlight, validation, longPolls)) console.log(line);
   console.log(`\nFigures written to ${RESULTS_FILE}`);
   console.log(`Total bench time: ${num(totalSeconds, 1)} s`);
   if (singleFlight && !singleFlight.allSingleFlight) process.exitCode = 1;

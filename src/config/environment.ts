@@ -190,7 +190,7 @@ export class EnvironmentVariables {
   @IsInt()
   @Min(0)
   @Max(100_000)
-  INQUIRY_MAX_HELD_WAITS = 2_000;
+  INQUIRY_MAX_HELD_WAITS = 1_000;
 
   /** Not in the contract's table: inquiries per minute per end user (JWT `sub`); 0 = none. */
   @Type(() => Number)
