@@ -198,7 +198,7 @@ describe('Helm chart', () => {
     [
       'a grace period shorter than preStop + one upstream call',
       ['--set', 'terminationGracePeriodSeconds=15'],
-      'terminationGracePeriodSeconds (15) must be larger than lifecycle.preStop.sleepSeconds (10) + upstream.timeoutMs (10s)',
+      'terminationGracePeriodSeconds (15) must be larger than lifecycle.preStop.sleepSeconds (10) + the longest upstream call, upstream.timeoutMs or advancedTimeoutMs (30s)',
     ],
     ['no callers', ['--set', 'apiKeys.existingSecret='], 'no callers are configured'],
     [

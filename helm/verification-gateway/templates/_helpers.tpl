@@ -322,9 +322,10 @@ would otherwise surface only as exit code 78 and a CrashLoopBackOff).
 {{- if ne $mode "none" }}
 {{- $sleep = .Values.lifecycle.preStop.sleepSeconds | int }}
 {{- end }}
-{{- $upstreamSeconds := div (add (.Values.upstream.timeoutMs | int) 999) 1000 }}
+{{- $longestCallMs := max (.Values.upstream.timeoutMs | int) (.Values.upstream.advancedTimeoutMs | int) }}
+{{- $upstreamSeconds := div (add $longestCallMs 999) 1000 }}
 {{- if le (.Values.terminationGracePeriodSeconds | int) (add $sleep $upstreamSeconds | int) }}
-{{- fail (printf "terminationGracePeriodSeconds (%d) must be larger than lifecycle.preStop.sleepSeconds (%d) + upstream.timeoutMs (%ds), or in-flight inquiries are killed mid-call" (.Values.terminationGracePeriodSeconds | int) $sleep $upstreamSeconds) }}
+{{- fail (printf "terminationGracePeriodSeconds (%d) must be larger than lifecycle.preStop.sleepSeconds (%d) + the longest upstream call, upstream.timeoutMs or advancedTimeoutMs (%ds), or in-flight inquiries are killed mid-call" (.Values.terminationGracePeriodSeconds | int) $sleep $upstreamSeconds) }}
 {{- end }}
 {{- end }}
 
