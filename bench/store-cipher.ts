@@ -71,7 +71,7 @@ function measure(run: () => unknown): number {
   return median(rounds);
 }
 
-const cipher = StoreCipher.withKeys([
+const cipher = new StoreCipher([
   { id: 'k2', key: new Secret(randomBytes(32).toString('base64')) },
   { id: 'k1', key: new Secret(randomBytes(32).toString('base64')) },
 ]);

@@ -68,9 +68,9 @@ function redisStores(cipher: StoreCipher) {
 const implementations: Array<
   [string, () => Promise<{ tokens: TokenStore; inquiries: InquiryStore; idempotency: IdempotencyStore }>]
 > = [
-  ['redis', redisStores(StoreCipher.withKeys([]))],
+  ['redis', redisStores(new StoreCipher([]))],
   // The same contract with values sealed (store-cipher.ts): the Lua scripts still read what they need.
-  ['redis, encrypted at rest', redisStores(StoreCipher.withKeys([{ id: 'k1', key: new Secret(KEY) }]))],
+  ['redis, encrypted at rest', redisStores(new StoreCipher([{ id: 'k1', key: new Secret(KEY) }]))],
   [
     'memory',
     () =>
@@ -240,7 +240,7 @@ describe('Redis outage', () => {
       retryStrategy: () => null,
     });
     await ready(client);
-    const store = new RedisInquiryStore(client, new RedisKeys('o'), StoreCipher.withKeys([]));
+    const store = new RedisInquiryStore(client, new RedisKeys('o'), new StoreCipher([]));
     const closed = new Promise((resolve) => client.once('close', resolve));
     await server.kill();
     await closed;

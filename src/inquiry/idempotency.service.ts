@@ -8,7 +8,6 @@ import { ProblemException } from '../problem/problem.js';
 import type { IdempotencyClaim, StoredResponse } from './inquiry-record.js';
 import { JSON_CONTENT_TYPE, problemResponse, succeededBody } from './inquiry-outcome.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
-import { guardStore } from './store-guard.js';
 import { statusNow } from './inquiry-deadline.js';
 
 /** A key this request holds, in flight, until it is completed with the answer or released. */
@@ -60,15 +59,13 @@ export class IdempotencyService {
     const claim: IdempotencyClaim = { trackId, fingerprint, state: 'in_flight', claimedAt: Date.now() };
     // A second round only when the first found an abandoned claim that sent nothing.
     for (let round = 0; ; round++) {
-      const earlier = await guardStore(() => this.claims.claim(scope, keySha256, claim, this.ttlSeconds)).catch(
-        (error: unknown) => {
-          // Refused: a claim that timed out may still land later and would block the retry
-          // the 503 invites. The release (only of our trackId's claim) follows it on the same
-          // connection, so Redis runs it after the late claim.
-          void this.claims.release(scope, keySha256, trackId).catch(() => undefined);
-          throw error;
-        },
-      );
+      const earlier = await this.claims.claim(scope, keySha256, claim, this.ttlSeconds).catch((error: unknown) => {
+        // Refused: a claim that timed out may still land later and would block the retry
+        // the 503 invites. The release (only of our trackId's claim) follows it on the same
+        // connection, so Redis runs it after the late claim.
+        void this.claims.release(scope, keySha256, trackId).catch(() => undefined);
+        throw error;
+      });
       if (!earlier) return { held: { scope, keySha256, claim } };
       const replay = await this.answerRepeat(scope, keySha256, earlier, fingerprint);
       if (replay) return { replay };
@@ -110,7 +107,7 @@ export class IdempotencyService {
     // A pending record with a deadline says exactly when its request can no longer be running
     // (inquiry-deadline.ts); otherwise (no record yet, a record settled but its answer not
     // stored, a record from before deadlines) the lease decides.
-    const record = await guardStore(() => this.records.get(earlier.trackId));
+    const record = await this.records.get(earlier.trackId);
     const abandoned =
       record?.status === 'pending' && record.deadlineAt !== undefined
         ? statusNow(record) === 'unknown'
@@ -134,10 +131,10 @@ export class IdempotencyService {
     claim: IdempotencyClaim,
   ): Promise<StoredResponse | null> {
     const { trackId } = claim;
-    const record = await guardStore(() => this.records.get(trackId));
+    const record = await this.records.get(trackId);
     if (!record) {
       this.logger.warn(`idempotency claim for ${trackId} abandoned before anything was sent; released`);
-      await guardStore(() => this.claims.release(scope, keySha256, trackId));
+      await this.claims.release(scope, keySha256, trackId);
       return null;
     }
     let response: StoredResponse;

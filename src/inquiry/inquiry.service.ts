@@ -23,7 +23,6 @@ import { inquiryBudget, msUntilOverdue, statusNow } from './inquiry-deadline.js'
 import { InquiryWaits } from './inquiry-waits.js';
 import { SettleTimes } from './settle-times.js';
 import { Settlements } from './settlements.js';
-import { guardStore } from './store-guard.js';
 import type { InquiryOperation, RequestHandlingType } from './inquiry-record.js';
 import { INQUIRY_OPERATIONS } from '../upstream/inquiry-operation.js';
 
@@ -128,13 +127,15 @@ export class InquiryService implements BeforeApplicationShutdown {
       deadlineAt: new Date(budget.deadline).toISOString(),
     };
     try {
-      await guardStore(() => this.records.create(record, this.ttlSeconds), trackId);
+      await this.records.create(record, this.ttlSeconds);
     } catch (error) {
       // Refused (503): nothing was sent, so nothing of this request may stay. A create that
       // timed out may still land later: the delete is sent after it on the same connection,
       // so Redis runs it after the late create (docs/behaviour.md, "Failure handling").
       void this.records.discard(trackId).catch(() => undefined);
       if (key) void this.idempotency.release(key).catch(() => undefined);
+      // The trackId was stamped: the problem names it (docs/api.md §3).
+      if (error instanceof ProblemException) error.trackId = trackId;
       throw error;
     }
 
@@ -160,12 +161,12 @@ export class InquiryService implements BeforeApplicationShutdown {
     // Held before the first read, so a settlement between the read and the wait still wakes it.
     const wait = waitMs > 0 ? this.waits.hold(id) : undefined;
     try {
-      let record = this.visible(caller, await guardStore(() => this.records.get(id)));
+      let record = this.visible(caller, await this.records.get(id));
       if (waitMs <= 0 || statusNow(record) !== 'pending') return { view: publicView(record) };
       if (!wait) throw this.waits.refusal();
       const started = Date.now();
       await wait.until(Math.min(waitMs, msUntilOverdue(record)));
-      record = this.visible(caller, await guardStore(() => this.records.get(id)));
+      record = this.visible(caller, await this.records.get(id));
       return { view: publicView(record), waitedSeconds: Math.round((Date.now() - started) / 1000) };
     } finally {
       wait?.release();

@@ -11,7 +11,7 @@ const PLAIN = JSON.stringify({ data: { owner: 'Ali Rezaei' } });
 
 describe('StoreCipher', () => {
   it('seals with the first key and opens under the same context', () => {
-    const cipher = StoreCipher.withKeys([K1, K2]);
+    const cipher = new StoreCipher([K1, K2]);
     const sealed = cipher.seal(PLAIN, 'ctx');
     expect(sealed.startsWith(`${SEALED_PREFIX}k1:`)).toBe(true);
     expect(sealed).not.toContain('Ali');
@@ -19,26 +19,26 @@ describe('StoreCipher', () => {
   });
 
   it('uses a fresh IV every time: the same value never seals the same way', () => {
-    const cipher = StoreCipher.withKeys([K1]);
+    const cipher = new StoreCipher([K1]);
     expect(cipher.seal(PLAIN, 'ctx')).not.toBe(cipher.seal(PLAIN, 'ctx'));
   });
 
   it('a value sealed under one context does not open under another', () => {
-    const cipher = StoreCipher.withKeys([K1]);
+    const cipher = new StoreCipher([K1]);
     expect(() => cipher.open(cipher.seal(PLAIN, '{vgw:inq:a}'), '{vgw:inq:b}')).toThrow(StoreCipherError);
   });
 
   it('rotation: a ring with the new key first opens what the old key sealed; a ring without it does not', () => {
-    const old = StoreCipher.withKeys([K1]);
-    const rotated = StoreCipher.withKeys([K2, K1]);
+    const old = new StoreCipher([K1]);
+    const rotated = new StoreCipher([K2, K1]);
     const sealedOld = old.seal(PLAIN, 'ctx');
     expect(rotated.open(sealedOld, 'ctx')).toBe(PLAIN);
     expect(rotated.seal(PLAIN, 'ctx').startsWith(`${SEALED_PREFIX}k2:`)).toBe(true);
-    expect(() => StoreCipher.withKeys([K2]).open(sealedOld, 'ctx')).toThrow(/key id "k1", not in the key ring/);
+    expect(() => new StoreCipher([K2]).open(sealedOld, 'ctx')).toThrow(/key id "k1", not in the key ring/);
   });
 
   it('an altered or truncated value fails authentication', () => {
-    const cipher = StoreCipher.withKeys([K1]);
+    const cipher = new StoreCipher([K1]);
     const sealed = cipher.seal(PLAIN, 'ctx');
     const body = Buffer.from(sealed.slice(`${SEALED_PREFIX}k1:`.length), 'base64');
     body[20] ^= 1;
@@ -47,10 +47,10 @@ describe('StoreCipher', () => {
   });
 
   it('without keys it writes in clear; values written in clear are read with or without keys', () => {
-    const off = StoreCipher.withKeys([]);
+    const off = new StoreCipher([]);
     expect(off.enabled).toBe(false);
     expect(off.seal(PLAIN, 'ctx')).toBe(PLAIN);
-    expect(StoreCipher.withKeys([K1]).open(PLAIN, 'ctx')).toBe(PLAIN);
-    expect(() => off.open(StoreCipher.withKeys([K1]).seal(PLAIN, 'ctx'), 'ctx')).toThrow(StoreCipherError);
+    expect(new StoreCipher([K1]).open(PLAIN, 'ctx')).toBe(PLAIN);
+    expect(() => off.open(new StoreCipher([K1]).seal(PLAIN, 'ctx'), 'ctx')).toThrow(StoreCipherError);
   });
 });

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Logger } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { AppConfig, StoreEncryptionKey } from '../config/app-config.js';
 
@@ -29,7 +29,6 @@ export class StoreCipherError extends Error {
  * written in clear (before encryption was turned on) are still read, so it can be turned on with
  * data live; they expire with their TTL.
  */
-@Injectable()
 export class StoreCipher {
   private readonly logger = new Logger('StoreCipher');
   private readonly ring = new Map<string, Buffer>();
@@ -38,22 +37,21 @@ export class StoreCipher {
   private ivPool = Buffer.alloc(0);
   private ivOffset = 0;
 
-  constructor(@Inject(ConfigService) config: ConfigService<AppConfig, true>) {
-    const keys = config.get('storeEncryption', { infer: true }).keys;
+  /** `keys`: the ring, the sealing key first (STORE_ENCRYPTION_KEYS); empty: values in clear. */
+  constructor(keys: readonly StoreEncryptionKey[]) {
     for (const { id, key } of keys) this.ring.set(id, Buffer.from(key.reveal(), 'base64'));
     if (keys.length > 0) this.sealing = { id: keys[0].id, key: this.ring.get(keys[0].id)! };
+  }
+
+  /** The application's cipher, from its configuration (store.module.ts). */
+  static fromConfig(config: ConfigService<AppConfig, true>): StoreCipher {
+    const { keys } = config.get('storeEncryption', { infer: true });
     if (keys.length === 0 && config.get('store', { infer: true }).mode !== 'memory') {
-      this.logger.warn(
+      new Logger('StoreCipher').warn(
         'STORE_ENCRYPTION_KEYS unset: tokens, inquiry records and replayable answers are stored in Redis in clear',
       );
     }
-  }
-
-  /** For benchmarks and tests that need a cipher without a Nest application. */
-  static withKeys(keys: StoreEncryptionKey[]): StoreCipher {
-    return new StoreCipher({
-      get: (name: string) => (name === 'store' ? { mode: 'memory' } : { keys }),
-    } as unknown as ConfigService<AppConfig, true>);
+    return new StoreCipher(keys);
   }
 
   get enabled(): boolean {

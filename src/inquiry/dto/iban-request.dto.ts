@@ -1,6 +1,7 @@
-import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
-import { IsIranianIban, IsRequestHandlingType, NormaliseWith } from '../validation/decorators.js';
-import { REQUEST_HANDLING_TYPES, type RequestHandlingType } from '../inquiry-record.js';
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
+import { IsIranianIban, NormaliseWith } from '../validation/decorators.js';
+import type { RequestHandlingType } from '../inquiry-record.js';
+import { RequestHandlingTypeField } from './request-handling-type.field.js';
 import { normaliseIban } from '../validation/iban.js';
 import { IBAN_PATTERN } from '../validation/input-patterns.js';
 
@@ -26,12 +27,6 @@ export class IbanRequestDto {
   @IsIranianIban()
   iban!: string;
 
-  @ApiPropertyOptional({
-    enum: REQUEST_HANDLING_TYPES,
-    default: 'standard',
-    example: 'standard',
-    description: 'How the upstream service handles the inquiry; `advanced` needs the `kyc:advanced` scope.',
-  })
-  @IsRequestHandlingType()
+  @RequestHandlingTypeField()
   requestHandlingType: RequestHandlingType = 'standard';
 }

@@ -1,11 +1,7 @@
-import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
-import {
-  IsIranianMobile,
-  IsIranianNationalCode,
-  IsRequestHandlingType,
-  NormaliseWith,
-} from '../validation/decorators.js';
-import { REQUEST_HANDLING_TYPES, type RequestHandlingType } from '../inquiry-record.js';
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
+import { IsIranianMobile, IsIranianNationalCode, NormaliseWith } from '../validation/decorators.js';
+import type { RequestHandlingType } from '../inquiry-record.js';
+import { RequestHandlingTypeField } from './request-handling-type.field.js';
 import { MOBILE_PATTERN, NATIONAL_CODE_PATTERN } from '../validation/input-patterns.js';
 import { normaliseIranianMobile } from '../validation/mobile.js';
 import { normaliseNationalCode } from '../validation/national-code.js';
@@ -44,12 +40,6 @@ export class ShahkarRequestDto {
   @IsIranianMobile()
   mobileNumber!: string;
 
-  @ApiPropertyOptional({
-    enum: REQUEST_HANDLING_TYPES,
-    default: 'standard',
-    example: 'standard',
-    description: 'How the upstream service handles the inquiry; `advanced` needs the `kyc:advanced` scope.',
-  })
-  @IsRequestHandlingType()
+  @RequestHandlingTypeField()
   requestHandlingType: RequestHandlingType = 'standard';
 }
