@@ -6,9 +6,8 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
-import { startGateway, type RunningGateway } from './support/gateway.js';
+import { describe, expect, it } from '@jest/globals';
+import { servedDocument } from './support/served-document.js';
 
 const COMMITTED = new URL('../docs/openapi.json', import.meta.url);
 const REDOCLY = createRequire(import.meta.url).resolve('@redocly/cli/bin/cli.js');
@@ -19,24 +18,11 @@ interface OpenApiDocument {
 }
 
 describe('OpenAPI document', () => {
-  let sim: UpstreamSimulator;
-  let gateway: RunningGateway;
-  let served: OpenApiDocument;
-
-  beforeAll(async () => {
-    sim = new UpstreamSimulator();
-    await sim.start();
-    gateway = await startGateway({ UPSTREAM_BASE_URL: sim.baseUrl });
-    served = (await (await fetch(`${gateway.url}/docs-json`)).json()) as OpenApiDocument;
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    await sim.stop();
-  });
+  const fixture = servedDocument<OpenApiDocument>();
 
   it('is the committed docs/openapi.json (run `npm run openapi` after changing the API)', () => {
     const committed = JSON.parse(readFileSync(COMMITTED, 'utf8')) as OpenApiDocument;
-    expect(served).toEqual(committed);
+    expect(fixture.served).toEqual(committed);
   });
 
   it('passes `redocly lint` (recommended rules) with no error and no warning', async () => {
@@ -54,13 +40,13 @@ describe('OpenAPI document', () => {
   });
 
   it('describes every route, with probes, metrics and docs open and the rest behind a credential', () => {
-    expect(served.openapi).toBe('3.1.0');
+    expect(fixture.served.openapi).toBe('3.1.0');
     const open = ['/health/live', '/health/ready', '/health/startup', '/metrics', '/docs', '/docs-json'];
     const guarded = ['/v1/kyc/shahkar', '/v1/kyc/iban', '/v1/inquiries/{trackId}'];
-    expect(Object.keys(served.paths).sort()).toEqual([...open, ...guarded].sort());
-    for (const path of open) expect(served.paths[path].get.security).toEqual([]);
+    expect(Object.keys(fixture.served.paths).sort()).toEqual([...open, ...guarded].sort());
+    for (const path of open) expect(fixture.served.paths[path].get.security).toEqual([]);
     for (const path of guarded) {
-      for (const operation of Object.values(served.paths[path])) {
+      for (const operation of Object.values(fixture.served.paths[path])) {
         expect(operation.security).toHaveLength(2);
         expect(Object.keys(operation.responses)).toEqual(
           expect.arrayContaining(['200', '401', '403', '408', '431', '500', '503']),

@@ -3,9 +3,8 @@
  * (under its own tag, not also under its controller's name) and "Try it out" aimed at the
  * gateway that served the page, not at an in-cluster address the browser cannot reach.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
-import { startGateway, type RunningGateway } from './support/gateway.js';
+import { describe, expect, it } from '@jest/globals';
+import { servedDocument } from './support/served-document.js';
 
 interface OpenApiDocument {
   tags: Array<{ name: string }>;
@@ -14,25 +13,12 @@ interface OpenApiDocument {
 }
 
 describe('Swagger UI', () => {
-  let sim: UpstreamSimulator;
-  let gateway: RunningGateway;
-  let served: OpenApiDocument;
-
-  beforeAll(async () => {
-    sim = new UpstreamSimulator();
-    await sim.start();
-    gateway = await startGateway({ UPSTREAM_BASE_URL: sim.baseUrl });
-    served = (await (await fetch(`${gateway.url}/docs-json`)).json()) as OpenApiDocument;
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    await sim.stop();
-  });
+  const fixture = servedDocument<OpenApiDocument>();
 
   it('lists each operation once: one tag per operation, a tag the document declares', () => {
-    const declared = served.tags.map((t) => t.name).sort();
+    const declared = fixture.served.tags.map((t) => t.name).sort();
     expect(declared).toEqual(['inquiries', 'operations']);
-    const operations = Object.entries(served.paths).flatMap(([path, ops]) =>
+    const operations = Object.entries(fixture.served.paths).flatMap(([path, ops]) =>
       Object.entries(ops).map(([method, op]) => ({ operation: `${method} ${path}`, tags: op.tags })),
     );
     expect(operations.length).toBeGreaterThan(5);
@@ -47,12 +33,12 @@ describe('Swagger UI', () => {
 
   it('defaults to the server the page was served from', async () => {
     // Swagger UI selects the first server; a relative one resolves against the document's URL.
-    const [first] = served.servers;
+    const [first] = fixture.served.servers;
     expect(first.url).toBe('/');
-    const docsJson = `${gateway.url}/docs-json`;
-    expect(new URL(first.url, docsJson).origin).toBe(new URL(gateway.url).origin);
+    const docsJson = `${fixture.gateway.url}/docs-json`;
+    expect(new URL(first.url, docsJson).origin).toBe(new URL(fixture.gateway.url).origin);
     // The page loads that same document (no absolute address baked into the UI).
-    const init = await (await fetch(`${gateway.url}/docs/swagger-ui-init.js`)).text();
+    const init = await (await fetch(`${fixture.gateway.url}/docs/swagger-ui-init.js`)).text();
     const servers = init.slice(init.indexOf('"servers"'));
     expect(servers.match(/"url": "([^"]*)"/)?.[1]).toBe('/');
   });

@@ -132,7 +132,10 @@ describe('clients/typescript', () => {
     try {
       both = await Promise.all(
         [0, 1].map(() =>
-          client.iban({ iban: IBAN }, { idempotencyKey: 'client-retry-busy', retry: { baseDelayMs: 50 } }),
+          client.iban(
+            { iban: IBAN },
+            { idempotencyKey: 'client-retry-busy', retry: { baseDelayMs: 100, maxAttempts: 20, deadlineMs: 20_000 } },
+          ),
         ),
       );
     } finally {

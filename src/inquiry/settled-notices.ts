@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { RedisClient } from '../store/redis-connection.js';
 import type { RedisKeys } from '../store/redis-keys.js';
 import { storeCall } from '../store/store-unavailable.error.js';
+import { subscribe } from '../store/redis-subscription.js';
 
 /**
  * "This inquiry's record has left `pending`", told to every replica, so that a long-poll held
@@ -35,19 +36,8 @@ export class RedisSettledNotices extends SettledNotices {
     });
   }
 
-  async listen(listener: (trackId: string) => void): Promise<void> {
-    const channel = this.keys.inquirySettledChannel();
-    this.subscriber.on('message', (from: string, message: string) => {
-      if (from === channel) listener(message);
-    });
-    // On every (re)connection: the first attempt may come before Redis is reachable.
-    const subscribe = () =>
-      this.subscriber.subscribe(channel).then(
-        () => undefined,
-        () => undefined,
-      );
-    this.subscriber.on('ready', () => void subscribe());
-    if (this.subscriber.status === 'ready') await subscribe();
+  listen(listener: (trackId: string) => void): Promise<void> {
+    return subscribe(this.subscriber, this.keys.inquirySettledChannel(), listener);
   }
 }
 

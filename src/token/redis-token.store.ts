@@ -1,3 +1,4 @@
+import { subscribe } from '../store/redis-subscription.js';
 import { createHash } from 'node:crypto';
 import type { RedisClient } from '../store/redis-connection.js';
 import type { RedisKeys } from '../store/redis-keys.js';
@@ -174,20 +175,9 @@ export class RedisTokenStore extends TokenStore {
     });
   }
 
-  async onRenewed(listener: (generation: number) => void): Promise<void> {
-    const channel = this.keys.tokenChannel();
-    this.subscriber.on('message', (from: string, message: string) => {
-      if (from === channel) listener(Number(message));
-    });
-    // Subscribe on every (re)connection: the first attempt may come before Redis is
-    // reachable. Until a subscription holds, waiting replicas fall back to polling.
-    const subscribe = () =>
-      this.subscriber.subscribe(channel).then(
-        () => undefined,
-        () => undefined,
-      );
-    this.subscriber.on('ready', () => void subscribe());
-    if (this.subscriber.status === 'ready') await subscribe();
+  /** Until a subscription holds, waiting replicas fall back to polling (token-renewal.ts). */
+  onRenewed(listener: (generation: number) => void): Promise<void> {
+    return subscribe(this.subscriber, this.keys.tokenChannel(), (message) => listener(Number(message)));
   }
 }
 
