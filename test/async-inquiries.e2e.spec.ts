@@ -129,6 +129,29 @@ describe('asynchronous inquiries across two replicas', () => {
     }
   }, 30_000);
 
+  it('gives an advanced chain its own deadline: longer than a standard call may take, within the advanced one', async () => {
+    // Three supplier attempts of 300 ms: 900 ms, past UPSTREAM_TIMEOUT_MS (500) and within
+    // UPSTREAM_ADVANCED_TIMEOUT_MS (1500).
+    sim.setSupplierFailure('primary', 'error');
+    sim.setSupplierFailure('secondary', 'error');
+    sim.setSupplierLatency(300);
+    try {
+      const advanced = await inquire(a.url, {});
+      expect(advanced.status).toBe(200);
+      expect(sim.attemptLog.filter((x) => x.trackId === advanced.body.trackId)).toHaveLength(3);
+      // The same 900 ms on the standard path (one supplier attempt) is past its deadline.
+      sim.setSupplierFailure('primary', null);
+      sim.setSupplierLatency(900);
+      const standard = await inquire(a.url, {}, SHAHKAR);
+      expect(standard.status).toBe(504);
+      expect(standard.body).toMatchObject({ code: 'upstream_timeout' });
+    } finally {
+      sim.setSupplierFailure('primary', null);
+      sim.setSupplierFailure('secondary', null);
+      sim.setSupplierLatency(0);
+    }
+  });
+
   it('answers exactly as synchronously when the inquiry settles within the wait', async () => {
     const res = await inquire(a.url, { prefer: 'respond-async, wait=10' }, SHAHKAR);
     expect(res.status).toBe(200);

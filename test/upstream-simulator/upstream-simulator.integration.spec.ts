@@ -537,6 +537,22 @@ describe('UpstreamSimulator: suppliers and credit (§4.4 rules 6-10)', () => {
     expect(sim.snapshot().reserved).toBe(0);
   });
 
+  it('supplierLatencyMs: each supplier attempt takes that long, after processing (an advanced chain of three takes three)', async () => {
+    sim.setSupplierFailure('primary', 'error');
+    sim.setSupplierFailure('secondary', 'error');
+    sim.setSupplierLatency(150);
+    try {
+      const started = performance.now();
+      const res = await inquire(CHECK_SHAHKAR_PATH, { ...SHAHKAR, requestHandlingType: 'advanced' }, token);
+      expect(res.status).toBe(200);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(3 * 150 - 5);
+    } finally {
+      sim.setSupplierFailure('primary', null);
+      sim.setSupplierFailure('secondary', null);
+      sim.setSupplierLatency(0);
+    }
+  });
+
   it('advanced stops at the first success', async () => {
     sim.setSupplierFailure('primary', 'error');
     const res = await inquire(CHECK_SHAHKAR_PATH, { ...SHAHKAR, requestHandlingType: 'advanced' }, token);
@@ -869,6 +885,9 @@ describe('UpstreamSimulator: /__simulator control surface', () => {
     await post('latency', { ms: 3 });
     expect(sim.latencyMs).toBe(3);
     await post('latency', { ms: 0 });
+    await post('supplier-latency', { ms: 7 });
+    expect(sim.supplierLatencyMs).toBe(7);
+    await post('supplier-latency', { ms: 0 });
 
     expect((await post('fault', { kind: 'http500', path: IBAN_INQUIRY_PATH, times: 1 })).status).toBe(200);
     // control endpoints are never affected by faults
@@ -887,6 +906,7 @@ describe('UpstreamSimulator: /__simulator control surface', () => {
     expect((await http.post('/__simulator/fault', { kind: 'explode' })).status).toBe(400);
     expect((await http.post('/__simulator/supplier-failure', { name: 'primary', failure: 'slow' })).status).toBe(400);
     expect((await http.post('/__simulator/latency', { ms: -1 })).status).toBe(400);
+    expect((await http.post('/__simulator/supplier-latency', { ms: 'slow' })).status).toBe(400);
     expect((await http.get('/__simulator/nope')).status).toBe(404);
     expect(sim.credit).toBe(1_000_000);
   });
