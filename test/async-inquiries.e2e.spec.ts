@@ -208,6 +208,22 @@ describe('asynchronous inquiries across two replicas', () => {
       expect(await stopping.exited).toBe(0);
       expect(stopping.output()).toContain('accepted inquiry(ies) running');
       expect((await read(b.url, trackId)).body).toMatchObject({ trackId, status: 'succeeded' });
+      // The access line is written at the 202; the outcome, learnt later, on a line of its own
+      // with the same request id.
+      const lines = stopping
+        .output()
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      const access = lines.find((l) => l.trackId === trackId && l.status === 202);
+      expect(access).toMatchObject({ route: '/v1/kyc/shahkar', method: 'POST', clientId: 'app-full' });
+      expect(access).not.toHaveProperty('outcome');
+      expect(lines.find((l) => l.msg === 'inquiry' && l.trackId === trackId)).toMatchObject({
+        requestId: access!.requestId,
+        outcome: 'succeeded',
+        requestHandlingType: 'advanced',
+      });
+      expect(stopping.output()).not.toContain(SHAHKAR.nationalCode);
     } finally {
       sim.setSupplierFailure('primary', null);
       sim.setSupplierLatency(0);
