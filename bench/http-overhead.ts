@@ -12,7 +12,6 @@
  */
 import { nodeFlagsFrom, PRODUCTION_NODE_FLAGS } from './lib/node-flags.js';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,20 +64,7 @@ export interface Scenario {
    * noisy machine (Redis and simulator figures are shared, so not reported for it).
    */
   sideBySideRate?: number;
-  /** The reason to leave it out, if any. */
-  skip?: () => string | undefined;
 }
-
-const hasDependency = (prefix: string): boolean => {
-  try {
-    const pkg = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
-      dependencies?: Record<string, string>;
-    };
-    return Object.keys(pkg.dependencies ?? {}).some((name) => name.startsWith(prefix));
-  } catch {
-    return false;
-  }
-};
 
 /**
  * How the gateway is started, BENCH_LAUNCH: `image` (default) with the image's NODE_OPTIONS
@@ -130,7 +116,6 @@ export const SCENARIOS: Scenario[] = [
       OTEL_LOGS_EXPORTER: 'none',
     }),
     reference: false,
-    skip: () => (hasDependency('@opentelemetry/') ? undefined : 'no @opentelemetry dependency in package.json yet'),
   },
 ];
 
@@ -175,7 +160,6 @@ export interface HttpOverheadResult {
   settings: LoadSettings;
   rounds: number;
   scenarios: ScenarioResult[];
-  skipped: { name: string; reason: string }[];
   longRun?: LongRunResult;
   profile?: { file: string; summary: ProfileSummary };
 }
@@ -363,7 +347,7 @@ export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<H
     return server;
   };
 
-  const result: HttpOverheadResult = { settings, rounds, scenarios: [], skipped: [] };
+  const result: HttpOverheadResult = { settings, rounds, scenarios: [] };
   try {
     const sim = await start('simulator', { role: 'simulator', latencyMs: 0 });
     const sink = await start('sink', { role: 'sink' });
@@ -381,12 +365,9 @@ export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<H
       OTEL_SDK_DISABLED: 'true',
     };
 
-    let scenarios = SCENARIOS.filter((s) => {
-      const wanted = !options.only || options.only.some((o) => s.name.toLowerCase().includes(o.toLowerCase()));
-      const reason = s.skip?.();
-      if (wanted && reason) result.skipped.push({ name: s.name, reason });
-      return wanted && !reason;
-    });
+    let scenarios = SCENARIOS.filter(
+      (s) => !options.only || options.only.some((o) => s.name.toLowerCase().includes(o.toLowerCase())),
+    );
     if (options.profile) scenarios = [SCENARIOS[0]];
 
     // One gateway process per distinct environment, stopped after its last scenario.
@@ -714,7 +695,6 @@ export function formatHttpOverhead(result: HttpOverheadResult): string {
       );
     }
   }
-  for (const s of result.skipped) lines.push(`(scenario "${s.name}" left out: ${s.reason})`);
 
   if (result.longRun) {
     const run = result.longRun;
