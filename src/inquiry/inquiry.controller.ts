@@ -1,11 +1,10 @@
-import { Body, Controller, Get, Param, Post, Req, Res, UseGuards, type Type } from '@nestjs/common';
+import { Controller, Get, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../caller-auth/caller.js';
 import { CallerAuthGuard, CurrentCaller, RequireScopes, requireScope } from '../caller-auth/caller-auth.guard.js';
 import { CallerQuotas } from '../caller-auth/caller-quotas.js';
 import { requestFacts } from '../observability/http-observability.js';
 import {
-  IDEMPOTENCY_KEY_HEADER_IN,
   IDEMPOTENT_REPLAYED_HEADER,
   PREFERENCE_APPLIED_HEADER,
   PREFER_HEADER_IN,
@@ -17,8 +16,7 @@ import { ShahkarRequestDto } from './dto/shahkar-request.dto.js';
 import type { StoredResponse } from './inquiry-record.js';
 import { ApiInquiry, ApiInquiryRecord } from './inquiry.openapi.js';
 import { InquiryService, type InquiryRequest, type InquiryResponse } from './inquiry.service.js';
-import type { RequestHandlingType } from './inquiry-record.js';
-import { validateInquiryRequest } from './validation/inquiry-request.validation.js';
+import { ValidInquiry, type ValidInquiryInput } from './validation/inquiry-request.validation.js';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
@@ -47,16 +45,16 @@ export class InquiryController {
   })
   shahkar(
     @CurrentCaller() caller: Caller,
-    @Body() body: unknown,
+    @ValidInquiry(ShahkarRequestDto) { body: dto, idempotencyKey }: ValidInquiryInput<ShahkarRequestDto>,
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    return this.inquire(caller, body, request, reply, ShahkarRequestDto, (dto) => ({
+    return this.inquire(caller, request, reply, idempotencyKey, {
       operation: 'shahkar',
       route: '/v1/kyc/shahkar',
       requestHandlingType: dto.requestHandlingType,
       fields: { nationalCode: dto.nationalCode, mobileNumber: dto.mobileNumber },
-    }));
+    });
   }
 
   @Post('kyc/iban')
@@ -64,16 +62,16 @@ export class InquiryController {
   @ApiInquiry({ summary: 'Who owns this IBAN?', scope: 'kyc:iban', body: IbanRequestDto })
   iban(
     @CurrentCaller() caller: Caller,
-    @Body() body: unknown,
+    @ValidInquiry(IbanRequestDto) { body: dto, idempotencyKey }: ValidInquiryInput<IbanRequestDto>,
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    return this.inquire(caller, body, request, reply, IbanRequestDto, (dto) => ({
+    return this.inquire(caller, request, reply, idempotencyKey, {
       operation: 'iban',
       route: '/v1/kyc/iban',
       requestHandlingType: dto.requestHandlingType,
       fields: { iban: dto.iban },
-    }));
+    });
   }
 
   @Get('inquiries/:trackId')
@@ -93,21 +91,17 @@ export class InquiryController {
   }
 
   /**
-   * The steps both inquiries share: validate body and Idempotency-Key together, check the
+   * The steps both inquiries share, once their input is valid (`@ValidInquiry`): check the
    * `kyc:advanced` scope (it depends on the body), count the quota (only well-formed
    * inquiries count), run the inquiry (asynchronously with `Prefer: respond-async`), reply.
    */
-  private async inquire<T extends { requestHandlingType: RequestHandlingType }>(
+  private async inquire(
     caller: Caller,
-    rawBody: unknown,
     request: FastifyRequest,
     reply: FastifyReply,
-    dto: Type<T>,
-    toRequest: (body: T) => InquiryRequest,
+    idempotencyKey: string | undefined,
+    inquiry: InquiryRequest,
   ): Promise<void> {
-    const rawKey = request.headers[IDEMPOTENCY_KEY_HEADER_IN];
-    const { body, idempotencyKey } = validateInquiryRequest(dto, rawBody, rawKey);
-    const inquiry = toRequest(body);
     if (inquiry.requestHandlingType === 'advanced') requireScope(caller, 'kyc:advanced');
     await this.quotas.consume(caller);
     const prefer = parsePrefer(request.headers[PREFER_HEADER_IN]);

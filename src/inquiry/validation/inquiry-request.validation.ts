@@ -7,6 +7,9 @@ import {
   type ValidationError,
   type ValidatorConstraintInterface,
 } from 'class-validator';
+import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { IDEMPOTENCY_KEY_HEADER_IN } from '../../http/headers.js';
 import { ProblemException, type FieldError } from '../../problem/problem.js';
 import { MESSAGES } from './decorators.js';
 
@@ -250,4 +253,23 @@ export function validateInquiryRequest<T extends object>(
   if (problems.length === 1) throw problems[0];
   if (problems.length > 1) throw ProblemException.validation(problems.flatMap((p) => p.errors ?? []));
   return { body: validBody as T, idempotencyKey: key };
+}
+
+/**
+ * The inquiry handlers' input as one parameter (`@ValidInquiry(ShahkarRequestDto)`): the body as
+ * the normalised DTO and the `Idempotency-Key`, validated together by `validateInquiryRequest`
+ * (a pipe on `@Body()` cannot see the header, and one answer must list every bad field).
+ * Resolved after the guards, so an unauthenticated caller learns nothing about its input.
+ */
+export const ValidInquiry = createParamDecorator(
+  (dto: ClassConstructor<object>, context: ExecutionContext): ReturnType<typeof validateInquiryRequest> => {
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    return validateInquiryRequest(dto, request.body, request.headers[IDEMPOTENCY_KEY_HEADER_IN]);
+  },
+);
+
+/** What `@ValidInquiry(Dto)` gives a handler. */
+export interface ValidInquiryInput<T> {
+  body: T;
+  idempotencyKey: string | undefined;
 }
