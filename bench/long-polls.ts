@@ -108,7 +108,7 @@ export async function benchLongPolls(options: { redis: RedisServer; sizes: numbe
         const waiting = memory();
         const redisConnectionsHeld = await clientCount(probe);
         const published = performance.now();
-        await probe.publish('bench-long-polls:inq:settled', trackId);
+        await probe.publish(`bench-long-polls:inq:settled:${trackId}`, trackId);
         const answeredAt = await Promise.all(polls);
         cases.push({
           held,

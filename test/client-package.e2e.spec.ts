@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
-import { startGateway, TEST_CLIENTS, type RunningGateway } from './support/gateway.js';
+import { startGateway, TEST_CLIENTS, untilStarted, type RunningGateway } from './support/gateway.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
@@ -97,6 +97,8 @@ describe('clients/typescript as a packed package in a consumer project', () => {
     sim = new UpstreamSimulator();
     await sim.start();
     gateway = await startGateway({ UPSTREAM_BASE_URL: sim.baseUrl });
+    // The first token attempt has finished (startup probe), as before real traffic.
+    await untilStarted(gateway.app);
     work = mkdtempSync(join(tmpdir(), 'vgw-client-'));
 
     // Build and pack the package from a copy (its dist/ never lands in the work tree).
@@ -167,6 +169,8 @@ describe('clients/typescript as a packed package in a consumer project', () => {
     }
     const { sync, settled, retried } = JSON.parse(out) as Record<'sync' | 'settled' | 'retried', Summary>;
 
+    // Status and body first: on a failure the problem's code and detail show in the diff.
+    expect({ status: sync.status, data: sync.data }).toMatchObject({ status: 200, data: { status: 'succeeded' } });
     expect(sync).toMatchObject({ ok: true, status: 200, replayed: false, attempts: 1 });
     expect(sync.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);
 

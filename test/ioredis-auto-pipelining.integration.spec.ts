@@ -36,9 +36,12 @@ describe('ioredis auto-pipelining under commandTimeout (why it stays off)', () =
       maxRetriesPerRequest: 1,
       enableOfflineQueue: false,
       lazyConnect: true,
+      // No INFO on (re)connection: under CI load that check itself can time out at 30 ms, and
+      // ioredis then closes the connection as fatal, which is not the situation studied here.
+      enableReadyCheck: false,
     });
     await client.connect();
-    const outcomes = { answered: 0, timedOut: 0, other: [] as string[] };
+    const outcomes = { answered: 0, timedOut: 0, closed: 0, other: [] as string[] };
     const until = Date.now() + 2_000;
     try {
       // Redis paused for 20-80 ms at a time: commands already written time out inside their
@@ -56,7 +59,12 @@ describe('ioredis auto-pipelining under commandTimeout (why it stays off)', () =
           await Promise.all([client.set('auto', '1'), client.get('auto')]).then(
             () => (outcomes.answered += 1),
             (error: Error) =>
-              /timed out/.test(error.message) ? (outcomes.timedOut += 1) : outcomes.other.push(error.message),
+              /timed out/.test(error.message)
+                ? (outcomes.timedOut += 1)
+                : // A connection closed mid-flight also settles its commands (rejected): still no leak.
+                  /Connection is closed|Stream isn't writeable/.test(error.message)
+                  ? (outcomes.closed += 1)
+                  : outcomes.other.push(error.message),
           );
         }
       };

@@ -6,12 +6,12 @@ import { ProblemException } from '../problem/problem.js';
 import { InquiryWaits } from './inquiry-waits.js';
 import { MemorySettledNotices } from './settled-notices.js';
 
-async function waitsWith(maxHeld: number) {
+function waitsWith(maxHeld: number) {
   const config = { get: () => ({ maxHeld }) } as unknown as ConfigService<AppConfig, true>;
   const notices = new MemorySettledNotices();
   const metrics = new GatewayMetrics();
   const waits = new InquiryWaits(config, notices, metrics);
-  await waits.onModuleInit();
+  waits.onModuleInit();
   const count = async (series: string) =>
     (await metrics.registry.getSingleMetric(series)!.get()).values.map((v) => [v.labels.outcome ?? '', v.value]);
   return { waits, notices, count };
@@ -19,8 +19,8 @@ async function waitsWith(maxHeld: number) {
 
 describe('InquiryWaits', () => {
   it('wakes every waiter of a trackId on its notice, and no other', async () => {
-    const { waits, notices } = await waitsWith(10);
-    const [x1, x2, y] = [waits.hold('x')!, waits.hold('x')!, waits.hold('y')!];
+    const { waits, notices } = waitsWith(10);
+    const [x1, x2, y] = [(await waits.hold('x'))!, (await waits.hold('x'))!, (await waits.hold('y'))!];
     const results = Promise.all([x1.until(60_000), x2.until(60_000)]);
     const other = y.until(20);
     await notices.publish('x');
@@ -30,10 +30,10 @@ describe('InquiryWaits', () => {
   });
 
   it('holds at most maxHeld; a released slot is free again; refusals are counted', async () => {
-    const { waits, count } = await waitsWith(2);
-    const a = waits.hold('a')!;
-    const b = waits.hold('b')!;
-    expect(waits.hold('c')).toBeNull();
+    const { waits, count } = waitsWith(2);
+    const a = (await waits.hold('a'))!;
+    const b = (await waits.hold('b'))!;
+    expect(await waits.hold('c')).toBeNull();
     const refusal = waits.refusal();
     expect(refusal).toBeInstanceOf(ProblemException);
     expect(refusal.status).toBe(429);
@@ -41,9 +41,9 @@ describe('InquiryWaits', () => {
     expect(await count('vgw_inquiry_waits_held')).toEqual([['', 2]]);
     a.release();
     a.release(); // idempotent: frees one slot, not two
-    const c = waits.hold('c');
+    const c = await waits.hold('c');
     expect(c).not.toBeNull();
-    expect(waits.hold('d')).toBeNull();
+    expect(await waits.hold('d')).toBeNull();
     expect(await count('vgw_inquiry_waits_total')).toEqual(
       expect.arrayContaining([
         ['woken', 0],
@@ -57,18 +57,18 @@ describe('InquiryWaits', () => {
   });
 
   it('a notice sent between hold and until still wakes the waiter (hold first, then read)', async () => {
-    const { waits, notices } = await waitsWith(1);
-    const wait = waits.hold('x')!;
+    const { waits, notices } = waitsWith(1);
+    const wait = (await waits.hold('x'))!;
     await notices.publish('x');
     expect(await wait.until(60_000)).toBe(true);
     wait.release();
   });
 
   it('at shutdown wakes every held wait, and later ones do not wait', async () => {
-    const { waits } = await waitsWith(1);
-    const held = waits.hold('x')!.until(60_000);
+    const { waits } = waitsWith(1);
+    const held = (await waits.hold('x'))!.until(60_000);
     waits.beforeApplicationShutdown();
     expect(await held).toBe(true);
-    expect(await waits.hold('y')!.until(60_000)).toBe(false);
+    expect(await (await waits.hold('y'))!.until(60_000)).toBe(false);
   });
 });

@@ -27,7 +27,8 @@ const REFUSED_RETRY_AFTER_SECONDS = '1';
  */
 @Injectable()
 export class InquiryWaits implements OnModuleInit, BeforeApplicationShutdown {
-  private readonly waiting = new Map<string, Set<() => void>>();
+  /** Waiters by trackId; a trackId is watched (subscribed) while it has one. */
+  private readonly waiting = new Map<string, { waiters: Set<() => void>; watching: Promise<void> }>();
   private readonly maxHeld: number;
   private held = 0;
   private closing = false;
@@ -42,8 +43,8 @@ export class InquiryWaits implements OnModuleInit, BeforeApplicationShutdown {
     metrics.inquiryWaitsHeld.set(0);
   }
 
-  async onModuleInit(): Promise<void> {
-    await this.notices.listen((trackId) => this.wake(trackId));
+  onModuleInit(): void {
+    this.notices.listen((trackId) => this.wake(trackId));
   }
 
   /** Tells every replica's waiters that this record has left `pending` (best effort). */
@@ -52,21 +53,24 @@ export class InquiryWaits implements OnModuleInit, BeforeApplicationShutdown {
   }
 
   /**
-   * Takes a slot and starts listening for `trackId` at once: hold first, then read the record,
-   * so a settlement between the read and the wait still wakes it. Null when every slot is
-   * taken: the caller answers at once if it can, else throws `refusal()`.
+   * Takes a slot and listens for `trackId` (resolving once subscribed): hold first, then read
+   * the record, so a settlement between the read and the wait still wakes it. Null when every
+   * slot is taken: the caller answers at once if it can, else throws `refusal()`.
    */
-  hold(trackId: string): HeldWait | null {
+  async hold(trackId: string): Promise<HeldWait | null> {
     if (this.closing) return { until: () => Promise.resolve(false), release: () => undefined };
     if (this.held >= this.maxHeld) return null;
     let wake!: () => void;
     const woken = new Promise<void>((resolve) => (wake = resolve));
-    let waiters = this.waiting.get(trackId);
-    if (!waiters) this.waiting.set(trackId, (waiters = new Set()));
+    const entry = this.waiting.get(trackId) ?? { waiters: new Set(), watching: this.notices.watch(trackId) };
+    this.waiting.set(trackId, entry);
+    const { waiters } = entry;
     waiters.add(wake);
     this.held += 1;
     this.metrics.inquiryWaitsHeld.set(this.held);
     let released = false;
+    // Subscribed before the caller reads the record (SettledNotices.watch).
+    await entry.watching;
     return {
       until: (ms) =>
         new Promise<boolean>((resolve) => {
@@ -83,7 +87,10 @@ export class InquiryWaits implements OnModuleInit, BeforeApplicationShutdown {
         if (released) return;
         released = true;
         waiters.delete(wake);
-        if (waiters.size === 0 && this.waiting.get(trackId) === waiters) this.waiting.delete(trackId);
+        if (waiters.size === 0 && this.waiting.get(trackId) === entry) {
+          this.waiting.delete(trackId);
+          this.notices.unwatch(trackId);
+        }
         this.held -= 1;
         this.metrics.inquiryWaitsHeld.set(this.held);
       },
@@ -101,12 +108,12 @@ export class InquiryWaits implements OnModuleInit, BeforeApplicationShutdown {
   }
 
   private wake(trackId: string): void {
-    for (const wake of this.waiting.get(trackId) ?? []) wake();
+    for (const wake of this.waiting.get(trackId)?.waiters ?? []) wake();
   }
 
   /** Before the HTTP server drains: held long-polls answer now; new ones do not wait. */
   beforeApplicationShutdown(): void {
     this.closing = true;
-    for (const waiters of this.waiting.values()) for (const wake of waiters) wake();
+    for (const { waiters } of this.waiting.values()) for (const wake of waiters) wake();
   }
 }

@@ -159,7 +159,7 @@ export class InquiryService implements BeforeApplicationShutdown {
     if (!/^[0-9a-f-]{36}$/i.test(trackId)) throw notFound();
     const id = trackId.toLowerCase();
     // Held before the first read, so a settlement between the read and the wait still wakes it.
-    const wait = waitMs > 0 ? this.waits.hold(id) : undefined;
+    const wait = waitMs > 0 ? await this.waits.hold(id) : undefined;
     try {
       let record = this.visible(caller, await this.records.get(id));
       if (waitMs <= 0 || statusNow(record) !== 'pending') return { view: publicView(record) };
@@ -211,7 +211,7 @@ export class InquiryService implements BeforeApplicationShutdown {
         if (!prefer || !inFlight || !error.trackId) throw error;
         const left = until - Date.now();
         if (left <= 0) return { accepted: this.accepted(error.trackId, request.requestHandlingType) };
-        const wait = this.waits.hold(error.trackId);
+        const wait = await this.waits.hold(error.trackId);
         if (!wait) throw this.waits.refusal();
         try {
           await wait.until(left);

@@ -36,9 +36,12 @@ export class RedisKeys {
     return `{${this.prefix}:inq:${trackId}}`;
   }
 
-  /** Pub/sub channel announcing the trackId of every inquiry record that has left `pending`. */
-  inquirySettledChannel(): string {
-    return `${this.prefix}:inq:settled`;
+  /**
+   * Prefix of the pub/sub channels announcing that an inquiry record has left `pending`: one
+   * channel per trackId (`<prefix>:inq:settled:<trackId>`), subscribed only while waited for.
+   */
+  inquirySettledChannelPrefix(): string {
+    return `${this.prefix}:inq:settled:`;
   }
 
   /** Prefix of the quota counters (`<prefix>:<size>:{client:<id>}`, one key per counter). */
