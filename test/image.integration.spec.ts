@@ -189,27 +189,23 @@ describeWith(buildah(), "the Dockerfile, built with buildah on a base assembled 
   const COMMIT = '0123456789abcdef0123456789abcdef01234567';
   const CREATED = '2026-11-23T00:00:00Z';
 
+  /** `buildah bud` of the Dockerfile on the assembled base, with these build arguments. */
+  const build = (args: Record<string, string>, ...options: string[]) =>
+    run(
+      'bud',
+      '--isolation',
+      'chroot',
+      ...Object.entries({ NODE_IMAGE: base, ...args }).flatMap(([name, value]) => ['--build-arg', `${name}=${value}`]),
+      ...options,
+      ROOT,
+    );
+
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'vgw-buildah-'));
     base = assembleNodeBase(run, dir, `localhost/vgw-node-base:${tag}`);
     image = `localhost/verification-gateway:${tag}`;
     const started = Date.now();
-    run(
-      'bud',
-      '--isolation',
-      'chroot',
-      '--build-arg',
-      `NODE_IMAGE=${base}`,
-      '--build-arg',
-      `VERSION=${VERSION}`,
-      '--build-arg',
-      `BUILD_COMMIT=${COMMIT}`,
-      '--build-arg',
-      `BUILD_DATE=${CREATED}`,
-      '-t',
-      image,
-      ROOT,
-    );
+    build({ VERSION, BUILD_COMMIT: COMMIT, BUILD_DATE: CREATED }, '-t', image);
     const sizes = run('images', '--format', '{{.Name}}:{{.Tag}} {{.Size}}');
     console.log(`buildah bud: ${Math.round((Date.now() - started) / 1000)} s; images:\n${sizes}`);
     const inspected = JSON.parse(run('inspect', '--type', 'image', image)) as { OCIv1: { config: typeof config } };
@@ -285,19 +281,8 @@ describeWith(buildah(), "the Dockerfile, built with buildah on a base assembled 
 
   it('refuses a VERSION build argument that is not package.json’s version', () => {
     // The check is the build stage's first RUN: it fails before npm ci, in a second or two.
-    expect(() =>
-      run(
-        'bud',
-        '--isolation',
-        'chroot',
-        '--build-arg',
-        `NODE_IMAGE=${base}`,
-        '--build-arg',
-        'VERSION=9.9.9',
-        '--target',
-        'build',
-        ROOT,
-      ),
-    ).toThrow(`VERSION=9.9.9 but package.json has ${VERSION}`);
+    expect(() => build({ VERSION: '9.9.9' }, '--target', 'build')).toThrow(
+      `VERSION=9.9.9 but package.json has ${VERSION}`,
+    );
   });
 });

@@ -1,4 +1,3 @@
-import { subscribe } from '../store/redis-subscription.js';
 import { createHash } from 'node:crypto';
 import type { RedisClient } from '../store/redis-connection.js';
 import type { RedisKeys } from '../store/redis-keys.js';
@@ -175,9 +174,20 @@ export class RedisTokenStore extends TokenStore {
     });
   }
 
-  /** Until a subscription holds, waiting replicas fall back to polling (token-renewal.ts). */
-  onRenewed(listener: (generation: number) => void): Promise<void> {
-    return subscribe(this.subscriber, this.keys.tokenChannel(), (message) => listener(Number(message)));
+  async onRenewed(listener: (generation: number) => void): Promise<void> {
+    const channel = this.keys.tokenChannel();
+    this.subscriber.on('message', (from: string, message: string) => {
+      if (from === channel) listener(Number(message));
+    });
+    // Subscribe on every (re)connection: the first attempt may come before Redis is
+    // reachable. Until a subscription holds, waiting replicas fall back to polling.
+    const subscribe = () =>
+      this.subscriber.subscribe(channel).then(
+        () => undefined,
+        () => undefined,
+      );
+    this.subscriber.on('ready', () => void subscribe());
+    if (this.subscriber.status === 'ready') await subscribe();
   }
 }
 
