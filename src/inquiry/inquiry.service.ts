@@ -214,7 +214,10 @@ export class InquiryService implements BeforeApplicationShutdown {
         const wait = await this.waits.hold(error.trackId);
         if (!wait) throw this.waits.refusal();
         try {
-          await wait.until(left);
+          // As for a long-poll: held first, then read, so a settlement just before the hold is
+          // seen now rather than after the whole wait.
+          const first = await this.records.get(error.trackId);
+          if (!first || first.status === 'pending') await wait.until(left);
         } finally {
           wait.release();
         }
