@@ -111,18 +111,13 @@ function nameOf(file: string, symbol: string): string {
   throw new Error(`no definition name for ${symbol} in ${path}`);
 }
 
-/** Generates the definitions for ROOTS and everything they reference. */
-export function generateDefinitions(): Record<string, JsonSchema> {
-  const dir = join(ROOT, 'node_modules', '.cache', 'chart-schema');
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, 'roots.mts');
-  const entries = Object.entries(ROOTS);
-  writeFileSync(
-    file,
-    entries
-      .map(([, r], i) => `import type { ${r.type} as M${i} } from '${r.from}';\nexport type R${i} = M${i};\n`)
-      .join(''),
-  );
+/**
+ * A TypeScript program over one generated module of model type imports (`lines`), written to
+ * `file`; throws `<what>: <diagnostics>` when an import does not resolve. Shared with the chart
+ * tests' Kubernetes schema (test/support/kubernetes-schema.ts).
+ */
+export function modelProgram(file: string, lines: string[], what: string): ts.Program {
+  writeFileSync(file, lines.join(''));
   const program = ts.createProgram([file], {
     module: ts.ModuleKind.NodeNext,
     moduleResolution: ts.ModuleResolutionKind.NodeNext,
@@ -132,10 +127,25 @@ export function generateDefinitions(): Record<string, JsonSchema> {
     noEmit: true,
     types: [],
   });
-  const problems = ts.getPreEmitDiagnostics(program).filter((d) => d.file?.fileName === file);
-  if (problems.length > 0) {
-    throw new Error(problems.map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n')).join('; '));
-  }
+  const problems = ts
+    .getPreEmitDiagnostics(program)
+    .filter((d) => d.file?.fileName === file)
+    .map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+  if (problems.length > 0) throw new Error(`${what}: ${problems.join('; ')}`);
+  return program;
+}
+
+/** Generates the definitions for ROOTS and everything they reference. */
+export function generateDefinitions(): Record<string, JsonSchema> {
+  const dir = join(ROOT, 'node_modules', '.cache', 'chart-schema');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'roots.mts');
+  const entries = Object.entries(ROOTS);
+  const program = modelProgram(
+    file,
+    entries.map(([, r], i) => `import type { ${r.type} as M${i} } from '${r.from}';\nexport type R${i} = M${i};\n`),
+    'no model for some roots',
+  );
   const checker = program.getTypeChecker();
   const source = program.getSourceFile(file)!;
   const definitions: Record<string, JsonSchema> = {};

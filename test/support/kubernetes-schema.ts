@@ -1,7 +1,8 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { modelProgram } from '../../scripts/chart-schema.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -59,26 +60,13 @@ export class KubernetesSchema {
     mkdirSync(dir, { recursive: true });
     const file = join(dir, 'models.mts');
     const unique = [...new Map(kinds.map((k) => [`${k.apiVersion}/${k.kind}`, k])).values()];
-    writeFileSync(
+    const program = modelProgram(
       file,
-      unique
-        .map((k, i) => `import type { I${k.kind} as M${i} } from '${modelModule(k)}';\nexport type T${i} = M${i};\n`)
-        .join(''),
+      unique.map(
+        (k, i) => `import type { I${k.kind} as M${i} } from '${modelModule(k)}';\nexport type T${i} = M${i};\n`,
+      ),
+      'no model for some kinds',
     );
-    const program = ts.createProgram([file], {
-      module: ts.ModuleKind.NodeNext,
-      moduleResolution: ts.ModuleResolutionKind.NodeNext,
-      target: ts.ScriptTarget.ES2022,
-      strict: true,
-      skipLibCheck: true,
-      noEmit: true,
-      types: [],
-    });
-    const problems = ts
-      .getPreEmitDiagnostics(program)
-      .filter((d) => d.file?.fileName === file)
-      .map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
-    if (problems.length > 0) throw new Error(`no model for some kinds: ${problems.join('; ')}`);
     return new KubernetesSchema(unique, program, file);
   }
 
