@@ -165,5 +165,8 @@ function stringClaim(value: unknown): string | undefined {
 function scopesOf(payload: JWTPayload): Set<Scope> {
   const raw =
     typeof payload.scope === 'string' ? payload.scope.split(' ') : Array.isArray(payload.scp) ? payload.scp : [];
-  return new Set(raw.filter((s): s is Scope => (SCOPES as readonly unknown[]).includes(s)));
+  return new Set(raw.filter((s): s is Scope => (JWT_SCOPES as readonly unknown[]).includes(s)));
 }
+
+/** An end user's token never opens the administration routes (docs/api.md §6: API keys only). */
+const JWT_SCOPES = SCOPES.filter((scope) => !scope.startsWith('ledger:'));

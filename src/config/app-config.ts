@@ -1,8 +1,18 @@
 import type { TracingConfig } from './tracing-config.js';
 import type { Secret } from './secret.js';
 
-/** Scopes a caller may hold (docs/api.md §1). */
-export const SCOPES = ['kyc:shahkar', 'kyc:iban', 'inquiries:read', 'kyc:advanced'] as const;
+/**
+ * Scopes a caller may hold (docs/api.md §1); `ledger:read` and `ledger:reconcile` open the
+ * administration routes (docs/api.md §6) and are honoured on API keys only.
+ */
+export const SCOPES = [
+  'kyc:shahkar',
+  'kyc:iban',
+  'inquiries:read',
+  'kyc:advanced',
+  'ledger:read',
+  'ledger:reconcile',
+] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export interface ApiKeyEntry {

@@ -8,7 +8,16 @@ import { clientErrorHandler, rejectConnect } from '../problem/framework-errors.j
  * a request's spelling of it): kept off the port an Ingress publishes when OPS_PORT is set.
  */
 function isOpsRoute(path: string): boolean {
-  return path === '/metrics' || path === '/docs' || path.startsWith('/docs/') || path === '/docs-json';
+  return (
+    path === '/metrics' ||
+    path === '/docs' ||
+    path.startsWith('/docs/') ||
+    path === '/docs-json' ||
+    // Administration (docs/api.md §6): the ledger, usage, budgets, reconciliations, the console.
+    path.startsWith('/admin/') ||
+    path === '/console' ||
+    path.startsWith('/console/')
+  );
 }
 
 /** The router constraint that binds a route to the ops listener. */
