@@ -13,11 +13,10 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * Bottom to top: a file may import from its own layer or any layer below it. The longest
- * matching path decides a file's layer (src/http/headers.ts is vocabulary; the rest of
- * src/http/ is the listener wiring at the top).
+ * matching path decides a file's layer.
  */
 const LAYERS: ReadonlyArray<{ name: string; paths: readonly string[] }> = [
-  { name: 'vocabulary', paths: ['src/crypto/', 'src/http/headers.ts'] },
+  { name: 'vocabulary', paths: ['src/crypto/', 'src/vocabulary/'] },
   { name: 'config', paths: ['src/config/'] },
   { name: 'problem', paths: ['src/problem/'] },
   { name: 'openapi', paths: ['src/openapi.ts'] },

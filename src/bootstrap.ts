@@ -23,7 +23,7 @@ import {
   REQUEST_ID_HEADER_IN,
   RETRY_AFTER_HEADER,
   TRACK_ID_HEADER,
-} from './http/headers.js';
+} from './vocabulary/headers.js';
 import { requestIdFrom } from './observability/request-context.js';
 import { startTracing, type GatewayTracing } from './observability/tracing.js';
 import { setupOpenApi } from './openapi.js';

@@ -7,7 +7,7 @@ import { SecretFileWatcher } from '../config/secret-file-watcher.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { knownSecrets } from '../config/known-secrets.js';
 import { AUTH_REALM, type Caller, type CallerAuthenticator } from './caller.js';
-import { API_KEY_HEADER_IN } from '../http/headers.js';
+import { API_KEY_HEADER_IN } from '../vocabulary/headers.js';
 import { sha256Bytes } from '../crypto/sha256.js';
 
 /**

@@ -11,7 +11,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Scope } from '../config/app-config.js';
 import { noteAuthFailure } from '../observability/http-observability.js';
 import { ProblemException } from '../problem/problem.js';
-import { API_KEY_HEADER_IN, WWW_AUTHENTICATE_HEADER } from '../http/headers.js';
+import { API_KEY_HEADER_IN, WWW_AUTHENTICATE_HEADER } from '../vocabulary/headers.js';
 import { CALLER_AUTHENTICATORS, type Caller, type CallerAuthenticator } from './caller.js';
 
 const REQUIRED_SCOPES = 'vgw:requiredScopes';

@@ -7,7 +7,7 @@ import { ProblemException } from '../problem/problem.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { sha256 } from '../crypto/sha256.js';
 import { callerScope, type Caller } from './caller.js';
-import { RETRY_AFTER_HEADER } from '../http/headers.js';
+import { RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
 
 const WINDOW_SECONDS = 60;
 

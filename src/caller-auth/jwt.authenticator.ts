@@ -8,7 +8,7 @@ import type { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException } from '../problem/problem.js';
 import { AUTH_REALM, type Caller, type CallerAuthenticator } from './caller.js';
 import { JwksKeySource, JwksUnavailableError, describeFailure, type JwksState } from './jwks-key-source.js';
-import { RETRY_AFTER_HEADER } from '../http/headers.js';
+import { RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
 
 /** Asymmetric algorithms only: a shared-secret (HS*) or `none` token is never accepted. */
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];

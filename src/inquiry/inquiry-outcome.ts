@@ -4,7 +4,7 @@ import { TokenUnavailableError } from '../token/token-unavailable.error.js';
 import type { UpstreamSuccess } from '../upstream/upstream.client.js';
 import { UpstreamError } from '../upstream/upstream-error.js';
 import type { InquiryRecord, InquiryStatus, StoredResponse } from './inquiry-record.js';
-import { RETRY_AFTER_HEADER } from '../http/headers.js';
+import { RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 

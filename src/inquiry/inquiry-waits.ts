@@ -1,7 +1,7 @@
 import { Injectable, type BeforeApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { AppConfig } from '../config/app-config.js';
-import { RETRY_AFTER_HEADER } from '../http/headers.js';
+import { RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException } from '../problem/problem.js';
 import { SettledNotices } from './settled-notices.js';

@@ -9,7 +9,7 @@ import {
   PREFERENCE_APPLIED_HEADER,
   PREFER_HEADER_IN,
   TRACK_ID_HEADER,
-} from '../http/headers.js';
+} from '../vocabulary/headers.js';
 import { parsePrefer } from './prefer.js';
 import { IbanRequestDto } from './dto/iban-request.dto.js';
 import { ShahkarRequestDto } from './dto/shahkar-request.dto.js';

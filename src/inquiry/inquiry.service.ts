@@ -8,7 +8,7 @@ import { GatewayMetrics } from '../observability/metrics.js';
 import { requestLogFields, type InquiryLogFields, type RequestFacts } from '../observability/request-context.js';
 import { ProblemException } from '../problem/problem.js';
 import { AuthorizedUpstream, type CallBudget } from '../token/authorized-upstream.js';
-import { LOCATION_HEADER, PREFERENCE_APPLIED_HEADER, RETRY_AFTER_HEADER } from '../http/headers.js';
+import { LOCATION_HEADER, PREFERENCE_APPLIED_HEADER, RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
 import { IdempotencyService, type ClaimResult, type HeldKey } from './idempotency.service.js';
 import {
   JSON_CONTENT_TYPE,

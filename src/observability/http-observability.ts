@@ -5,7 +5,7 @@ import type { Logger as Pino } from 'pino';
 import { PROBLEM_CONTENT_TYPE } from '../problem/problem.js';
 import type { AUTH_FAILURE_REASONS, GatewayMetrics } from './metrics.js';
 import { redactText } from './redact.js';
-import { IDEMPOTENT_REPLAYED_HEADER, REQUEST_ID_HEADER_IN, TRACK_ID_HEADER } from '../http/headers.js';
+import { IDEMPOTENT_REPLAYED_HEADER, REQUEST_ID_HEADER_IN, TRACK_ID_HEADER } from '../vocabulary/headers.js';
 import { requestLogFields, type RequestFacts } from './request-context.js';
 import { callerTraceContext, endSpanWithError, type GatewayTracing } from './tracing.js';
 import { SpanStatusCode } from '@opentelemetry/api';

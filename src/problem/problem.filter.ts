@@ -2,7 +2,7 @@ import { Catch, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs
 import type { FastifyReply } from 'fastify';
 import { PROBLEM_CONTENT_TYPE, type ProblemException } from './problem.js';
 import { toProblem } from './to-problem.js';
-import { TRACK_ID_HEADER } from '../http/headers.js';
+import { TRACK_ID_HEADER } from '../vocabulary/headers.js';
 
 /** Writes a problem as `application/problem+json`, with `X-Track-Id` once one was stamped. */
 export function sendProblem(reply: FastifyReply, problem: ProblemException): void {

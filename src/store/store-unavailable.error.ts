@@ -1,4 +1,4 @@
-import { RETRY_AFTER_HEADER } from '../http/headers.js';
+import { RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
 import { ProblemException } from '../problem/problem.js';
 
 /**

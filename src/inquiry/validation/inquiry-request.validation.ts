@@ -9,7 +9,7 @@ import {
 } from 'class-validator';
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { IDEMPOTENCY_KEY_HEADER_IN } from '../../http/headers.js';
+import { IDEMPOTENCY_KEY_HEADER_IN } from '../../vocabulary/headers.js';
 import { ProblemException, type FieldError } from '../../problem/problem.js';
 import { MESSAGES } from './decorators.js';
 
