@@ -29,7 +29,13 @@ import { startTracing, type GatewayTracing } from './observability/tracing.js';
 import { setupOpenApi } from './openapi.js';
 import { installOpsListener } from './http/ops-listener.js';
 import { ShutdownState } from './health/shutdown.state.js';
-import { clientErrorHandler, frameworkErrors, rejectConnect, rejectMissingHost } from './problem/framework-errors.js';
+import {
+  clientErrorHandler,
+  frameworkErrors,
+  rejectConnect,
+  rejectMissingHost,
+  rejectNonJsonBody,
+} from './problem/framework-errors.js';
 import { ProblemFilter } from './problem/problem.filter.js';
 
 export interface GatewayOptions {
@@ -155,6 +161,7 @@ export async function createGateway(
   });
   const fastify = app.getHttpAdapter().getInstance();
   fastify.addHook('onRequest', rejectMissingHost);
+  fastify.addHook('onRequest', rejectNonJsonBody);
   fastify.server.on('connect', rejectConnect);
   if (config.http.opsPort !== undefined) {
     installOpsListener(app, {

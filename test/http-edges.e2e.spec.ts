@@ -106,6 +106,36 @@ describe('errors before routing are problem+json; slow clients are cut off', () 
     expect(old.status).toBe(200);
   });
 
+  /** A POST with `headers` (a Content-Type line or none) and a valid JSON body, the connection then closed. */
+  const post = (path: string, headers: string, body = JSON.stringify(SHAHKAR)) =>
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Api-Key: ${TEST_CLIENTS.full.key}\r\n` +
+    `${headers}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+
+  it.each([
+    ['no Content-Type', '', 'Content-Type is not set; send the body with Content-Type: application/json.'],
+    [
+      "a form's (curl -d without -H)",
+      'Content-Type: application/x-www-form-urlencoded\r\n',
+      'Content-Type must be application/json.',
+    ],
+    ['text/plain', 'Content-Type: text/plain;charset=UTF-8\r\n', 'Content-Type must be application/json.'],
+  ])('a JSON body with %s → 400 naming Content-Type, nothing sent upstream', async (_name, header, message) => {
+    const callsBefore = sim.inquiryCalls;
+    const answer = await raw(port, [post('/v1/kyc/shahkar', header)]);
+    expectProblem(answer, 400, 'validation_failed');
+    expect(answer.body.detail).toMatch(/Content-Type/);
+    expect(answer.body.errors).toEqual([{ field: 'body', message }]);
+    expect(sim.inquiryCalls).toBe(callsBefore);
+    // The same body as application/json (any parameters) is served.
+    const served = await raw(port, [post('/v1/kyc/shahkar', 'Content-Type: Application/JSON; charset=utf-8\r\n')]);
+    expect(served.status).toBe(200);
+  });
+
+  it('a body of another type to an unknown path is still 404 not_found', async () => {
+    const answer = await raw(port, [post('/v1/kyc/unknown', 'Content-Type: text/plain\r\n')]);
+    expectProblem(answer, 404, 'not_found');
+  });
+
   it('a method no route has is 404 not_found problem+json', async () => {
     const answer = await callGateway(gateway.url, 'DELETE', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key });
     expect({ status: answer.status, code: answer.body.code }).toEqual({ status: 404, code: 'not_found' });

@@ -126,7 +126,7 @@ describe('400 validation_failed: nothing reaches the upstream', () => {
       contentType: 'text/plain',
     });
     expectProblem(res, 400, 'validation_failed', false);
-    expect(res.body.errors).toEqual([{ field: 'body', message: expect.any(String) }]);
+    expect(res.body.errors).toEqual([{ field: 'body', message: 'Content-Type must be application/json.' }]);
     nothingSent();
   });
 

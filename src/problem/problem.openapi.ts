@@ -15,7 +15,8 @@ import { ProblemSchema } from './problem.schema.js';
 /** When each code is answered: the error table of docs/api.md §3. */
 const WHEN: Record<ProblemCode, string> = {
   validation_failed:
-    '`validation_failed`: body not JSON, unknown or missing field, bad national code, mobile, IBAN, ' +
+    '`validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names ' +
+    'Content-Type), unknown or missing field, bad national code, mobile, IBAN, ' +
     '`requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field)',
   unauthenticated: '`unauthenticated`: no or bad credential',
   forbidden: '`forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`)',

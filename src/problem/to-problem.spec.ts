@@ -89,7 +89,12 @@ describe('toProblem: Nest HTTP exceptions', () => {
 
 describe('toProblem: Fastify request errors', () => {
   it.each<[string, number, string, string]>([
-    ['FST_ERR_CTP_INVALID_MEDIA_TYPE', 415, 'Content-Type must be application/json.', 'The request body is not JSON.'],
+    [
+      'FST_ERR_CTP_INVALID_MEDIA_TYPE',
+      415,
+      'Content-Type must be application/json.',
+      'The request body must be sent with Content-Type: application/json.',
+    ],
     ['FST_ERR_CTP_EMPTY_JSON_BODY', 400, 'The JSON body is empty.', 'The request body is empty.'],
     ['FST_ERR_CTP_INVALID_JSON_BODY', 400, 'The body is not valid JSON.', 'The request body is not valid JSON.'],
     [

@@ -52,10 +52,8 @@ function fromFastifyError(error: FastifyLikeError): ProblemException {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ProblemException('payload_too_large', 'The request body is larger than allowed.');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return ProblemException.validation(
-        [{ field: 'body', message: 'Content-Type must be application/json.' }],
-        'The request body is not JSON.',
-      );
+      // Normally answered before parsing by rejectNonJsonBody (framework-errors.ts), in the same words.
+      return notJsonMediaType(false);
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return ProblemException.validation(
         [{ field: 'body', message: 'The JSON body is empty.' }],
@@ -95,4 +93,21 @@ function defaultDetail(code: ProblemCode): string {
     default:
       return 'An unexpected error occurred.';
   }
+}
+
+/** The answer for a body whose Content-Type is missing or not application/json. */
+export function notJsonMediaType(missing: boolean): ProblemException {
+  return ProblemException.validation(
+    [
+      {
+        field: 'body',
+        message: missing
+          ? 'Content-Type is not set; send the body with Content-Type: application/json.'
+          : 'Content-Type must be application/json.',
+      },
+    ],
+    missing
+      ? 'The request has a body but no Content-Type header; it must be application/json.'
+      : 'The request body must be sent with Content-Type: application/json.',
+  );
 }

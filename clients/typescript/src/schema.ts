@@ -771,7 +771,7 @@ export interface operations {
                     "application/json": components["schemas"]["InquiryAccepted"];
                 };
             };
-            /** @description `validation_failed`: body not JSON, unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field). */
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field). */
             400: {
                 headers: {
                     /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
@@ -969,7 +969,7 @@ export interface operations {
                     "application/json": components["schemas"]["InquiryAccepted"];
                 };
             };
-            /** @description `validation_failed`: body not JSON, unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field). */
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field). */
             400: {
                 headers: {
                     /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
@@ -1147,7 +1147,7 @@ export interface operations {
                     "application/json": components["schemas"]["InquiryRecord"];
                 };
             };
-            /** @description `validation_failed`: body not JSON, unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field). */
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field). */
             400: {
                 headers: {
                     /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
