@@ -1,6 +1,43 @@
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, IsUrl, Matches, Max, Min, MinLength } from 'class-validator';
 
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/*
+ * One message per variable saying what is expected (load-config.ts reports the first one): each
+ * rule of a variable carries the same words, so "10s" reads "must be a whole number of
+ * milliseconds between 100 and 300000", not three limits at once. Messages never hold the value.
+ */
+
+function compose(...decorators: PropertyDecorator[]): PropertyDecorator {
+  return (target, property) => {
+    for (const decorate of decorators) decorate(target, property);
+  };
+}
+
+/** An integer from `min` to `max` (in `unit`), read from the environment's string. */
+function WholeNumber(min: number, max: number, unit?: string): PropertyDecorator {
+  const message = `must be a whole number${unit ? ` of ${unit}` : ''} between ${min} and ${max}`;
+  return compose(
+    Type(() => Number),
+    IsInt({ message }),
+    Min(min, { message }),
+    Max(max, { message }),
+  );
+}
+
+function NonEmptyString(): PropertyDecorator {
+  const message = 'must not be empty';
+  return compose(IsString({ message }), MinLength(1, { message }));
+}
+
+function HttpUrl(example: string): PropertyDecorator {
+  return IsUrl(
+    { require_tld: false, protocols: ['http', 'https'], require_protocol: true },
+    { message: `must be an http:// or https:// URL such as ${example}` },
+  );
+}
+
 /** `host:port,host:port` lists for Sentinel and Cluster seeds. */
 export const HOST_PORT_LIST = /^[A-Za-z0-9.\-[\]:]+:\d{1,5}(,[A-Za-z0-9.\-[\]:]+:\d{1,5})*$/;
 
@@ -9,10 +46,7 @@ export const HOST_PORT_LIST = /^[A-Za-z0-9.\-[\]:]+:\d{1,5}(,[A-Za-z0-9.\-[\]:]+
  * `*_FILE` variants are resolved into their plain names before validation (see load-config).
  */
 export class EnvironmentVariables {
-  @Type(() => Number)
-  @IsInt()
-  @Min(0)
-  @Max(65535)
+  @WholeNumber(0, 65535)
   PORT = 3000;
 
   /**
@@ -20,27 +54,19 @@ export class EnvironmentVariables {
    * and answer 404 on PORT, so an Ingress publishing PORT cannot expose them.
    */
   @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(65535)
+  @WholeNumber(1, 65535)
   OPS_PORT?: number;
 
-  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  @HttpUrl('https://verify.example.com')
   UPSTREAM_BASE_URL!: string;
 
-  @IsString()
-  @MinLength(1)
+  @NonEmptyString()
   UPSTREAM_USERNAME!: string;
 
-  @IsString()
-  @MinLength(1)
+  @NonEmptyString()
   UPSTREAM_PASSWORD!: string;
 
-  @Type(() => Number)
-  @IsInt()
-  @Min(100)
-  @Max(300_000)
+  @WholeNumber(100, 300_000, 'milliseconds')
   UPSTREAM_TIMEOUT_MS = 10_000;
 
   /**
@@ -48,47 +74,34 @@ export class EnvironmentVariables {
    * may take several times a standard call (docs/upstream-api.md §4.4.7). The default covers the
    * three-supplier chain at the standard timeout each.
    */
-  @Type(() => Number)
-  @IsInt()
-  @Min(100)
-  @Max(300_000)
+  @WholeNumber(100, 300_000, 'milliseconds')
   UPSTREAM_ADVANCED_TIMEOUT_MS = 30_000;
 
   /** Not in the contract's table: how long the upstream circuit stays open before a trial call. */
-  @Type(() => Number)
-  @IsInt()
-  @Min(100)
-  @Max(600_000)
+  @WholeNumber(100, 600_000, 'milliseconds')
   UPSTREAM_CIRCUIT_RESET_MS = 10_000;
 
   /** Not in the contract's table: the largest upstream answer read; a larger one is `malformed`. */
-  @Type(() => Number)
-  @IsInt()
-  @Min(1024)
-  @Max(64 * 1024 * 1024)
+  @WholeNumber(1024, 64 * 1024 * 1024, 'bytes')
   UPSTREAM_MAX_RESPONSE_BYTES = 256 * 1024;
 
-  @Type(() => Number)
-  @IsInt()
-  @Min(0)
-  @Max(86_400)
+  @WholeNumber(0, 86_400, 'seconds')
   TOKEN_REFRESH_SKEW_SECONDS = 300;
 
   @IsOptional()
-  @Matches(/^rediss?:\/\/.+/, { message: 'REDIS_URL must be a redis:// or rediss:// URL' })
+  @Matches(/^rediss?:\/\/.+/, { message: 'must be a redis:// or rediss:// URL' })
   REDIS_URL?: string;
 
   @IsOptional()
-  @Matches(HOST_PORT_LIST, { message: 'REDIS_SENTINELS must be host:port,host:port' })
+  @Matches(HOST_PORT_LIST, { message: 'must be host:port,host:port' })
   REDIS_SENTINELS?: string;
 
   @IsOptional()
-  @IsString()
-  @MinLength(1)
+  @NonEmptyString()
   REDIS_SENTINEL_NAME?: string;
 
   @IsOptional()
-  @Matches(HOST_PORT_LIST, { message: 'REDIS_CLUSTER_NODES must be host:port,host:port' })
+  @Matches(HOST_PORT_LIST, { message: 'must be host:port,host:port' })
   REDIS_CLUSTER_NODES?: string;
 
   /**
@@ -97,27 +110,23 @@ export class EnvironmentVariables {
    * of the URL. TLS is on with rediss://, or with REDIS_TLS=true (Sentinel, Cluster).
    */
   @IsOptional()
-  @IsString()
-  @MinLength(1)
+  @NonEmptyString()
   REDIS_USERNAME?: string;
 
   @IsOptional()
-  @IsString()
-  @MinLength(1)
+  @NonEmptyString()
   REDIS_PASSWORD?: string;
 
   @IsOptional()
-  @IsString()
-  @MinLength(1)
+  @NonEmptyString()
   REDIS_SENTINEL_USERNAME?: string;
 
   @IsOptional()
-  @IsString()
-  @MinLength(1)
+  @NonEmptyString()
   REDIS_SENTINEL_PASSWORD?: string;
 
   @IsOptional()
-  @IsIn(['true', 'false'], { message: 'REDIS_TLS must be true or false' })
+  @IsIn(['true', 'false'], { message: 'must be true or false' })
   REDIS_TLS?: string;
 
   @IsOptional()
@@ -132,7 +141,7 @@ export class EnvironmentVariables {
   @IsString()
   REDIS_TLS_KEY_FILE?: string;
 
-  @Matches(/^[A-Za-z0-9_.-]{1,32}$/, { message: 'REDIS_KEY_PREFIX must be 1-32 of A-Z a-z 0-9 _ . -' })
+  @Matches(/^[A-Za-z0-9_.-]{1,32}$/, { message: 'must be 1-32 of A-Z a-z 0-9 _ . -' })
   REDIS_KEY_PREFIX = 'vgw';
 
   @IsOptional()
@@ -148,75 +157,54 @@ export class EnvironmentVariables {
   STORE_ENCRYPTION_KEYS?: string;
 
   @IsOptional()
-  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  @HttpUrl('https://id.example.com/.well-known/jwks.json')
   JWT_JWKS_URL?: string;
 
   @IsOptional()
-  @IsString()
-  @MinLength(1)
+  @NonEmptyString()
   JWT_PUBLIC_KEY?: string;
 
   /**
    * Not in the contract's table: while the JWKS URL is unreachable, the last keys fetched keep
    * verifying tokens this long past their 10-minute refresh (0 = not at all); then 503 auth_unavailable.
    */
-  @Type(() => Number)
-  @IsInt()
-  @Min(0)
-  @Max(86_400)
+  @WholeNumber(0, 86_400, 'seconds')
   JWT_JWKS_MAX_STALE_SECONDS = 3600;
 
   @IsOptional()
-  @IsString()
-  @MinLength(1)
+  @NonEmptyString()
   JWT_ISSUER?: string;
 
   @IsOptional()
-  @IsString()
-  @MinLength(1)
+  @NonEmptyString()
   JWT_AUDIENCE?: string;
 
-  @Type(() => Number)
-  @IsInt()
-  @Min(60)
-  @Max(30 * 86_400)
+  @WholeNumber(60, 30 * 86_400, 'seconds')
   IDEMPOTENCY_TTL_SECONDS = 86_400;
 
   /**
    * Not in the contract's table: how many `Prefer: wait` long-polls one replica holds at once
    * (docs/api.md, "Asynchronous answers"); one more is refused with 429 and `Retry-After`.
    */
-  @Type(() => Number)
-  @IsInt()
-  @Min(0)
-  @Max(100_000)
+  @WholeNumber(0, 100_000)
   INQUIRY_MAX_HELD_WAITS = 1_000;
 
   /** Not in the contract's table: inquiries per minute per end user (JWT `sub`); 0 = none. */
-  @Type(() => Number)
-  @IsInt()
-  @Min(0)
-  @Max(1_000_000)
+  @WholeNumber(0, 1_000_000)
   USER_QUOTA_PER_MINUTE = 60;
 
   /** Not in the contract's table: how often API_KEYS_FILE and UPSTREAM_*_FILE are re-read (rotation). */
-  @Type(() => Number)
-  @IsInt()
-  @Min(50)
-  @Max(300_000)
+  @WholeNumber(50, 300_000, 'milliseconds')
   SECRET_FILES_POLL_MS = 2000;
 
-  @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  @IsIn(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` })
   LOG_LEVEL = 'info';
 
   /**
    * Not in the contract's table: the whole request (headers and body) must arrive within this;
    * a slower client is answered 408 and disconnected. Headers alone get min(10 s, this).
    */
-  @Type(() => Number)
-  @IsInt()
-  @Min(100)
-  @Max(300_000)
+  @WholeNumber(100, 300_000, 'milliseconds')
   HTTP_REQUEST_TIMEOUT_MS = 15_000;
 
   /**
@@ -225,10 +213,7 @@ export class EnvironmentVariables {
    * so the balancer, never the gateway, closes an idle connection: otherwise it may send a request
    * on a connection the gateway is closing and answer its caller 502.
    */
-  @Type(() => Number)
-  @IsInt()
-  @Min(1000)
-  @Max(3_600_000)
+  @WholeNumber(1000, 3_600_000, 'milliseconds')
   HTTP_KEEP_ALIVE_TIMEOUT_MS = 75_000;
 
   /**
@@ -240,14 +225,11 @@ export class EnvironmentVariables {
   CORS_ORIGINS?: string;
 
   /** Not in the contract's table, which only fixes the 16 KiB default (§3, 413). */
-  @Type(() => Number)
-  @IsInt()
-  @Min(1024)
-  @Max(1024 * 1024)
+  @WholeNumber(1024, 1024 * 1024, 'bytes')
   BODY_LIMIT_BYTES = 16 * 1024;
 
   /** Not in the contract's table: the commit the image was built from (label of vgw_build_info). */
   @IsOptional()
-  @Matches(/^[0-9a-f]{7,40}$/i)
+  @Matches(/^[0-9a-f]{7,40}$/i, { message: 'must be a git commit hash (7 to 40 hex digits)' })
   BUILD_COMMIT?: string;
 }

@@ -178,6 +178,43 @@ describe('loadConfig: every problem named by variable, in one error', () => {
   });
 });
 
+describe('loadConfig: one message per variable, saying what is wrong and what is expected', () => {
+  it('says a required variable "is not set", and points to .env.example', () => {
+    const error = configError({ API_KEYS });
+    expect(error.problems).toEqual([
+      'UPSTREAM_BASE_URL: is not set (required: it must be an http:// or https:// URL such as https://verify.example.com)',
+      'UPSTREAM_USERNAME: is not set (it is required)',
+      'UPSTREAM_PASSWORD: is not set (it is required)',
+    ]);
+    expect(error.message).toMatch(/\.env\.example/);
+  });
+
+  it('counts an empty value (as copied from .env.example) as not set; an empty secret file "is empty"', () => {
+    const error = configError({
+      ...MINIMAL,
+      UPSTREAM_USERNAME: '',
+      UPSTREAM_PASSWORD: undefined,
+      UPSTREAM_PASSWORD_FILE: tempFile(''),
+    });
+    expect(error.problems).toEqual([
+      'UPSTREAM_USERNAME: is not set (it is required)',
+      'UPSTREAM_PASSWORD: is empty (a value is required)',
+    ]);
+  });
+
+  it.each([
+    ['UPSTREAM_TIMEOUT_MS', '10s', 'must be a whole number of milliseconds between 100 and 300000'],
+    ['UPSTREAM_TIMEOUT_MS', '5', 'must be a whole number of milliseconds between 100 and 300000'],
+    ['IDEMPOTENCY_TTL_SECONDS', '1.5', 'must be a whole number of seconds between 60 and 2592000'],
+    ['BODY_LIMIT_BYTES', '16k', 'must be a whole number of bytes between 1024 and 1048576'],
+    ['PORT', 'eighty', 'must be a whole number between 0 and 65535'],
+    ['LOG_LEVEL', 'loud', 'must be one of fatal, error, warn, info, debug, trace, silent'],
+    ['REDIS_URL', 'http://redis:6379', 'must be a redis:// or rediss:// URL'],
+  ])('%s=%j: one message, "%s"', (name, value, message) => {
+    expect(configError({ ...MINIMAL, [name]: value }).problems).toEqual([`${name}: ${message}`]);
+  });
+});
+
 describe('loadConfig: secrets are never echoed in errors', () => {
   const SECRET_PASSWORD = 'pw-SENTINEL-9d8c7b';
   const SECRET_USERNAME = 'user-SENTINEL-1a2b3c';

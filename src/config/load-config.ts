@@ -28,12 +28,31 @@ const FILE_VARIABLES = [
   'STORE_ENCRYPTION_KEYS',
 ] as const;
 
-/** Startup fails with every problem listed by variable name; values are never included. */
+/** Where a reader finds every variable with an example value (docs/operations.md#configuration). */
+const WHERE_TO_LOOK = '.env.example shows a complete set; docs/operations.md#configuration describes every variable.';
+
+/**
+ * Startup fails with every problem listed by variable name, one line each saying what is wrong
+ * and what is expected; values are never included.
+ */
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
-    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}\n${WHERE_TO_LOOK}`);
     this.name = 'ConfigError';
   }
+}
+
+/**
+ * One message for a variable that failed validation: "is not set" when it is absent (only
+ * required variables are checked then), else the expectation its rules share (environment.ts),
+ * never the value itself.
+ */
+function describeInvalid(value: string | undefined, constraints: Record<string, string> = {}): string {
+  const expected = Object.values(constraints)[0] ?? 'is not valid';
+  const anyValue = expected === 'must not be empty';
+  if (value === undefined) return anyValue ? 'is not set (it is required)' : `is not set (required: it ${expected})`;
+  if (value.trim() === '') return anyValue ? 'is empty (a value is required)' : `is empty: it ${expected}`;
+  return expected;
 }
 
 export function loadConfig(env: Env): AppConfig {
@@ -42,8 +61,7 @@ export function loadConfig(env: Env): AppConfig {
 
   const vars = plainToInstance(EnvironmentVariables, resolved, { exposeDefaultValues: true });
   for (const error of validateSync(vars, { forbidUnknownValues: false })) {
-    // class-validator's messages name the property and the rule, never the value.
-    problems.push(`${error.property}: ${Object.values(error.constraints ?? {}).join('; ') || 'is invalid'}`);
+    problems.push(`${error.property}: ${describeInvalid(resolved[error.property], error.constraints)}`);
   }
   const bad = new Set(problems.map((p) => p.split(':')[0]));
 
