@@ -1,34 +1,59 @@
 /**
  * `npm run sandbox`: the gateway on PORT (3000) in front of the built-in upstream simulator,
- * with the in-process store (no Redis). One API key with every scope: SANDBOX_API_KEY, or a
- * random one generated and printed here. Ctrl-C stops both.
+ * with the in-process store (no Redis). Ctrl-C stops both. Its callers and test data are listed
+ * in docs/local-stack.md ("The sandbox's callers and test data"):
+ * - an API key with every scope: SANDBOX_API_KEY, or a random one generated and printed here;
+ * - a narrow key with `kyc:shahkar` only (the first key plus `-shahkar-only`), for 403 answers;
+ * - JWT callers: a key pair made at each start (sandbox-jwt.ts); `npm run sandbox:jwt` mints tokens;
+ * - the simulator's test inputs (SANDBOX_INPUT_OUTCOMES): a non-match and supplier failures.
  */
+import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { createGateway } from '../../src/bootstrap.js';
 import { ConfigError } from '../../src/config/load-config.js';
-import { UpstreamSimulator } from '../upstream-simulator/upstream-simulator.js';
+import { SANDBOX_INPUT_OUTCOMES, UpstreamSimulator } from '../upstream-simulator/upstream-simulator.js';
+import { SANDBOX_JWT_AUDIENCE, SANDBOX_JWT_ISSUER, createSandboxSigningKey, mintSandboxToken } from './sandbox-jwt.js';
 
 const SANDBOX_USERNAME = 'sandbox-user';
 const SANDBOX_PASSWORD = 'sandbox-password';
+const ALL_SCOPES = ['kyc:shahkar', 'kyc:iban', 'inquiries:read', 'kyc:advanced'];
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** The checked-out commit for vgw_build_info, when this is a git work tree. */
+function gitCommit(): string | undefined {
+  try {
+    return execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return undefined;
+  }
+}
 
 async function main(): Promise<void> {
   const apiKey = process.env.SANDBOX_API_KEY || randomBytes(24).toString('base64url');
-  const simulator = new UpstreamSimulator({ username: SANDBOX_USERNAME, password: SANDBOX_PASSWORD });
+  const narrowKey = `${apiKey}-shahkar-only`;
+  const simulator = new UpstreamSimulator({
+    username: SANDBOX_USERNAME,
+    password: SANDBOX_PASSWORD,
+    inputOutcomes: SANDBOX_INPUT_OUTCOMES,
+  });
   const upstreamUrl = await simulator.start(Number(process.env.SIMULATOR_PORT ?? 4010));
 
   const env = {
     LOG_LEVEL: 'info',
+    BUILD_COMMIT: gitCommit(),
     ...process.env,
     UPSTREAM_BASE_URL: upstreamUrl,
     UPSTREAM_USERNAME: SANDBOX_USERNAME,
     UPSTREAM_PASSWORD: SANDBOX_PASSWORD,
     API_KEYS: JSON.stringify([
-      {
-        clientId: 'sandbox',
-        keySha256: createHash('sha256').update(apiKey).digest('hex'),
-        scopes: ['kyc:shahkar', 'kyc:iban', 'inquiries:read', 'kyc:advanced'],
-      },
+      { clientId: 'sandbox', keySha256: sha256(apiKey), scopes: ALL_SCOPES },
+      { clientId: 'sandbox-shahkar-only', keySha256: sha256(narrowKey), scopes: ['kyc:shahkar'] },
     ]),
+    JWT_PUBLIC_KEY: await createSandboxSigningKey(),
+    JWT_JWKS_URL: undefined,
+    JWT_ISSUER: SANDBOX_JWT_ISSUER,
+    JWT_AUDIENCE: SANDBOX_JWT_AUDIENCE,
     REDIS_URL: undefined,
     REDIS_SENTINELS: undefined,
     REDIS_CLUSTER_NODES: undefined,
@@ -47,12 +72,16 @@ async function main(): Promise<void> {
   const { app, config } = gateway;
   await app.listen({ port: config.http.port, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${config.http.port}`;
+  const inputs = Object.entries(SANDBOX_INPUT_OUTCOMES).map(([input, outcome]) => `${input} (${outcome})`);
   console.log(
     [
       '',
-      `Verification gateway sandbox on ${url} (OpenAPI: ${url}/docs)`,
+      `Verification gateway sandbox on ${url} (OpenAPI: ${url}/docs, metrics: ${url}/metrics)`,
       `Upstream simulator on ${upstreamUrl} (state: ${upstreamUrl}/__simulator/state)`,
       `API key (every scope): ${apiKey}`,
+      `API key (kyc:shahkar only): ${narrowKey}`,
+      `JWT (an app's end user; more with npm run --silent sandbox:jwt): ${await mintSandboxToken()}`,
+      `Test inputs: ${inputs.join(', ')}; any other valid input matches.`,
       '',
       `  curl -s -X POST ${url}/v1/kyc/shahkar -H 'X-Api-Key: ${apiKey}' -H 'Content-Type: application/json' \\`,
       `       -d '{"nationalCode":"0499370899","mobileNumber":"09121234567"}'`,

@@ -9,7 +9,7 @@
  */
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { UpstreamSimulator } from './upstream-simulator.js';
+import { SANDBOX_INPUT_OUTCOMES, UpstreamSimulator } from './upstream-simulator.js';
 
 export async function runSimulator(env: NodeJS.ProcessEnv = process.env): Promise<UpstreamSimulator> {
   const port = Number(env.SIMULATOR_PORT ?? 4010);
@@ -19,6 +19,8 @@ export async function runSimulator(env: NodeJS.ProcessEnv = process.env): Promis
   const simulator = new UpstreamSimulator({
     username: env.SIMULATOR_USERNAME || 'sandbox-user',
     password: env.SIMULATOR_PASSWORD || 'sandbox-password',
+    // The sandbox's test data answers here too (docs/local-stack.md, "Test data").
+    inputOutcomes: SANDBOX_INPUT_OUTCOMES,
   });
   const url = await simulator.start(port, host);
   console.log(`Upstream simulator (API v5) listening on ${url}, control surface at ${url}/__simulator/state`);

@@ -86,6 +86,12 @@
  *   that walks three suppliers answers after three of them, "several times longer" (§4.4.7).
  *   Like `latencyMs` it is applied after processing (the charge is already decided).
  * - A Shahkar matcher that throws gives 500/1/ServerError (trackId consumed, nothing charged).
+ * - `inputOutcomes` (the sandbox's documented test data, `SANDBOX_INPUT_OUTCOMES`) scripts the
+ *   answer to particular inputs, keyed by the national code or the IBAN as sent: 'no-match'
+ *   answers `isMatch: false` (charged, as any non-match); 'suppliers-fail' makes every supplier
+ *   attempt fail (502/15 ProviderError, nothing charged); 'first-supplier-fails' fails the first
+ *   supplier only, so `standard` answers 502/15 and `advanced` walks on to the next (§4.4.6–7).
+ *   A supplier failure set with setSupplierFailure takes precedence.
  * Simulator-only behaviour
  * - A body over 1 MiB is rejected before routing, so it is not counted in tokenCalls/inquiryCalls.
  * - Latency is applied after processing, to every /api/v5 response (errors and faults
@@ -111,6 +117,8 @@ export interface Supplier {
 }
 
 export type SupplierFailure = 'error' | 'timeout';
+/** A scripted answer to one input (`SimulatorOptions.inputOutcomes`). */
+export type InputOutcome = 'no-match' | 'suppliers-fail' | 'first-supplier-fails';
 export type RefreshTokenRotation = 'reusable' | 'single-use';
 /** Upstream-side checks of field values: returns the field errors of a request body. */
 /** `authorization` lets a test play a hostile upstream that echoes the token it was sent. */
@@ -130,6 +138,8 @@ export interface SimulatorOptions {
   /** Milliseconds each supplier attempt of an inquiry takes (added after processing). */
   supplierLatencyMs: number;
   refreshTokenRotation: RefreshTokenRotation;
+  /** Scripted answers by national code (CheckShahkar) or IBAN (IbanInquiry), as sent. */
+  inputOutcomes: Readonly<Record<string, InputOutcome>>;
   /** Clock in milliseconds; token expiry is measured with it. */
   now?: () => number;
 }
@@ -261,7 +271,21 @@ const DEFAULT_OPTIONS: Omit<SimulatorOptions, 'suppliers' | 'now'> = {
   latencyMs: 0,
   supplierLatencyMs: 0,
   refreshTokenRotation: 'reusable',
+  inputOutcomes: {},
 };
+
+/**
+ * The sandbox's test data (docs/local-stack.md, "Test data"): inputs with valid check digits that
+ * answer something other than a match. `npm run sandbox`, `npm run simulator` and the compose
+ * stack's simulator answer them; a simulator constructed without `inputOutcomes` does not.
+ */
+export const SANDBOX_INPUT_OUTCOMES: Readonly<Record<string, InputOutcome>> = Object.freeze({
+  '0499370902': 'no-match',
+  '0499370910': 'suppliers-fail',
+  '0499370929': 'first-supplier-fails',
+  IR490170000000000000000002: 'suppliers-fail',
+  IR140540000000000000000003: 'first-supplier-fails',
+});
 
 const BANKS: Record<string, string> = {
   '010': 'Central Bank of Iran',
@@ -956,9 +980,12 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
       throw new ApiError(402, 5, 'LogicError', 'Insufficient credit', [], trackId);
 
     // §4.4 rules 9-10: attempts
+    const scripted = this.inputOutcome(path, body);
     let lastFailure: SupplierFailure = 'error';
-    for (const supplier of chain) {
-      const failure = this.supplierFailures.get(supplier.name);
+    for (const [index, supplier] of chain.entries()) {
+      const failure =
+        this.supplierFailures.get(supplier.name) ??
+        (scripted === 'suppliers-fail' || (scripted === 'first-supplier-fails' && index === 0) ? 'error' : undefined);
       let data: unknown;
       this.reserved += supplier.cost; // reservation held for the duration of the attempt
       try {
@@ -980,8 +1007,14 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     throw new ApiError(502, 15, 'ProviderError', 'Supplier error', [], trackId);
   }
 
+  private inputOutcome(path: string, body: Record<string, unknown>): InputOutcome | undefined {
+    const input = String(path === CHECK_SHAHKAR_PATH ? body.nationalCode : body.iban);
+    return Object.hasOwn(this.options.inputOutcomes, input) ? this.options.inputOutcomes[input] : undefined;
+  }
+
   private answer(path: string, body: Record<string, unknown>): unknown {
     if (path === CHECK_SHAHKAR_PATH) {
+      if (this.inputOutcome(path, body) === 'no-match') return { isMatch: false };
       return { isMatch: this.shahkarMatcher(String(body.nationalCode), String(body.mobileNumber)) === true };
     }
     const iban = String(body.iban);
