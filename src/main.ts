@@ -39,7 +39,9 @@ async function main(): Promise<void> {
   }
   await app.listen({ port: config.http.port, host: '0.0.0.0' });
   // After listen: the line a supervisor (or a test) can wait for before sending traffic.
-  new Logger('Bootstrap').log(`listening on port ${config.http.port}`);
+  // Names the ops port too when OPS_PORT moves /metrics and /docs off PORT (docs/operations.md).
+  const ops = config.http.opsPort === undefined ? '' : `; ops port ${config.http.opsPort} (/metrics, /docs)`;
+  new Logger('Bootstrap').log(`listening on port ${config.http.port}${ops}`);
 }
 
 await main();
