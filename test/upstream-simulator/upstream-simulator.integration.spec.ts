@@ -6,6 +6,7 @@ import {
   CHECK_SHAHKAR_PATH,
   GET_TOKEN_PATH,
   IBAN_INQUIRY_PATH,
+  SANDBOX_INPUT_OUTCOMES,
   UpstreamSimulator,
   type Envelope,
   type InquiryEvent,
@@ -661,6 +662,58 @@ describe('UpstreamSimulator: suppliers and credit (§4.4 rules 6-10)', () => {
     expect(a.data.data!.owners).toEqual([{ firstName: expect.any(String), lastName: expect.any(String) }]);
     expect(b.data.data).toEqual(a.data.data);
     expect(a.data.meta.trackId).not.toBe(b.data.meta.trackId);
+  });
+});
+
+describe('UpstreamSimulator: scripted answers to test inputs (inputOutcomes)', () => {
+  const scripted = new UpstreamSimulator({ inputOutcomes: SANDBOX_INPUT_OUTCOMES });
+  let client: AxiosInstance;
+  let bearer: { Authorization: string };
+  beforeAll(async () => {
+    client = axios.create({ baseURL: await scripted.start(0), validateStatus: () => true });
+  });
+  afterAll(() => scripted.stop());
+  beforeEach(async () => {
+    scripted.reset();
+    const token = await client.post<Envelope<TokenData>>(GET_TOKEN_PATH, CREDENTIALS);
+    bearer = { Authorization: `Bearer ${token.data.data!.accessToken}` };
+  });
+  const ask = (path: string, body: object): Promise<Res> => client.post(path, body, { headers: bearer });
+
+  it('no-match: a charged success with isMatch false', async () => {
+    const res = await ask(CHECK_SHAHKAR_PATH, { nationalCode: '0499370902', mobileNumber: '09121234567' });
+    expect({ status: res.status, data: res.data.data }).toEqual({ status: 200, data: { isMatch: false } });
+    expect(scripted.chargesByTrackId.get(res.data.meta.trackId)).toBe(1);
+  });
+
+  it('suppliers-fail: every attempt fails, advanced too (502/15), nothing charged', async () => {
+    for (const handling of ['standard', 'advanced']) {
+      const res = await ask(IBAN_INQUIRY_PATH, { iban: 'IR490170000000000000000002', requestHandlingType: handling });
+      expectError(res, 502, 15, 'ProviderError');
+    }
+    expect(scripted.attemptLog.map((a) => a.outcome)).toEqual(['error', 'error', 'error', 'error']);
+    expect(scripted.credit).toBe(1_000_000);
+  });
+
+  it('first-supplier-fails: standard 502, advanced walks on and the second supplier is charged', async () => {
+    const body = { nationalCode: '0499370929', mobileNumber: '09121234567' };
+    expectError(await ask(CHECK_SHAHKAR_PATH, body), 502, 15, 'ProviderError');
+    const res = await ask(CHECK_SHAHKAR_PATH, { ...body, requestHandlingType: 'advanced' });
+    expect(res.status).toBe(200);
+    expect(scripted.attemptLog.slice(-2).map((a) => [a.supplier, a.outcome])).toEqual([
+      ['primary', 'error'],
+      ['secondary', 'success'],
+    ]);
+    expect(scripted.credit).toBe(1_000_000 - 120);
+  });
+
+  it('a simulator without inputOutcomes answers the same inputs as any other', async () => {
+    const res = await inquire(
+      CHECK_SHAHKAR_PATH,
+      { nationalCode: '0499370902', mobileNumber: '09121234567' },
+      await accessToken(),
+    );
+    expect({ status: res.status, data: res.data.data }).toEqual({ status: 200, data: { isMatch: true } });
   });
 });
 
