@@ -96,18 +96,18 @@ function defaultDetail(code: ProblemCode): string {
 }
 
 /** The answer for a body whose Content-Type is missing or not application/json. */
-export function notJsonMediaType(missing: boolean): ProblemException {
+export function notJsonMediaType(missing: boolean, mediaType = 'application/json'): ProblemException {
   return ProblemException.validation(
     [
       {
         field: 'body',
         message: missing
-          ? 'Content-Type is not set; send the body with Content-Type: application/json.'
-          : 'Content-Type must be application/json.',
+          ? `Content-Type is not set; send the body with Content-Type: ${mediaType}.`
+          : `Content-Type must be ${mediaType}.`,
       },
     ],
     missing
-      ? 'The request has a body but no Content-Type header; it must be application/json.'
-      : 'The request body must be sent with Content-Type: application/json.',
+      ? `The request has a body but no Content-Type header; it must be ${mediaType}.`
+      : `The request body must be sent with Content-Type: ${mediaType}.`,
   );
 }
