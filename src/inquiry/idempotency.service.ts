@@ -17,6 +17,19 @@ export interface HeldKey {
   readonly claim: IdempotencyClaim;
 }
 
+/**
+ * How long after its record settled a claim may still be `in_flight` while the settling request
+ * stores its answer (the two writes go together, the record's first); past it the answer is
+ * made from the record (IdempotencyService.answerRepeat).
+ */
+export const SETTLED_ANSWER_GRACE_MS = 2_000;
+
+/** Milliseconds until a settled record's unstored answer is made from the record (0: now). */
+export function msUntilSettledAnswerDue(record: { completedAt?: string }, now = Date.now()): number {
+  if (record.completedAt === undefined) return 0;
+  return Math.max(0, Date.parse(record.completedAt) + SETTLED_ANSWER_GRACE_MS - now);
+}
+
 /** Claiming a key either makes it ours, or finds the answer an earlier request with it already has. */
 export type ClaimResult = { held: HeldKey } | { replay: StoredResponse };
 
@@ -104,14 +117,19 @@ export class IdempotencyService {
       this.metrics.idempotentReplays.inc();
       return earlier.response;
     }
-    // A pending record with a deadline says exactly when its request can no longer be running
-    // (inquiry-deadline.ts); otherwise (no record yet, a record settled but its answer not
-    // stored, a record from before deadlines) the lease decides.
+    // A settled record whose answer is not stored (its complete() lost or still owed, or the
+    // process died between the two writes) is answered from the record once the settling
+    // request has had SETTLED_ANSWER_GRACE_MS to store it. A pending record with a deadline
+    // says exactly when its request can no longer be running (inquiry-deadline.ts); otherwise
+    // (no record yet, a record from before deadlines) the lease decides.
     const record = await this.records.get(earlier.trackId);
+    const leaseOver = earlier.claimedAt !== undefined && Date.now() - earlier.claimedAt > this.inFlightLeaseMs;
     const abandoned =
-      record?.status === 'pending' && record.deadlineAt !== undefined
-        ? statusNow(record) === 'unknown'
-        : earlier.claimedAt !== undefined && Date.now() - earlier.claimedAt > this.inFlightLeaseMs;
+      record !== null && record.status !== 'pending'
+        ? leaseOver || msUntilSettledAnswerDue(record) === 0
+        : record?.status === 'pending' && record.deadlineAt !== undefined
+          ? statusNow(record) === 'unknown'
+          : leaseOver;
     if (abandoned) return this.concludeAbandoned(scope, keySha256, earlier);
     throw new ProblemException('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', {
       trackId: earlier.trackId,

@@ -67,7 +67,7 @@ describe('InquiryWaits', () => {
   it('at shutdown wakes every held wait, and later ones do not wait', async () => {
     const { waits } = waitsWith(1);
     const held = (await waits.hold('x'))!.until(60_000);
-    waits.beforeApplicationShutdown();
+    waits.releaseAll();
     expect(await held).toBe(true);
     expect(await (await waits.hold('y'))!.until(60_000)).toBe(false);
   });

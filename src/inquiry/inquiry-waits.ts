@@ -1,4 +1,4 @@
-import { Injectable, type BeforeApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { AppConfig } from '../config/app-config.js';
 import { RETRY_AFTER_HEADER } from '../http/headers.js';
@@ -26,7 +26,7 @@ const REFUSED_RETRY_AFTER_SECONDS = '1';
  * caller is answered with the record as it stands instead of delaying the drain.
  */
 @Injectable()
-export class InquiryWaits implements OnModuleInit, BeforeApplicationShutdown {
+export class InquiryWaits implements OnModuleInit {
   /** Waiters by trackId; a trackId is watched (subscribed) while it has one. */
   private readonly waiting = new Map<string, { waiters: Set<() => void>; watching: Promise<void> }>();
   private readonly maxHeld: number;
@@ -111,8 +111,11 @@ export class InquiryWaits implements OnModuleInit, BeforeApplicationShutdown {
     for (const wake of this.waiting.get(trackId)?.waiters ?? []) wake();
   }
 
-  /** Before the HTTP server drains: held long-polls answer now; new ones do not wait. */
-  beforeApplicationShutdown(): void {
+  /**
+   * A step of the shutdown sequence (src/http/shutdown-sequence.ts), before the drain: held
+   * long-polls answer now with the record as it stands; new ones do not wait.
+   */
+  releaseAll(): void {
     this.closing = true;
     for (const { waiters } of this.waiting.values()) for (const wake of waiters) wake();
   }
