@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { callerScope, type Caller } from '../caller-auth/caller.js';
 import type { AppConfig } from '../config/app-config.js';
+import { inFlightLeaseMs } from '../config/inquiry-lifetimes.js';
 import { sha256 } from '../crypto/sha256.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException } from '../problem/problem.js';
@@ -43,12 +44,7 @@ export type ClaimResult = { held: HeldKey } | { replay: StoredResponse };
 export class IdempotencyService {
   private readonly logger = new Logger(IdempotencyService.name);
   private readonly ttlSeconds: number;
-  /**
-   * The longest a live request can hold an Idempotency-Key, with room to spare: waiting for a
-   * token renewal (lock TTL: 2 timeouts + 2 s, plus the winner's two GetToken calls), the
-   * inquiry, up to two renewals after a 401 and the retry: about 8 timeouts + 7 s. A claim
-   * still in flight after 10 timeouts + 30 s belongs to a request that died.
-   */
+  /** The longest a live request can hold an Idempotency-Key (config/inquiry-lifetimes.ts). */
   private readonly inFlightLeaseMs: number;
 
   constructor(
@@ -58,7 +54,7 @@ export class IdempotencyService {
     private readonly metrics: GatewayMetrics,
   ) {
     this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
-    this.inFlightLeaseMs = config.get('upstream', { infer: true }).timeoutMs * 10 + 30_000;
+    this.inFlightLeaseMs = inFlightLeaseMs(config.get('upstream', { infer: true }).timeoutMs);
   }
 
   /**

@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { longestDeadlineMs } from '../config/inquiry-lifetimes.js';
 import { DEADLINE_MARGIN_MS, inquiryBudget, msUntilOverdue, statusNow } from './inquiry-deadline.js';
 
 const UPSTREAM = { timeoutMs: 1_000, advancedTimeoutMs: 5_000 };
@@ -7,6 +8,10 @@ describe('inquiry deadlines', () => {
   it('budgets each handling type its own call timeout, twice (the call and its repeat after a 401), plus the token wait', () => {
     expect(inquiryBudget(UPSTREAM, 'standard', 100)).toEqual({ callTimeoutMs: 1_000, deadline: 100 + 2_000 + 6_000 });
     expect(inquiryBudget(UPSTREAM, 'advanced', 100)).toEqual({ callTimeoutMs: 5_000, deadline: 100 + 10_000 + 6_000 });
+  });
+
+  it('the configuration check uses the same longest deadline (IDEMPOTENCY_TTL_SECONDS lower bound)', () => {
+    expect(longestDeadlineMs(UPSTREAM)).toBe(inquiryBudget(UPSTREAM, 'advanced', 0).deadline + DEADLINE_MARGIN_MS);
   });
 
   const record = (status: string, deadlineAt?: number) => ({
