@@ -145,21 +145,24 @@ export class IdempotencyService {
     claim: IdempotencyClaim,
   ): Promise<StoredResponse | null> {
     const { trackId } = claim;
-    const record = await this.records.get(trackId);
-    if (!record) {
+    const read = await this.records.get(trackId);
+    if (!read) {
       this.logger.warn(`idempotency claim for ${trackId} abandoned before anything was sent; released`);
       await this.claims.release(scope, keySha256, trackId);
       return null;
     }
+    // Concluded only while still pending: a settlement landing meanwhile is kept, and answered.
+    const record =
+      read.status === 'pending'
+        ? ((await this.records.concludeUnknown(trackId, new Date().toISOString()).catch(() => null)) ?? {
+            ...read,
+            status: 'unknown' as const,
+          })
+        : read;
     let response: StoredResponse;
     if (record.status === 'succeeded') {
       response = { status: 200, contentType: JSON_CONTENT_TYPE, trackId, body: succeededBody(trackId, record.data) };
     } else {
-      if (record.status === 'pending') {
-        await this.records
-          .settle({ ...record, status: 'unknown', completedAt: new Date().toISOString() })
-          .catch(() => undefined);
-      }
       const problem =
         record.status === 'failed'
           ? new ProblemException('upstream_error', 'The first request with this Idempotency-Key failed.', { trackId })

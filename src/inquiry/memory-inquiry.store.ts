@@ -29,6 +29,14 @@ export class MemoryInquiryStore extends InquiryStore {
     return Promise.resolve();
   }
 
+  concludeUnknown(trackId: string, completedAt: string): Promise<InquiryRecord | null> {
+    const record = this.records.get(trackId);
+    if (record?.status === 'pending') {
+      this.records.set(trackId, { ...record, status: 'unknown', completedAt }, { noUpdateTTL: true });
+    }
+    return this.get(trackId);
+  }
+
   discard(trackId: string): Promise<void> {
     this.records.delete(trackId);
     return Promise.resolve();
