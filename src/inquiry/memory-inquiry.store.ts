@@ -46,6 +46,11 @@ class ExpiringEntries<V extends object> {
   }
 }
 
+/** `work`'s result as a promise, its throw as a rejection (as the Redis stores answer); run at once. */
+function settled<T>(work: () => T): Promise<T> {
+  return new Promise<T>((resolve) => resolve(work()));
+}
+
 export class MemoryInquiryStore extends InquiryStore {
   private readonly records: ExpiringEntries<InquiryRecord>;
 
@@ -54,15 +59,19 @@ export class MemoryInquiryStore extends InquiryStore {
     this.records = new ExpiringEntries('inquiry record', maxEntries);
   }
 
-  async create(record: InquiryRecord, ttlSeconds: number): Promise<void> {
-    if (this.records.has(record.trackId)) throw new Error('trackId collision');
-    this.records.set(record.trackId, { ...record }, { ttl: ttlSeconds * 1000 });
+  create(record: InquiryRecord, ttlSeconds: number): Promise<void> {
+    return settled(() => {
+      if (this.records.has(record.trackId)) throw new Error('trackId collision');
+      this.records.set(record.trackId, { ...record }, { ttl: ttlSeconds * 1000 });
+    });
   }
 
-  async settle(record: InquiryRecord, ttlSeconds?: number): Promise<void> {
-    if (this.records.has(record.trackId)) this.records.set(record.trackId, { ...record }, { noUpdateTTL: true });
-    else if (ttlSeconds !== undefined && ttlSeconds > 0)
-      this.records.set(record.trackId, { ...record }, { ttl: ttlSeconds * 1000 });
+  settle(record: InquiryRecord, ttlSeconds?: number): Promise<void> {
+    return settled(() => {
+      if (this.records.has(record.trackId)) this.records.set(record.trackId, { ...record }, { noUpdateTTL: true });
+      else if (ttlSeconds !== undefined && ttlSeconds > 0)
+        this.records.set(record.trackId, { ...record }, { ttl: ttlSeconds * 1000 });
+    });
   }
 
   concludeUnknown(trackId: string, completedAt: string): Promise<InquiryRecord | null> {
@@ -92,17 +101,19 @@ export class MemoryIdempotencyStore extends IdempotencyStore {
     this.claims = new ExpiringEntries('idempotency claim', maxEntries);
   }
 
-  async claim(
+  claim(
     scope: string,
     keySha256: string,
     claim: IdempotencyClaim,
     ttlSeconds: number,
   ): Promise<IdempotencyClaim | null> {
-    const key = `${scope}:${keySha256}`;
-    const existing = this.claims.get(key);
-    if (existing) return structuredClone(existing);
-    this.claims.set(key, { ...claim }, { ttl: ttlSeconds * 1000 });
-    return null;
+    return settled(() => {
+      const key = `${scope}:${keySha256}`;
+      const existing = this.claims.get(key);
+      if (existing) return structuredClone(existing);
+      this.claims.set(key, { ...claim }, { ttl: ttlSeconds * 1000 });
+      return null;
+    });
   }
 
   complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<void> {
