@@ -170,6 +170,13 @@ describe('IdempotencyService', () => {
     });
   });
 
+  it('abandoned claims found round after round: 503 store_unavailable, never a 409 without a trackId', async () => {
+    // Every claim finds another claim that looks abandoned (a replica's clock far behind).
+    claims.claim = () => Promise.resolve({ trackId: T3, fingerprint: FINGERPRINT, state: 'in_flight', claimedAt: 0 });
+    const problem = await problemOf(service.claim(CALLER, 'key', T2, FINGERPRINT));
+    expect(problem.toBody()).toMatchObject({ status: 503, code: 'store_unavailable' });
+  });
+
   it('a claim inside the lease is still in flight, never concluded', async () => {
     await service.claim(CALLER, 'key', T1, FINGERPRINT);
     await records.create(record(T1, 'pending'), 3600);

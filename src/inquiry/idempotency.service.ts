@@ -6,6 +6,7 @@ import { inFlightLeaseMs } from '../config/inquiry-lifetimes.js';
 import { sha256 } from '../crypto/sha256.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException } from '../problem/problem.js';
+import { StoreUnavailableError } from '../store/store-unavailable.error.js';
 import type { IdempotencyClaim, StoredResponse } from './inquiry-record.js';
 import { JSON_CONTENT_TYPE, problemResponse, succeededBody } from './inquiry-outcome.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
@@ -30,6 +31,9 @@ export function msUntilSettledAnswerDue(record: { completedAt?: string }, now = 
   if (record.completedAt === undefined) return 0;
   return Math.max(0, Date.parse(record.completedAt) + SETTLED_ANSWER_GRACE_MS - now);
 }
+
+/** Claims per request at most: each round after the first follows the release of an abandoned claim. */
+const MAX_CLAIM_ROUNDS = 3;
 
 /** Claiming a key either makes it ours, or finds the answer an earlier request with it already has. */
 export type ClaimResult = { held: HeldKey } | { replay: StoredResponse };
@@ -66,8 +70,8 @@ export class IdempotencyService {
     const scope = callerScope(caller);
     const keySha256 = sha256(key);
     const claim: IdempotencyClaim = { trackId, fingerprint, state: 'in_flight', claimedAt: Date.now() };
-    // A second round only when the first found an abandoned claim that sent nothing.
-    for (let round = 0; ; round++) {
+    // Another round only when the last found an abandoned claim that sent nothing (released).
+    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       const earlier = await this.claims.claim(scope, keySha256, claim, this.ttlSeconds).catch((error: unknown) => {
         // Refused: a claim that timed out may still land later and would block the retry
         // the 503 invites. The release (only of our trackId's claim) follows it on the same
@@ -78,12 +82,11 @@ export class IdempotencyService {
       if (!earlier) return { held: { scope, keySha256, claim } };
       const replay = await this.answerRepeat(scope, keySha256, earlier, fingerprint);
       if (replay) return { replay };
-      if (round > 0)
-        throw new ProblemException(
-          'idempotency_key_in_use',
-          'A request with this Idempotency-Key is still in progress.',
-        );
     }
+    // Each round released an abandoned claim and found another (a replica whose clock runs far
+    // behind writes claims that look abandoned at once): refused like a store failure, nothing
+    // was sent. Never a 409 without the trackId a caller could follow (docs/api.md §2).
+    throw new StoreUnavailableError('idempotency claim (abandoned claims kept reappearing)');
   }
 
   /** Frees the key: nothing was charged, so a retry runs afresh. */

@@ -125,7 +125,14 @@ export class InquiryService {
     // 2. Claim the key: a repeat is answered from the earlier request and goes no further.
     let key: HeldKey | undefined;
     if (idempotencyKey !== undefined) {
-      const claimed = await this.claimKey(caller, request, idempotencyKey, trackId, fingerprint, prefer);
+      const claimed = await this.claimKey(caller, request, idempotencyKey, trackId, fingerprint, prefer).catch(
+        (error: unknown) => {
+          // The trackId was stamped: a refusal (422 reused, 503) names it (docs/api.md §3); a
+          // 409 names the request in flight instead.
+          if (error instanceof ProblemException && error.trackId === undefined) error.trackId = trackId;
+          throw error;
+        },
+      );
       if ('replay' in claimed) return { ...claimed.replay, replayed: true };
       if ('accepted' in claimed) return claimed.accepted;
       key = claimed.held;
