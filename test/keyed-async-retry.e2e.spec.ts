@@ -8,6 +8,9 @@
  *   record, in a handful of commands (it once spun: ~8 800 commands/s, then a 202 `pending`).
  * - The replica is shutting down, so a held wait ends at once: the retry gets the first
  *   request's 202 without spinning.
+ *
+ * And a held long-poll whose caller hangs up frees its slot at once (it was kept for the
+ * whole wait, so INQUIRY_MAX_HELD_WAITS could be filled by callers long gone).
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
@@ -30,8 +33,8 @@ let admin: Redis;
 let sim: UpstreamSimulator;
 const gateways: RunningGateway[] = [];
 
-async function gateway(): Promise<RunningGateway> {
-  const started = await startGateway({ REDIS_URL: redis.url, UPSTREAM_BASE_URL: sim.baseUrl });
+async function gateway(env: Record<string, string> = {}): Promise<RunningGateway> {
+  const started = await startGateway({ REDIS_URL: redis.url, UPSTREAM_BASE_URL: sim.baseUrl, ...env });
   gateways.push(started);
   await untilStoreReady(started);
   return started;
@@ -111,6 +114,44 @@ describe('keyed async retry while the claim is in flight', () => {
       expect(retry.status).toBe(202);
       expect(retry.body).toEqual(first.body);
       expect(total(commands)).toBeLessThan(20);
+    } finally {
+      sim.setLatency(0);
+    }
+  }, 30_000);
+});
+
+describe('a long-poll whose caller hung up', () => {
+  it('frees its slot at once, not at the end of its wait', async () => {
+    const g = await gateway({ INQUIRY_MAX_HELD_WAITS: '1' });
+    const held = async () =>
+      Number(/^vgw_inquiry_waits_held (\d+)$/m.exec(await (await fetch(`${g.url}/metrics`)).text())![1]);
+    const until = async (what: string, check: () => Promise<boolean>) => {
+      const giveUpAt = Date.now() + 3_000;
+      while (!(await check())) {
+        if (Date.now() > giveUpAt) throw new Error(`not within 3 s: ${what}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    sim.setLatency(5_000);
+    try {
+      const accepted = await inquire(g.url, { prefer: 'respond-async' });
+      expect(accepted.status).toBe(202);
+      const hangUp = new AbortController();
+      const poll = fetch(`${g.url}/v1/inquiries/${accepted.body.trackId as string}`, {
+        headers: { 'x-api-key': TEST_CLIENTS.full.key, prefer: 'wait=30' },
+        signal: hangUp.signal,
+      }).catch((error: unknown) => error);
+      await until('the long-poll is held', async () => (await held()) === 1);
+      hangUp.abort();
+      expect(await poll).toMatchObject({ name: 'AbortError' });
+      await until('its slot is free', async () => (await held()) === 0);
+      // The one slot takes the next long-poll instead of refusing it (429).
+      const next = await callGateway(g.url, 'GET', `/v1/inquiries/${accepted.body.trackId as string}`, {
+        apiKey: TEST_CLIENTS.full.key,
+        headers: { prefer: 'wait=1' },
+      });
+      expect(next.status).toBe(200);
+      expect(next.headers.get('preference-applied')).toBe('wait=1');
     } finally {
       sim.setLatency(0);
     }

@@ -8,10 +8,20 @@ import { SettledNotices } from './settled-notices.js';
 
 /** One held wait for a record to leave `pending`. */
 export interface HeldWait {
-  /** Resolves true when a settlement notice for the trackId came, false when `ms` passed first. */
-  until(ms: number): Promise<boolean>;
+  /**
+   * Resolves true when a settlement notice for the trackId came, false when `ms` passed first
+   * or `gone` aborted (the caller hung up: its slot is not kept for the rest of the wait).
+   */
+  until(ms: number, gone?: AbortSignal): Promise<boolean>;
   /** Frees the slot; call it once the answer is decided (idempotent). */
   release(): void;
+}
+
+/** A watched trackId: its waiters, its subscription, and whether that subscription failed. */
+interface Watched {
+  waiters: Set<() => void>;
+  watching: Promise<void>;
+  failed: boolean;
 }
 
 /** How long a caller refused for want of a slot should wait before trying again. */
@@ -28,7 +38,7 @@ const REFUSED_RETRY_AFTER_SECONDS = '1';
 @Injectable()
 export class InquiryWaits implements OnModuleInit {
   /** Waiters by trackId; a trackId is watched (subscribed) while it has one. */
-  private readonly waiting = new Map<string, { waiters: Set<() => void>; watching: Promise<void> }>();
+  private readonly waiting = new Map<string, Watched>();
   private readonly maxHeld: number;
   private held = 0;
   private closing = false;
@@ -62,8 +72,11 @@ export class InquiryWaits implements OnModuleInit {
     if (this.held >= this.maxHeld) return null;
     let wake!: () => void;
     const woken = new Promise<void>((resolve) => (wake = resolve));
-    const entry = this.waiting.get(trackId) ?? { waiters: new Set(), watching: this.notices.watch(trackId) };
-    this.waiting.set(trackId, entry);
+    let entry = this.waiting.get(trackId);
+    if (!entry) this.waiting.set(trackId, (entry = { waiters: new Set(), watching: Promise.resolve(), failed: true }));
+    // The first waiter subscribes; a SUBSCRIBE that failed is not shared by later waiters (they
+    // would only ever time out): the next one tries again.
+    if (entry.failed) entry.watching = this.watch(trackId, entry);
     const { waiters } = entry;
     waiters.add(wake);
     this.held += 1;
@@ -72,11 +85,21 @@ export class InquiryWaits implements OnModuleInit {
     // Subscribed before the caller reads the record (SettledNotices.watch).
     await entry.watching;
     return {
-      until: (ms) =>
+      until: (ms, gone) =>
         new Promise<boolean>((resolve) => {
-          const timer = setTimeout(() => resolve(false), ms);
+          const hungUp = () => {
+            clearTimeout(timer);
+            resolve(false);
+          };
+          const timer = setTimeout(() => {
+            gone?.removeEventListener('abort', hungUp);
+            resolve(false);
+          }, ms);
+          if (gone?.aborted) hungUp();
+          gone?.addEventListener('abort', hungUp, { once: true });
           void woken.then(() => {
             clearTimeout(timer);
+            gone?.removeEventListener('abort', hungUp);
             resolve(true);
           });
         }).then((settled) => {
@@ -105,6 +128,14 @@ export class InquiryWaits implements OnModuleInit {
       `This replica already holds its maximum of ${this.maxHeld} waiting requests; retry shortly.`,
       { headers: { [RETRY_AFTER_HEADER]: REFUSED_RETRY_AFTER_SECONDS } },
     );
+  }
+
+  /** Subscribes; a failure marks the entry so the next waiter subscribes again. */
+  private watch(trackId: string, entry: Watched): Promise<void> {
+    entry.failed = false;
+    return this.notices.watch(trackId).then((subscribed) => {
+      if (!subscribed) entry.failed = true;
+    });
   }
 
   private wake(trackId: string): void {

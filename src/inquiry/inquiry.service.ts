@@ -180,9 +180,10 @@ export class InquiryService {
    * `GET /v1/inquiries/{trackId}`: only the client that made the inquiry sees it, and for an
    * app's end user (JWT `sub`) only that user: one user never sees another's IBAN owners.
    * With `waitMs`, a `pending` record is waited for (woken by its settlement on any replica)
-   * until it settles, the wait ends, or it is overdue and reads `unknown`.
+   * until it settles, the wait ends, or it is overdue and reads `unknown`; `gone` (the caller
+   * hung up) ends the wait and frees its slot at once.
    */
-  async find(caller: Caller, trackId: string, waitMs = 0): Promise<InquiryView> {
+  async find(caller: Caller, trackId: string, waitMs = 0, gone?: AbortSignal): Promise<InquiryView> {
     if (!/^[0-9a-f-]{36}$/i.test(trackId)) throw notFound();
     const id = trackId.toLowerCase();
     // Held before the first read, so a settlement between the read and the wait still wakes it.
@@ -192,7 +193,7 @@ export class InquiryService {
       if (waitMs <= 0 || statusNow(record) !== 'pending') return { view: publicView(record) };
       if (!wait) throw this.waits.refusal();
       const started = Date.now();
-      await wait.until(Math.min(waitMs, msUntilOverdue(record)));
+      await wait.until(Math.min(waitMs, msUntilOverdue(record)), gone);
       record = this.visible(caller, await this.records.get(id));
       return { view: publicView(record), waitedSeconds: Math.round((Date.now() - started) / 1000) };
     } finally {
