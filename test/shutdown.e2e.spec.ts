@@ -9,7 +9,11 @@
  * inquiry during the drain is refused in problem+json (503, Retry-After) and nothing of it
  * reaches the upstream; the inquiries taken before the signal (one answered 202, one synchronous)
  * settle as the upstream saw them; the steps run in the listed order; the process exits 0.
+ *
+ * And while the HTTP server closes (a connection still active), a request is answered by the
+ * gateway's own routes (problem+json), never by fastify's `return503OnClosing` JSON.
  */
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { callGateway, startGateway, TEST_CLIENTS, type Exchange, type RunningGateway } from './support/gateway.js';
 import { buildGateway, removeBuild, startGatewayProcess, type GatewayProcess } from './support/gateway-process.js';
@@ -142,4 +146,38 @@ describe('SIGTERM runs the shutdown sequence in its order', () => {
       sim.setSupplierLatency(0);
     }
   }, 60_000);
+});
+
+describe('while the HTTP server closes', () => {
+  it("an inquiry still reaching it is refused in problem+json, not with fastify's own 503 body", async () => {
+    const gateway = await startGateway({ UPSTREAM_BASE_URL: sim.baseUrl });
+    const fastify = gateway.app.getHttpAdapter().getInstance();
+    // A connection with a request half sent: the server waits for it when it closes.
+    const socket = connect(Number(new URL(gateway.url).port), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const body = JSON.stringify(SHAHKAR);
+    socket.write(
+      `POST /v1/kyc/shahkar HTTP/1.1\r\nHost: x\r\nx-api-key: ${TEST_CLIENTS.full.key}\r\n` +
+        `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n`,
+    );
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+    const ended = new Promise((resolve) => socket.once('close', resolve));
+    const closing = gateway.close();
+    try {
+      await until('the server is closing', () => !fastify.server.listening);
+      // The request completes now, while fastify is closing.
+      socket.write(`\r\n${body}`);
+      await ended;
+      // Refused as any inquiry during shutdown (nothing sent upstream), in problem+json.
+      expect(received).toMatch(/^HTTP\/1\.1 503 /);
+      expect(received).toMatch(/\r\ncontent-type: application\/problem\+json/i);
+      expect(received).toContain('"code":"upstream_unavailable"');
+      expect(received).toMatch(/\r\nconnection: close\r\n/i);
+      expect(received).not.toContain('"error":"Service Unavailable"');
+    } finally {
+      socket.destroy();
+      await closing;
+    }
+  }, 30_000);
 });
