@@ -28,8 +28,10 @@ export const SETTLED_ANSWER_GRACE_MS = 2_000;
 
 /** Milliseconds until a settled record's unstored answer is made from the record (0: now). */
 export function msUntilSettledAnswerDue(record: { completedAt?: string }, now = Date.now()): number {
-  if (record.completedAt === undefined) return 0;
-  return Math.max(0, Date.parse(record.completedAt) + SETTLED_ANSWER_GRACE_MS - now);
+  const completedAt = record.completedAt === undefined ? NaN : Date.parse(record.completedAt);
+  // A stored time that is no time (missing, unreadable) is due now: never a NaN fed to a timer.
+  if (Number.isNaN(completedAt)) return 0;
+  return Math.min(SETTLED_ANSWER_GRACE_MS, Math.max(0, completedAt + SETTLED_ANSWER_GRACE_MS - now));
 }
 
 /** Claims per request at most: each round after the first follows the release of an abandoned claim. */

@@ -86,6 +86,13 @@ describe('InquiryWaits', () => {
     for (const wait of [first, second, third]) wait.release();
   });
 
+  it('a wait of no sane length (from a stored deadline) ends at once rather than firing forever', async () => {
+    const { waits } = waitsWith(1);
+    const wait = (await waits.hold('x'))!;
+    expect(await wait.until(Number.NaN)).toBe(false);
+    wait.release();
+  });
+
   it('a caller that hung up ends its wait at once', async () => {
     const { waits } = waitsWith(1);
     const wait = (await waits.hold('x'))!;

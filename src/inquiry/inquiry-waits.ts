@@ -24,6 +24,9 @@ interface Watched {
   failed: boolean;
 }
 
+/** No held wait is longer than this (the longest `Prefer: wait` is 60 s, prefer.ts). */
+const MAX_WAIT_MS = 120_000;
+
 /** How long a caller refused for want of a slot should wait before trying again. */
 const REFUSED_RETRY_AFTER_SECONDS = '1';
 
@@ -91,10 +94,14 @@ export class InquiryWaits implements OnModuleInit {
             clearTimeout(timer);
             resolve(false);
           };
-          const timer = setTimeout(() => {
-            gone?.removeEventListener('abort', hungUp);
-            resolve(false);
-          }, ms);
+          // `ms` comes from a stored record's deadline too: a value that is no time waits nothing.
+          const timer = setTimeout(
+            () => {
+              gone?.removeEventListener('abort', hungUp);
+              resolve(false);
+            },
+            Number.isFinite(ms) ? Math.min(Math.max(0, ms), MAX_WAIT_MS) : 0,
+          );
           if (gone?.aborted) hungUp();
           gone?.addEventListener('abort', hungUp, { once: true });
           void woken.then(() => {
