@@ -2,6 +2,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
 import type { AppConfig } from './config/app-config.js';
 import { HealthModule } from './health/health.module.js';
+import { ShutdownSequence } from './http/shutdown-sequence.js';
 import { InquiryModule } from './inquiry/inquiry.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
 import { StoreModule } from './store/store.module.js';
@@ -29,6 +30,8 @@ export class AppModule {
         HealthModule,
         InquiryModule,
       ],
+      // The one shutdown sequence: its steps' order is its own, not the modules'.
+      providers: [ShutdownSequence],
     };
   }
 }

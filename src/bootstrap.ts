@@ -80,6 +80,10 @@ export async function createGateway(
     // not silently altered: unknown fields are rejected, these included.
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
+    // Not fastify's own 503 (a JSON body that is not problem+json) for a request on a kept-alive
+    // connection while the server closes: by then the shutdown sequence has refused new inquiries
+    // in problem+json and every answer closes its connection (src/http/shutdown-sequence.ts).
+    return503OnClosing: false,
     // Errors of the router and of Node's HTTP parser are problem+json too (framework-errors.ts).
     frameworkErrors,
     clientErrorHandler,

@@ -16,8 +16,9 @@ async function main(): Promise<void> {
     throw error;
   }
   const { app, config } = gateway;
-  // SIGTERM (Kubernetes) or SIGINT: readiness turns 503, in-flight inquiries finish, owed
-  // settlements are flushed, connections close (the Nest shutdown hooks), then exit 0. Our own
+  // SIGTERM (Kubernetes) or SIGINT: app.close() runs the shutdown sequence
+  // (http/shutdown-sequence.ts: readiness 503, new inquiries refused, long-polls answered, the
+  // drain, owed settlements, the pools), then exit 0. Our own
   // handler rather than enableShutdownHooks(), which re-sends the signal to itself afterwards:
   // as PID 1 in a container that signal is ignored, and the exit would hang on any live handle.
   const logger = new Logger('Shutdown');

@@ -206,7 +206,7 @@ describe('asynchronous inquiries across two replicas', () => {
       const trackId = expectAccepted(await inquire(stopping.url, { prefer: 'respond-async' }));
       stopping.process.kill('SIGTERM');
       expect(await stopping.exited).toBe(0);
-      expect(stopping.output()).toContain('accepted inquiry(ies) running');
+      expect(stopping.output()).toContain('inquiry(ies) running; waiting for them');
       expect((await read(b.url, trackId)).body).toMatchObject({ trackId, status: 'succeeded' });
       // The access line is written at the 202; the outcome, learnt later, on a line of its own
       // with the same request id.

@@ -214,9 +214,13 @@ describe('Idempotency-Key', () => {
     for (const res of reuses) {
       expectProblem(res, 422, 'idempotency_key_reused');
       expect(res.headers.get('idempotent-replayed')).toBeNull();
-      // No inquiry of its own was made, and the first one's trackId is not disclosed.
-      expect(res.body).not.toHaveProperty('trackId');
-      expect(res.headers.get('x-track-id')).toBeNull();
+      // Its own stamped trackId (docs/api.md §3: once one was stamped), never the first one's;
+      // no inquiry was made under it.
+      const own = res.headers.get('x-track-id');
+      expect(own).toMatch(UUID_V4);
+      expect(res.body.trackId).toBe(own);
+      expect(own).not.toBe(first.body.trackId);
+      expect(sim.chargeCount(own!)).toBe(0);
     }
     expect(sim.inquiryCalls).toBe(calls);
     // The original is still replayable after the refused reuses.

@@ -98,7 +98,7 @@ describe('operations endpoints', () => {
 
   it('readiness fails once shutdown begins', async () => {
     const closing = gateway.app.close();
-    // beforeApplicationShutdown runs first; the server is still answering during it.
+    // The shutdown sequence's first steps run while the server still answers (test/shutdown.e2e.spec.ts).
     await closing;
     await expect(fetch(`${gateway.url}/health/live`)).rejects.toThrow();
     gateway = undefined as unknown as RunningGateway;

@@ -67,12 +67,14 @@ describe('a request refused because Redis is slow', () => {
     const key = 'slow-redis-claim';
     const refused = await whileRedisSleeps(6, () => shahkar(key));
     expectProblemShape(refused, 503, 'store_unavailable');
-    const refusedTrackId = refused.body.trackId as string | undefined;
+    // Refused at the claim, after the trackId was stamped: the problem names it (docs/api.md §3).
+    const refusedTrackId = refused.body.trackId as string;
+    expect(refused.headers.get('x-track-id')).toBe(refusedTrackId);
 
     const retry = await shahkar(key);
     expect(retry.status).toBe(200);
     expect(retry.body.trackId).not.toBe(refusedTrackId);
-    if (refusedTrackId) expect(await keysWith(refusedTrackId)).toEqual([]);
+    expect(await keysWith(refusedTrackId)).toEqual([]);
   });
 
   it('leaves no record for the refused trackId', async () => {

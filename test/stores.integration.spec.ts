@@ -176,6 +176,21 @@ describe.each(implementations)('%s stores', (_name, make) => {
       await inquiries.settle({ ...record('t2'), status: 'failed' });
       expect(await inquiries.get('t2')).toBeNull();
     });
+
+    it('concludes a pending record unknown, and never a settled one', async () => {
+      const { inquiries } = await make();
+      await inquiries.create(record('p1'), 60);
+      expect(await inquiries.concludeUnknown('p1', '2026-01-01T00:01:00.000Z')).toMatchObject({
+        status: 'unknown',
+        completedAt: '2026-01-01T00:01:00.000Z',
+      });
+      expect(await inquiries.get('p1')).toMatchObject({ status: 'unknown' });
+      await inquiries.create(record('s1'), 60);
+      await inquiries.settle({ ...record('s1'), status: 'succeeded', data: { isMatch: true } });
+      expect(await inquiries.concludeUnknown('s1', '2026-01-01T00:01:00.000Z')).toMatchObject({ status: 'succeeded' });
+      expect(await inquiries.get('s1')).toMatchObject({ status: 'succeeded', data: { isMatch: true } });
+      expect(await inquiries.concludeUnknown('missing', '2026-01-01T00:01:00.000Z')).toBeNull();
+    });
   });
 
   describe('IdempotencyStore', () => {
@@ -218,6 +233,48 @@ describe.each(implementations)('%s stores', (_name, make) => {
       await idempotency.release('c1', 'k', 't1');
       expect(await idempotency.claim('c1', 'k', claim('t4'), 60)).toBeNull();
     });
+  });
+});
+
+describe('RedisInquiryStore.concludeUnknown', () => {
+  it.each([
+    ['in clear', new StoreCipher([])],
+    ['encrypted at rest', new StoreCipher([{ id: 'k1', key: new Secret(KEY) }])],
+  ])('%s: a settlement landing between its read and its write is kept, not overwritten', async (_name, cipher) => {
+    const keys = new RedisKeys(`race${++prefixes}`);
+    const client = await ready(connect());
+    const inquiries = new RedisInquiryStore(client, keys, cipher);
+    const settling = new RedisInquiryStore(await ready(connect()), keys, cipher);
+    const pending: InquiryRecord = {
+      trackId: 'r1',
+      clientId: 'c1',
+      operation: 'shahkar',
+      requestHandlingType: 'standard',
+      fingerprint: 'f',
+      status: 'pending',
+      createdAt: '2026-01-01T00:00:00.000Z',
+    };
+    await inquiries.create(pending, 60);
+    // The settlement lands right after concludeUnknown has read the pending record.
+    const read = client.get.bind(client);
+    let raced = false;
+    (client as unknown as { get: (key: string) => Promise<string | null> }).get = async (key: string) => {
+      const value = await read(key);
+      if (!raced) {
+        raced = true;
+        await settling.settle({ ...pending, status: 'succeeded', data: { isMatch: true } });
+      }
+      return value;
+    };
+    expect(await inquiries.concludeUnknown('r1', '2026-01-01T00:01:00.000Z')).toMatchObject({
+      status: 'succeeded',
+      data: { isMatch: true },
+    });
+    expect(raced).toBe(true);
+    expect(await settling.get('r1')).toMatchObject({ status: 'succeeded', data: { isMatch: true } });
+    // What concludeAbandoned wrote before: an unconditional write over the record loses it.
+    await inquiries.settle({ ...pending, status: 'unknown' });
+    expect(await settling.get('r1')).toMatchObject({ status: 'unknown' });
   });
 });
 

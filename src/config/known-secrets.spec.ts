@@ -36,6 +36,15 @@ describe('KnownSecrets', () => {
     expect(secrets.scrub('the id is valid')).toBe('the id is valid');
   });
 
+  it('keeps every API key a caller proved, however many clients there are', () => {
+    const secrets = new KnownSecrets();
+    const keys = Array.from({ length: 200 }, (_, i) => `api-key-of-client-${i}`);
+    for (const key of keys) secrets.add('api_key', key);
+    // Requests keep coming with the first keys: nothing is evicted, each is still scrubbed.
+    for (const key of keys) secrets.add('api_key', key);
+    for (const key of keys) expect(secrets.scrub(`header ${key} echoed`)).toBe('header [redacted] echoed');
+  });
+
   it('keeps only the newest values of a kind (tokens are renewed forever)', () => {
     const secrets = new KnownSecrets();
     const tokens = Array.from({ length: 40 }, (_, i) => `token-${String(i).padStart(4, '0')}`);

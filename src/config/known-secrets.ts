@@ -6,13 +6,17 @@
  * "Secrets in logs").
  *
  * One registry per process: the logger, the problem bodies and the redactor all read it.
- * Bounded: the newest values of each kind are kept (tokens are renewed forever; an old one
- * is worthless once expired), so scrubbing costs a few `includes` per text.
+ * Tokens are renewed forever, so only the newest of them are kept (an old one is worthless
+ * once expired). API keys are never dropped: every key a caller proved stays scrubbed. They
+ * are bounded by the configuration, not here: only a key that matched an `API_KEYS` entry is
+ * added, so there are at most as many as entries configured over the process's life.
+ * Scrubbing costs three `includes` per value per text.
  */
 const REPLACEMENT = '[redacted]';
 /** Shorter values would scrub ordinary words; the pattern masking still applies to them. */
 const MIN_LENGTH = 4;
-const MAX_PER_KIND = 16;
+/** How many values of a kind are kept, newest first (credentials: rotations of the `*_FILE` secrets). */
+const MAX_PER_KIND: Record<SecretKind, number> = { token: 16, credential: 64, api_key: Infinity };
 
 export type SecretKind = 'credential' | 'token' | 'api_key';
 
@@ -28,7 +32,7 @@ export class KnownSecrets {
     for (const value of values) {
       if (value === undefined || value.length < MIN_LENGTH || list.includes(value)) continue;
       list.push(value);
-      if (list.length > MAX_PER_KIND) list.shift();
+      if (list.length > MAX_PER_KIND[kind]) list.shift();
       changed = true;
     }
     if (changed) this.rebuild();

@@ -215,6 +215,24 @@ describe('loadConfig: one message per variable, saying what is wrong and what is
   });
 });
 
+describe('loadConfig: IDEMPOTENCY_TTL_SECONDS outlives every inquiry', () => {
+  it('refuses a TTL shorter than the in-flight lease or the longest deadline, naming both values', () => {
+    // Defaults: lease 10 × 10 s + 30 s = 130 s; advanced deadline 2 × 30 s + 4 × 10 s + 2 s + 2 s = 104 s.
+    const lease = configError({ ...MINIMAL, IDEMPOTENCY_TTL_SECONDS: '120' });
+    expect(lease.message).toContain(
+      'IDEMPOTENCY_TTL_SECONDS: 120 is shorter than an inquiry can hold its key and record (130 s with UPSTREAM_TIMEOUT_MS=10000 and UPSTREAM_ADVANCED_TIMEOUT_MS=30000)',
+    );
+    const deadline = configError({
+      ...MINIMAL,
+      IDEMPOTENCY_TTL_SECONDS: '200',
+      UPSTREAM_TIMEOUT_MS: '1000',
+      UPSTREAM_ADVANCED_TIMEOUT_MS: '120000',
+    });
+    expect(deadline.message).toContain('(248 s with UPSTREAM_TIMEOUT_MS=1000 and UPSTREAM_ADVANCED_TIMEOUT_MS=120000)');
+    expect(loadConfig({ ...MINIMAL, IDEMPOTENCY_TTL_SECONDS: '130' }).idempotency.ttlSeconds).toBe(130);
+  });
+});
+
 describe('loadConfig: secrets are never echoed in errors', () => {
   const SECRET_PASSWORD = 'pw-SENTINEL-9d8c7b';
   const SECRET_USERNAME = 'user-SENTINEL-1a2b3c';

@@ -15,6 +15,7 @@ import {
 import { EnvironmentVariables } from './environment.js';
 import { Secret } from './secret.js';
 import { tracingConfigFrom } from './tracing-config.js';
+import { minimumIdempotencyTtlSeconds } from './inquiry-lifetimes.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -71,6 +72,18 @@ export function loadConfig(env: Env): AppConfig {
   const storeEncryption = { keys: parseEncryptionKeys(vars.STORE_ENCRYPTION_KEYS, problems) };
   const corsOrigins = parseCorsOrigins(vars.CORS_ORIGINS, problems);
   const tracing = tracingConfigFrom(resolved, problems);
+  const ttlFloor = minimumIdempotencyTtlSeconds({
+    timeoutMs: vars.UPSTREAM_TIMEOUT_MS,
+    advancedTimeoutMs: vars.UPSTREAM_ADVANCED_TIMEOUT_MS,
+  });
+  if (!bad.has('IDEMPOTENCY_TTL_SECONDS') && vars.IDEMPOTENCY_TTL_SECONDS < ttlFloor) {
+    // Not secrets: the numbers are named, so the operator sees which to change.
+    problems.push(
+      `IDEMPOTENCY_TTL_SECONDS: ${vars.IDEMPOTENCY_TTL_SECONDS} is shorter than an inquiry can hold its key and record ` +
+        `(${ttlFloor} s with UPSTREAM_TIMEOUT_MS=${vars.UPSTREAM_TIMEOUT_MS} and ` +
+        `UPSTREAM_ADVANCED_TIMEOUT_MS=${vars.UPSTREAM_ADVANCED_TIMEOUT_MS}); set it to at least ${ttlFloor}`,
+    );
+  }
   if (vars.OPS_PORT !== undefined && vars.OPS_PORT === vars.PORT) {
     problems.push('OPS_PORT: must differ from PORT (unset it to serve everything on PORT)');
   }

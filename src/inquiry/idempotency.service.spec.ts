@@ -10,7 +10,13 @@ import type { Caller } from '../caller-auth/caller.js';
 import type { AppConfig } from '../config/app-config.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException, type ProblemBody } from '../problem/problem.js';
-import { IdempotencyService, type ClaimResult, type HeldKey } from './idempotency.service.js';
+import {
+  IdempotencyService,
+  SETTLED_ANSWER_GRACE_MS,
+  msUntilSettledAnswerDue,
+  type ClaimResult,
+  type HeldKey,
+} from './idempotency.service.js';
 import type { InquiryRecord, StoredResponse } from './inquiry-record.js';
 import { MemoryIdempotencyStore, MemoryInquiryStore } from './memory-inquiry.store.js';
 
@@ -170,10 +176,30 @@ describe('IdempotencyService', () => {
     });
   });
 
+  it('abandoned claims found round after round: 503 store_unavailable, never a 409 without a trackId', async () => {
+    // Every claim finds another claim that looks abandoned (a replica's clock far behind).
+    claims.claim = () => Promise.resolve({ trackId: T3, fingerprint: FINGERPRINT, state: 'in_flight', claimedAt: 0 });
+    const problem = await problemOf(service.claim(CALLER, 'key', T2, FINGERPRINT));
+    expect(problem.toBody()).toMatchObject({ status: 503, code: 'store_unavailable' });
+  });
+
   it('a claim inside the lease is still in flight, never concluded', async () => {
     await service.claim(CALLER, 'key', T1, FINGERPRINT);
     await records.create(record(T1, 'pending'), 3600);
     expect((await problemOf(service.claim(CALLER, 'key', T2, FINGERPRINT))).code).toBe('idempotency_key_in_use');
     expect((await records.get(T1))?.status).toBe('pending');
+  });
+});
+
+describe('msUntilSettledAnswerDue (a timer fed by a stored time)', () => {
+  it('is within [0, the grace], and 0 for a time that is missing or unreadable', () => {
+    const now = Date.parse('2026-11-24T10:00:00Z');
+    expect(msUntilSettledAnswerDue({ completedAt: new Date(now).toISOString() }, now)).toBe(SETTLED_ANSWER_GRACE_MS);
+    expect(msUntilSettledAnswerDue({ completedAt: new Date(now + 86_400_000).toISOString() }, now)).toBe(
+      SETTLED_ANSWER_GRACE_MS,
+    );
+    expect(msUntilSettledAnswerDue({ completedAt: new Date(now - 60_000).toISOString() }, now)).toBe(0);
+    expect(msUntilSettledAnswerDue({ completedAt: 'not a time' }, now)).toBe(0);
+    expect(msUntilSettledAnswerDue({}, now)).toBe(0);
   });
 });

@@ -2,9 +2,11 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { callerScope, type Caller } from '../caller-auth/caller.js';
 import type { AppConfig } from '../config/app-config.js';
+import { inFlightLeaseMs } from '../config/inquiry-lifetimes.js';
 import { sha256 } from '../crypto/sha256.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException } from '../problem/problem.js';
+import { StoreUnavailableError } from '../store/store-unavailable.error.js';
 import type { IdempotencyClaim, StoredResponse } from './inquiry-record.js';
 import { JSON_CONTENT_TYPE, problemResponse, succeededBody } from './inquiry-outcome.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
@@ -16,6 +18,24 @@ export interface HeldKey {
   readonly keySha256: string;
   readonly claim: IdempotencyClaim;
 }
+
+/**
+ * How long after its record settled a claim may still be `in_flight` while the settling request
+ * stores its answer (the two writes go together, the record's first); past it the answer is
+ * made from the record (IdempotencyService.answerRepeat).
+ */
+export const SETTLED_ANSWER_GRACE_MS = 2_000;
+
+/** Milliseconds until a settled record's unstored answer is made from the record (0: now). */
+export function msUntilSettledAnswerDue(record: { completedAt?: string }, now = Date.now()): number {
+  const completedAt = record.completedAt === undefined ? NaN : Date.parse(record.completedAt);
+  // A stored time that is no time (missing, unreadable) is due now: never a NaN fed to a timer.
+  if (Number.isNaN(completedAt)) return 0;
+  return Math.min(SETTLED_ANSWER_GRACE_MS, Math.max(0, completedAt + SETTLED_ANSWER_GRACE_MS - now));
+}
+
+/** Claims per request at most: each round after the first follows the release of an abandoned claim. */
+const MAX_CLAIM_ROUNDS = 3;
 
 /** Claiming a key either makes it ours, or finds the answer an earlier request with it already has. */
 export type ClaimResult = { held: HeldKey } | { replay: StoredResponse };
@@ -30,12 +50,7 @@ export type ClaimResult = { held: HeldKey } | { replay: StoredResponse };
 export class IdempotencyService {
   private readonly logger = new Logger(IdempotencyService.name);
   private readonly ttlSeconds: number;
-  /**
-   * The longest a live request can hold an Idempotency-Key, with room to spare: waiting for a
-   * token renewal (lock TTL: 2 timeouts + 2 s, plus the winner's two GetToken calls), the
-   * inquiry, up to two renewals after a 401 and the retry: about 8 timeouts + 7 s. A claim
-   * still in flight after 10 timeouts + 30 s belongs to a request that died.
-   */
+  /** The longest a live request can hold an Idempotency-Key (config/inquiry-lifetimes.ts). */
   private readonly inFlightLeaseMs: number;
 
   constructor(
@@ -45,7 +60,7 @@ export class IdempotencyService {
     private readonly metrics: GatewayMetrics,
   ) {
     this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
-    this.inFlightLeaseMs = config.get('upstream', { infer: true }).timeoutMs * 10 + 30_000;
+    this.inFlightLeaseMs = inFlightLeaseMs(config.get('upstream', { infer: true }).timeoutMs);
   }
 
   /**
@@ -57,8 +72,8 @@ export class IdempotencyService {
     const scope = callerScope(caller);
     const keySha256 = sha256(key);
     const claim: IdempotencyClaim = { trackId, fingerprint, state: 'in_flight', claimedAt: Date.now() };
-    // A second round only when the first found an abandoned claim that sent nothing.
-    for (let round = 0; ; round++) {
+    // Another round only when the last found an abandoned claim that sent nothing (released).
+    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       const earlier = await this.claims.claim(scope, keySha256, claim, this.ttlSeconds).catch((error: unknown) => {
         // Refused: a claim that timed out may still land later and would block the retry
         // the 503 invites. The release (only of our trackId's claim) follows it on the same
@@ -69,12 +84,11 @@ export class IdempotencyService {
       if (!earlier) return { held: { scope, keySha256, claim } };
       const replay = await this.answerRepeat(scope, keySha256, earlier, fingerprint);
       if (replay) return { replay };
-      if (round > 0)
-        throw new ProblemException(
-          'idempotency_key_in_use',
-          'A request with this Idempotency-Key is still in progress.',
-        );
     }
+    // Each round released an abandoned claim and found another (a replica whose clock runs far
+    // behind writes claims that look abandoned at once): refused like a store failure, nothing
+    // was sent. Never a 409 without the trackId a caller could follow (docs/api.md §2).
+    throw new StoreUnavailableError('idempotency claim (abandoned claims kept reappearing)');
   }
 
   /** Frees the key: nothing was charged, so a retry runs afresh. */
@@ -104,14 +118,19 @@ export class IdempotencyService {
       this.metrics.idempotentReplays.inc();
       return earlier.response;
     }
-    // A pending record with a deadline says exactly when its request can no longer be running
-    // (inquiry-deadline.ts); otherwise (no record yet, a record settled but its answer not
-    // stored, a record from before deadlines) the lease decides.
+    // A settled record whose answer is not stored (its complete() lost or still owed, or the
+    // process died between the two writes) is answered from the record once the settling
+    // request has had SETTLED_ANSWER_GRACE_MS to store it. A pending record with a deadline
+    // says exactly when its request can no longer be running (inquiry-deadline.ts); otherwise
+    // (no record yet, a record from before deadlines) the lease decides.
     const record = await this.records.get(earlier.trackId);
+    const leaseOver = earlier.claimedAt !== undefined && Date.now() - earlier.claimedAt > this.inFlightLeaseMs;
     const abandoned =
-      record?.status === 'pending' && record.deadlineAt !== undefined
-        ? statusNow(record) === 'unknown'
-        : earlier.claimedAt !== undefined && Date.now() - earlier.claimedAt > this.inFlightLeaseMs;
+      record !== null && record.status !== 'pending'
+        ? leaseOver || msUntilSettledAnswerDue(record) === 0
+        : record?.status === 'pending' && record.deadlineAt !== undefined
+          ? statusNow(record) === 'unknown'
+          : leaseOver;
     if (abandoned) return this.concludeAbandoned(scope, keySha256, earlier);
     throw new ProblemException('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', {
       trackId: earlier.trackId,
@@ -131,21 +150,24 @@ export class IdempotencyService {
     claim: IdempotencyClaim,
   ): Promise<StoredResponse | null> {
     const { trackId } = claim;
-    const record = await this.records.get(trackId);
-    if (!record) {
+    const read = await this.records.get(trackId);
+    if (!read) {
       this.logger.warn(`idempotency claim for ${trackId} abandoned before anything was sent; released`);
       await this.claims.release(scope, keySha256, trackId);
       return null;
     }
+    // Concluded only while still pending: a settlement landing meanwhile is kept, and answered.
+    const record =
+      read.status === 'pending'
+        ? ((await this.records.concludeUnknown(trackId, new Date().toISOString()).catch(() => null)) ?? {
+            ...read,
+            status: 'unknown' as const,
+          })
+        : read;
     let response: StoredResponse;
     if (record.status === 'succeeded') {
       response = { status: 200, contentType: JSON_CONTENT_TYPE, trackId, body: succeededBody(trackId, record.data) };
     } else {
-      if (record.status === 'pending') {
-        await this.records
-          .settle({ ...record, status: 'unknown', completedAt: new Date().toISOString() })
-          .catch(() => undefined);
-      }
       const problem =
         record.status === 'failed'
           ? new ProblemException('upstream_error', 'The first request with this Idempotency-Key failed.', { trackId })

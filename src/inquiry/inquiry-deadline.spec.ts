@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { longestDeadlineMs } from '../config/inquiry-lifetimes.js';
 import { DEADLINE_MARGIN_MS, inquiryBudget, msUntilOverdue, statusNow } from './inquiry-deadline.js';
 
 const UPSTREAM = { timeoutMs: 1_000, advancedTimeoutMs: 5_000 };
@@ -7,6 +8,23 @@ describe('inquiry deadlines', () => {
   it('budgets each handling type its own call timeout, twice (the call and its repeat after a 401), plus the token wait', () => {
     expect(inquiryBudget(UPSTREAM, 'standard', 100)).toEqual({ callTimeoutMs: 1_000, deadline: 100 + 2_000 + 6_000 });
     expect(inquiryBudget(UPSTREAM, 'advanced', 100)).toEqual({ callTimeoutMs: 5_000, deadline: 100 + 10_000 + 6_000 });
+  });
+
+  it('the configuration check uses the same longest deadline (IDEMPOTENCY_TTL_SECONDS lower bound)', () => {
+    expect(longestDeadlineMs(UPSTREAM)).toBe(inquiryBudget(UPSTREAM, 'advanced', 0).deadline + DEADLINE_MARGIN_MS);
+  });
+
+  it('clock skew between replicas: tolerated up to the margin, beyond it a live record reads unknown (a documented limit)', () => {
+    // The writer's clock sets deadlineAt; a reader whose clock runs `skew` ahead sees "now" that
+    // much later. Nothing of the inquiry runs past its deadline (AuthorizedUpstream), so a
+    // reader within the margin never reads a live inquiry as unknown...
+    const deadline = Date.parse('2026-11-24T10:00:00Z');
+    const pending = { status: 'pending', deadlineAt: new Date(deadline).toISOString() };
+    const liveUntil = deadline; // the writer's last possible moment of work
+    expect(statusNow(pending, liveUntil + DEADLINE_MARGIN_MS)).toBe('pending');
+    // ...but one more than the margin ahead concludes it while the call may still be answered.
+    const skew = DEADLINE_MARGIN_MS + 1_000;
+    expect(statusNow(pending, liveUntil - 500 + skew)).toBe('unknown');
   });
 
   const record = (status: string, deadlineAt?: number) => ({

@@ -6,9 +6,21 @@ import { ProblemException } from '../problem/problem.js';
 import { InquiryWaits } from './inquiry-waits.js';
 import { MemorySettledNotices } from './settled-notices.js';
 
-function waitsWith(maxHeld: number) {
+/** Notices whose first SUBSCRIBE fails (Redis away for a moment). */
+class FlakyNotices extends MemorySettledNotices {
+  watches = 0;
+
+  override watch(): Promise<boolean> {
+    this.watches += 1;
+    return Promise.resolve(this.watches > 1);
+  }
+}
+
+function waitsWith<N extends MemorySettledNotices = MemorySettledNotices>(
+  maxHeld: number,
+  notices: N = new MemorySettledNotices() as N,
+) {
   const config = { get: () => ({ maxHeld }) } as unknown as ConfigService<AppConfig, true>;
-  const notices = new MemorySettledNotices();
   const metrics = new GatewayMetrics();
   const waits = new InquiryWaits(config, notices, metrics);
   waits.onModuleInit();
@@ -64,10 +76,38 @@ describe('InquiryWaits', () => {
     wait.release();
   });
 
+  it('a failed SUBSCRIBE is not reused: the next waiter of the trackId subscribes again', async () => {
+    const { waits, notices } = waitsWith(10, new FlakyNotices());
+    const first = (await waits.hold('x'))!;
+    const second = (await waits.hold('x'))!;
+    expect(notices.watches).toBe(2);
+    const third = (await waits.hold('x'))!;
+    expect(notices.watches).toBe(2);
+    for (const wait of [first, second, third]) wait.release();
+  });
+
+  it('a wait of no sane length (from a stored deadline) ends at once rather than firing forever', async () => {
+    const { waits } = waitsWith(1);
+    const wait = (await waits.hold('x'))!;
+    expect(await wait.until(Number.NaN)).toBe(false);
+    wait.release();
+  });
+
+  it('a caller that hung up ends its wait at once', async () => {
+    const { waits } = waitsWith(1);
+    const wait = (await waits.hold('x'))!;
+    const gone = new AbortController();
+    const waited = wait.until(60_000, gone.signal);
+    gone.abort();
+    expect(await waited).toBe(false);
+    wait.release();
+    expect(await waits.hold('y')).not.toBeNull();
+  });
+
   it('at shutdown wakes every held wait, and later ones do not wait', async () => {
     const { waits } = waitsWith(1);
     const held = (await waits.hold('x'))!.until(60_000);
-    waits.beforeApplicationShutdown();
+    waits.releaseAll();
     expect(await held).toBe(true);
     expect(await (await waits.hold('y'))!.until(60_000)).toBe(false);
   });

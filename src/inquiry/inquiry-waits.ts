@@ -1,4 +1,4 @@
-import { Injectable, type BeforeApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { AppConfig } from '../config/app-config.js';
 import { RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
@@ -8,11 +8,24 @@ import { SettledNotices } from './settled-notices.js';
 
 /** One held wait for a record to leave `pending`. */
 export interface HeldWait {
-  /** Resolves true when a settlement notice for the trackId came, false when `ms` passed first. */
-  until(ms: number): Promise<boolean>;
+  /**
+   * Resolves true when a settlement notice for the trackId came, false when `ms` passed first
+   * or `gone` aborted (the caller hung up: its slot is not kept for the rest of the wait).
+   */
+  until(ms: number, gone?: AbortSignal): Promise<boolean>;
   /** Frees the slot; call it once the answer is decided (idempotent). */
   release(): void;
 }
+
+/** A watched trackId: its waiters, its subscription, and whether that subscription failed. */
+interface Watched {
+  waiters: Set<() => void>;
+  watching: Promise<void>;
+  failed: boolean;
+}
+
+/** No held wait is longer than this (the longest `Prefer: wait` is 60 s, prefer.ts). */
+const MAX_WAIT_MS = 120_000;
 
 /** How long a caller refused for want of a slot should wait before trying again. */
 const REFUSED_RETRY_AFTER_SECONDS = '1';
@@ -26,9 +39,9 @@ const REFUSED_RETRY_AFTER_SECONDS = '1';
  * caller is answered with the record as it stands instead of delaying the drain.
  */
 @Injectable()
-export class InquiryWaits implements OnModuleInit, BeforeApplicationShutdown {
+export class InquiryWaits implements OnModuleInit {
   /** Waiters by trackId; a trackId is watched (subscribed) while it has one. */
-  private readonly waiting = new Map<string, { waiters: Set<() => void>; watching: Promise<void> }>();
+  private readonly waiting = new Map<string, Watched>();
   private readonly maxHeld: number;
   private held = 0;
   private closing = false;
@@ -62,8 +75,11 @@ export class InquiryWaits implements OnModuleInit, BeforeApplicationShutdown {
     if (this.held >= this.maxHeld) return null;
     let wake!: () => void;
     const woken = new Promise<void>((resolve) => (wake = resolve));
-    const entry = this.waiting.get(trackId) ?? { waiters: new Set(), watching: this.notices.watch(trackId) };
-    this.waiting.set(trackId, entry);
+    let entry = this.waiting.get(trackId);
+    if (!entry) this.waiting.set(trackId, (entry = { waiters: new Set(), watching: Promise.resolve(), failed: true }));
+    // The first waiter subscribes; a SUBSCRIBE that failed is not shared by later waiters (they
+    // would only ever time out): the next one tries again.
+    if (entry.failed) entry.watching = this.watch(trackId, entry);
     const { waiters } = entry;
     waiters.add(wake);
     this.held += 1;
@@ -72,11 +88,25 @@ export class InquiryWaits implements OnModuleInit, BeforeApplicationShutdown {
     // Subscribed before the caller reads the record (SettledNotices.watch).
     await entry.watching;
     return {
-      until: (ms) =>
+      until: (ms, gone) =>
         new Promise<boolean>((resolve) => {
-          const timer = setTimeout(() => resolve(false), ms);
+          const hungUp = () => {
+            clearTimeout(timer);
+            resolve(false);
+          };
+          // `ms` comes from a stored record's deadline too: a value that is no time waits nothing.
+          const timer = setTimeout(
+            () => {
+              gone?.removeEventListener('abort', hungUp);
+              resolve(false);
+            },
+            Number.isFinite(ms) ? Math.min(Math.max(0, ms), MAX_WAIT_MS) : 0,
+          );
+          if (gone?.aborted) hungUp();
+          gone?.addEventListener('abort', hungUp, { once: true });
           void woken.then(() => {
             clearTimeout(timer);
+            gone?.removeEventListener('abort', hungUp);
             resolve(true);
           });
         }).then((settled) => {
@@ -107,12 +137,23 @@ export class InquiryWaits implements OnModuleInit, BeforeApplicationShutdown {
     );
   }
 
+  /** Subscribes; a failure marks the entry so the next waiter subscribes again. */
+  private watch(trackId: string, entry: Watched): Promise<void> {
+    entry.failed = false;
+    return this.notices.watch(trackId).then((subscribed) => {
+      if (!subscribed) entry.failed = true;
+    });
+  }
+
   private wake(trackId: string): void {
     for (const wake of this.waiting.get(trackId)?.waiters ?? []) wake();
   }
 
-  /** Before the HTTP server drains: held long-polls answer now; new ones do not wait. */
-  beforeApplicationShutdown(): void {
+  /**
+   * A step of the shutdown sequence (src/http/shutdown-sequence.ts), before the drain: held
+   * long-polls answer now with the record as it stands; new ones do not wait.
+   */
+  releaseAll(): void {
     this.closing = true;
     for (const { waiters } of this.waiting.values()) for (const wake of waiters) wake();
   }

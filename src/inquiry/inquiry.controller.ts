@@ -85,7 +85,12 @@ export class InquiryController {
   ): Promise<void> {
     // `Prefer: wait=<s>`: hold the answer until the record settles (docs/api.md, "Asynchronous answers").
     const { waitSeconds } = parsePrefer(request.headers[PREFER_HEADER_IN]);
-    const { view, waitedSeconds } = await this.inquiries.find(caller, trackId, (waitSeconds ?? 0) * 1000);
+    // A caller that hangs up mid-wait frees its slot (INQUIRY_MAX_HELD_WAITS) at once.
+    const gone = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) gone.abort();
+    });
+    const { view, waitedSeconds } = await this.inquiries.find(caller, trackId, (waitSeconds ?? 0) * 1000, gone.signal);
     const headers = waitedSeconds !== undefined ? { [PREFERENCE_APPLIED_HEADER]: `wait=${waitSeconds}` } : undefined;
     send(reply, { status: 200, contentType: JSON_CONTENT_TYPE, trackId: view.trackId, body: view, headers });
   }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { Caller } from '../caller-auth/caller.js';
 import type { AppConfig } from '../config/app-config.js';
@@ -9,7 +9,7 @@ import { requestLogFields, type InquiryLogFields, type RequestFacts } from '../o
 import { ProblemException } from '../problem/problem.js';
 import { AuthorizedUpstream, type CallBudget } from '../token/authorized-upstream.js';
 import { LOCATION_HEADER, PREFERENCE_APPLIED_HEADER, RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
-import { IdempotencyService, type ClaimResult, type HeldKey } from './idempotency.service.js';
+import { IdempotencyService, msUntilSettledAnswerDue, type ClaimResult, type HeldKey } from './idempotency.service.js';
 import {
   JSON_CONTENT_TYPE,
   failureLogLine,
@@ -19,7 +19,7 @@ import {
 } from './inquiry-outcome.js';
 import { publicView, type InquiryRecord, type StoredResponse } from './inquiry-record.js';
 import { InquiryStore } from './inquiry.store.js';
-import { inquiryBudget, msUntilOverdue, statusNow } from './inquiry-deadline.js';
+import { DEADLINE_MARGIN_MS, inquiryBudget, msUntilOverdue, statusNow } from './inquiry-deadline.js';
 import { InquiryWaits } from './inquiry-waits.js';
 import { SettleTimes } from './settle-times.js';
 import { Settlements } from './settlements.js';
@@ -62,12 +62,17 @@ export interface InquiryView {
  * (docs/upstream-api.md §4.4 rules 1, 5 and 9).
  */
 @Injectable()
-export class InquiryService implements BeforeApplicationShutdown {
+export class InquiryService {
   private readonly logger = new Logger(InquiryService.name);
   private readonly ttlSeconds: number;
   private readonly upstreamSettings: AppConfig['upstream'];
-  /** Inquiries answered 202 and still running: their settlement is owed, shutdown waits for them. */
-  private readonly background = new Set<Promise<unknown>>();
+  /**
+   * Every inquiry this process has taken and not yet settled, answered or not (a 202's
+   * settlement is owed): the shutdown drain waits until this is empty.
+   */
+  private readonly running = new Set<Promise<unknown>>();
+  /** False once shutdown has begun: a new inquiry is refused before anything is written or sent. */
+  private accepting = true;
   /** Seconds until the open circuit lets a trial call through, for `Retry-After`. */
   private readonly circuitRetryAfter: string;
 
@@ -90,8 +95,23 @@ export class InquiryService implements BeforeApplicationShutdown {
   /**
    * `facts`: the HTTP request's (request-context.ts), for the lines this inquiry writes and its
    * trace. `prefer`: the caller asked for an asynchronous answer (202 unless settled in the wait).
+   * Once shutdown has begun a new inquiry is refused (503 `upstream_unavailable`, `Retry-After`):
+   * nothing is written or sent, so the caller's retry on another replica is safe; one taken
+   * before is in `running` (checked and added in the same tick), so the drain waits for it.
    */
-  async execute(
+  execute(
+    caller: Caller,
+    request: InquiryRequest,
+    idempotencyKey?: string,
+    facts?: RequestFacts,
+    prefer?: AsyncPreference,
+  ): Promise<InquiryResponse> {
+    if (!this.accepting) return Promise.reject(refusedAtShutdown());
+    return this.track(this.inquire(caller, request, idempotencyKey, facts, prefer));
+  }
+
+  /** The five steps; an asynchronous answer leaves its settlement owed (`owe`). */
+  private async inquire(
     caller: Caller,
     request: InquiryRequest,
     idempotencyKey?: string,
@@ -105,7 +125,14 @@ export class InquiryService implements BeforeApplicationShutdown {
     // 2. Claim the key: a repeat is answered from the earlier request and goes no further.
     let key: HeldKey | undefined;
     if (idempotencyKey !== undefined) {
-      const claimed = await this.claimKey(caller, request, idempotencyKey, trackId, fingerprint, prefer);
+      const claimed = await this.claimKey(caller, request, idempotencyKey, trackId, fingerprint, prefer).catch(
+        (error: unknown) => {
+          // The trackId was stamped: a refusal (422 reused, 503) names it (docs/api.md §3); a
+          // 409 names the request in flight instead.
+          if (error instanceof ProblemException && error.trackId === undefined) error.trackId = trackId;
+          throw error;
+        },
+      );
       if ('replay' in claimed) return { ...claimed.replay, replayed: true };
       if ('accepted' in claimed) return claimed.accepted;
       key = claimed.held;
@@ -153,9 +180,10 @@ export class InquiryService implements BeforeApplicationShutdown {
    * `GET /v1/inquiries/{trackId}`: only the client that made the inquiry sees it, and for an
    * app's end user (JWT `sub`) only that user: one user never sees another's IBAN owners.
    * With `waitMs`, a `pending` record is waited for (woken by its settlement on any replica)
-   * until it settles, the wait ends, or it is overdue and reads `unknown`.
+   * until it settles, the wait ends, or it is overdue and reads `unknown`; `gone` (the caller
+   * hung up) ends the wait and frees its slot at once.
    */
-  async find(caller: Caller, trackId: string, waitMs = 0): Promise<InquiryView> {
+  async find(caller: Caller, trackId: string, waitMs = 0, gone?: AbortSignal): Promise<InquiryView> {
     if (!/^[0-9a-f-]{36}$/i.test(trackId)) throw notFound();
     const id = trackId.toLowerCase();
     // Held before the first read, so a settlement between the read and the wait still wakes it.
@@ -165,7 +193,7 @@ export class InquiryService implements BeforeApplicationShutdown {
       if (waitMs <= 0 || statusNow(record) !== 'pending') return { view: publicView(record) };
       if (!wait) throw this.waits.refusal();
       const started = Date.now();
-      await wait.until(Math.min(waitMs, msUntilOverdue(record)));
+      await wait.until(Math.min(waitMs, msUntilOverdue(record)), gone);
       record = this.visible(caller, await this.records.get(id));
       return { view: publicView(record), waitedSeconds: Math.round((Date.now() - started) / 1000) };
     } finally {
@@ -173,11 +201,31 @@ export class InquiryService implements BeforeApplicationShutdown {
     }
   }
 
-  /** Before the HTTP server drains: inquiries answered 202 still owe their settlement. */
-  async beforeApplicationShutdown(): Promise<void> {
-    if (this.background.size === 0) return;
-    this.logger.log(`shutting down with ${this.background.size} accepted inquiry(ies) running; waiting for them`);
-    await Promise.allSettled(this.background);
+  /** A step of the shutdown sequence (src/http/shutdown-sequence.ts): new inquiries are refused from now on. */
+  stopAccepting(): void {
+    this.accepting = false;
+  }
+
+  /**
+   * A step of the shutdown sequence, after `stopAccepting`: waits until every inquiry taken
+   * before it has settled (a 202's background settlement included), however many there are and
+   * whenever they came. Bounded by the longest deadline an inquiry taken now could have (each
+   * is held to its own, inquiry-deadline.ts), so a stuck one cannot hold the process for ever.
+   * Returns how many were still running when the bound was reached (0 normally).
+   */
+  async drain(): Promise<number> {
+    const bound = inquiryBudget(this.upstreamSettings, 'advanced', Date.now()).deadline + DEADLINE_MARGIN_MS;
+    if (this.running.size > 0) {
+      this.logger.log(`shutting down with ${this.running.size} inquiry(ies) running; waiting for them`);
+    }
+    // A loop, not one allSettled over the set as it stands: an inquiry may finish by handing
+    // its settlement to a new entry (owe), and every entry counts.
+    while (this.running.size > 0 && Date.now() < bound) {
+      await settledWithin(Promise.allSettled([...this.running]), bound - Date.now());
+    }
+    if (this.running.size > 0)
+      this.logger.error(`${this.running.size} inquiry(ies) still running at the drain's bound`);
+    return this.running.size;
   }
 
   private visible(caller: Caller, record: InquiryRecord | null): InquiryRecord {
@@ -203,6 +251,8 @@ export class InquiryService implements BeforeApplicationShutdown {
     prefer?: AsyncPreference,
   ): Promise<ClaimResult | { accepted: InquiryResponse }> {
     const until = Date.now() + (prefer?.waitMs ?? 0);
+    // Every round ends or waits: for the first request's settlement notice, or (settled, its
+    // answer not stored yet) for that answer to be stored or made from the record.
     for (;;) {
       try {
         return await this.idempotency.claim(caller, idempotencyKey, trackId, fingerprint);
@@ -213,14 +263,24 @@ export class InquiryService implements BeforeApplicationShutdown {
         if (left <= 0) return { accepted: this.accepted(error.trackId, request.requestHandlingType) };
         const wait = await this.waits.hold(error.trackId);
         if (!wait) throw this.waits.refusal();
+        let woken: boolean;
         try {
           // As for a long-poll: held first, then read, so a settlement just before the hold is
           // seen now rather than after the whole wait.
           const first = await this.records.get(error.trackId);
-          if (!first || first.status === 'pending') await wait.until(left);
+          if (first && first.status !== 'pending') {
+            // Settled, its notice sent already: a timer, not the held wait, until the answer is
+            // stored or due to be made from the record (IdempotencyService.answerRepeat).
+            wait.release();
+            await delay(Math.max(MIN_CLAIM_RETRY_MS, Math.min(left, msUntilSettledAnswerDue(first))));
+            continue;
+          }
+          woken = await wait.until(left);
         } finally {
           wait.release();
         }
+        // The wait ended (or the replica is shutting down): the same 202 as the first request got.
+        if (!woken) return { accepted: this.accepted(error.trackId, request.requestHandlingType) };
       }
     }
   }
@@ -243,11 +303,20 @@ export class InquiryService implements BeforeApplicationShutdown {
 
   /** Keeps an accepted inquiry's settlement in view until it is done (shutdown waits for it). */
   private owe(settled: Promise<InquiryResponse>): void {
-    const running = settled.catch((error: unknown) => {
+    void this.track(settled).catch((error: unknown) => {
       this.logger.error(`accepted inquiry failed unexpectedly: ${error instanceof Error ? error.name : 'unknown'}`);
     });
-    this.background.add(running);
-    void running.finally(() => this.background.delete(running));
+  }
+
+  /** `work` is in `running` until it ends, however it ends. */
+  private track<T>(work: Promise<T>): Promise<T> {
+    const running = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.running.add(running);
+    void running.then(() => this.running.delete(running));
+    return work;
   }
 
   /** Steps 4 and 5: the upstream call, its log line and metric, the settlement. Never rejects. */
@@ -352,12 +421,28 @@ export class InquiryService implements BeforeApplicationShutdown {
   }
 }
 
+/** The shortest pause between two claims of a keyed retry: no round runs without waiting. */
+const MIN_CLAIM_RETRY_MS = 50;
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The answer to an inquiry that arrives once shutdown has begun: nothing was written or sent. */
+function refusedAtShutdown(): ProblemException {
+  return new ProblemException(
+    'upstream_unavailable',
+    'This replica is shutting down; nothing was sent upstream. Retry: another replica takes it.',
+    { headers: { [RETRY_AFTER_HEADER]: '1' } },
+  );
+}
+
 function notFound(): ProblemException {
   return new ProblemException('not_found', 'No inquiry with this trackId.');
 }
 
-/** The inquiry's answer if it settles within `ms`, else null (at once for 0: `respond-async` alone). */
-async function settledWithin(settled: Promise<InquiryResponse>, ms: number): Promise<InquiryResponse | null> {
+/** The promise's value if it settles within `ms`, else null (at once for 0: `respond-async` alone). */
+async function settledWithin<T>(settled: Promise<T>, ms: number): Promise<T | null> {
   if (ms <= 0) return null;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)));

@@ -10,6 +10,12 @@ export abstract class InquiryStore {
    * written again with that expiry, so a settlement owed across an outage still lands.
    */
   abstract settle(record: InquiryRecord, ttlSeconds?: number): Promise<void>;
+  /**
+   * Marks a `pending` record `unknown` (its request was abandoned mid-call), only while it is
+   * still `pending`: a settlement that lands meanwhile is kept, never overwritten. Returns the
+   * record as it now stands (null when there is none).
+   */
+  abstract concludeUnknown(trackId: string, completedAt: string): Promise<InquiryRecord | null>;
   /** Deletes the record of a request refused before anything was sent (its create may land late). */
   abstract discard(trackId: string): Promise<void>;
   abstract get(trackId: string): Promise<InquiryRecord | null>;

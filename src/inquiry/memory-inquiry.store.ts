@@ -1,32 +1,85 @@
 import { LRUCache } from 'lru-cache';
+import { StoreUnavailableError } from '../store/store-unavailable.error.js';
 import type { IdempotencyClaim, InquiryRecord } from './inquiry-record.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
 
 /**
- * The in-process stores keep at most this many records and claims each (least recently used
- * go first): a single replica's sandbox or small deployment, not an unbounded heap.
+ * The in-process stores hold at most this many records and claims each: a single replica's
+ * sandbox or small deployment, not an unbounded heap. Nothing is evicted before its TTL (an
+ * Idempotency-Key forgotten early would let a retry be charged again): when full, a new
+ * inquiry is refused with 503 `store_unavailable` until entries expire. With the default 24 h
+ * TTL that is about 1.1 inquiries a second sustained (docs/operations.md).
  */
-const MAX_ENTRIES = 100_000;
+export const MAX_ENTRIES = 100_000;
 
-/** An LRU cache (lru-cache) whose entries each carry the TTL they were set with. */
-function expiringCache<V extends object>(): LRUCache<string, V> {
-  return new LRUCache<string, V>({ max: MAX_ENTRIES, ttlAutopurge: false, ttl: 60_000 });
+/** Entries that each carry the TTL they were set with, never dropped before it (lru-cache for the expiry). */
+class ExpiringEntries<V extends object> {
+  private readonly cache: LRUCache<string, V>;
+
+  constructor(
+    private readonly what: string,
+    private readonly max: number,
+  ) {
+    // One spare slot: the check below refuses before lru-cache would ever evict.
+    this.cache = new LRUCache<string, V>({ max: max + 1, ttlAutopurge: false, ttl: 60_000 });
+  }
+
+  has(key: string): boolean {
+    return this.cache.has(key);
+  }
+
+  get(key: string): V | undefined {
+    return this.cache.get(key);
+  }
+
+  /** A new key when full (expired entries aside) throws StoreUnavailableError: nothing is evicted. */
+  set(key: string, value: V, options: { ttl?: number; noUpdateTTL?: boolean }): void {
+    if (!this.cache.has(key) && this.cache.size >= this.max) {
+      this.cache.purgeStale();
+      if (this.cache.size >= this.max) throw new StoreUnavailableError(`${this.what} (in-process store full)`);
+    }
+    this.cache.set(key, value, options);
+  }
+
+  delete(key: string): void {
+    this.cache.delete(key);
+  }
+}
+
+/** `work`'s result as a promise, its throw as a rejection (as the Redis stores answer); run at once. */
+function settled<T>(work: () => T): Promise<T> {
+  return new Promise<T>((resolve) => resolve(work()));
 }
 
 export class MemoryInquiryStore extends InquiryStore {
-  private readonly records = expiringCache<InquiryRecord>();
+  private readonly records: ExpiringEntries<InquiryRecord>;
+
+  constructor(maxEntries = MAX_ENTRIES) {
+    super();
+    this.records = new ExpiringEntries('inquiry record', maxEntries);
+  }
 
   create(record: InquiryRecord, ttlSeconds: number): Promise<void> {
-    if (this.records.has(record.trackId)) return Promise.reject(new Error('trackId collision'));
-    this.records.set(record.trackId, { ...record }, { ttl: ttlSeconds * 1000 });
-    return Promise.resolve();
+    return settled(() => {
+      if (this.records.has(record.trackId)) throw new Error('trackId collision');
+      this.records.set(record.trackId, { ...record }, { ttl: ttlSeconds * 1000 });
+    });
   }
 
   settle(record: InquiryRecord, ttlSeconds?: number): Promise<void> {
-    if (this.records.has(record.trackId)) this.records.set(record.trackId, { ...record }, { noUpdateTTL: true });
-    else if (ttlSeconds !== undefined && ttlSeconds > 0)
-      this.records.set(record.trackId, { ...record }, { ttl: ttlSeconds * 1000 });
-    return Promise.resolve();
+    return settled(() => {
+      if (this.records.has(record.trackId)) this.records.set(record.trackId, { ...record }, { noUpdateTTL: true });
+      else if (ttlSeconds !== undefined && ttlSeconds > 0)
+        this.records.set(record.trackId, { ...record }, { ttl: ttlSeconds * 1000 });
+    });
+  }
+
+  concludeUnknown(trackId: string, completedAt: string): Promise<InquiryRecord | null> {
+    const record = this.records.get(trackId);
+    if (record?.status === 'pending') {
+      this.records.set(trackId, { ...record, status: 'unknown', completedAt }, { noUpdateTTL: true });
+    }
+    return this.get(trackId);
   }
 
   discard(trackId: string): Promise<void> {
@@ -41,7 +94,12 @@ export class MemoryInquiryStore extends InquiryStore {
 }
 
 export class MemoryIdempotencyStore extends IdempotencyStore {
-  private readonly claims = expiringCache<IdempotencyClaim>();
+  private readonly claims: ExpiringEntries<IdempotencyClaim>;
+
+  constructor(maxEntries = MAX_ENTRIES) {
+    super();
+    this.claims = new ExpiringEntries('idempotency claim', maxEntries);
+  }
 
   claim(
     scope: string,
@@ -49,11 +107,13 @@ export class MemoryIdempotencyStore extends IdempotencyStore {
     claim: IdempotencyClaim,
     ttlSeconds: number,
   ): Promise<IdempotencyClaim | null> {
-    const key = `${scope}:${keySha256}`;
-    const existing = this.claims.get(key);
-    if (existing) return Promise.resolve(structuredClone(existing));
-    this.claims.set(key, { ...claim }, { ttl: ttlSeconds * 1000 });
-    return Promise.resolve(null);
+    return settled(() => {
+      const key = `${scope}:${keySha256}`;
+      const existing = this.claims.get(key);
+      if (existing) return structuredClone(existing);
+      this.claims.set(key, { ...claim }, { ttl: ttlSeconds * 1000 });
+      return null;
+    });
   }
 
   complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<void> {

@@ -5,13 +5,27 @@ import { storeCall } from '../store/store-unavailable.error.js';
 import type { IdempotencyClaim, InquiryRecord } from './inquiry-record.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
 
+/** Replaces the record only if it is still exactly the value read before (compare-and-set). */
+const CONCLUDE = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+return 1`;
+
+interface InquiryScripts {
+  vgwInquiryConclude(key: string, expected: string, concluded: string): Promise<number>;
+}
+
 export class RedisInquiryStore extends InquiryStore {
+  private readonly scripts: InquiryScripts;
+
   constructor(
     private readonly client: RedisClient,
     private readonly keys: RedisKeys,
     private readonly cipher: StoreCipher,
   ) {
     super();
+    client.defineCommand('vgwInquiryConclude', { numberOfKeys: 1, lua: CONCLUDE });
+    this.scripts = client as unknown as InquiryScripts;
   }
 
   create(record: InquiryRecord, ttlSeconds: number): Promise<void> {
@@ -30,6 +44,27 @@ export class RedisInquiryStore extends InquiryStore {
       if (replaced === null && ttlSeconds !== undefined && ttlSeconds > 0) {
         await this.client.set(key, value, 'EX', ttlSeconds, 'NX');
       }
+    });
+  }
+
+  concludeUnknown(trackId: string, completedAt: string): Promise<InquiryRecord | null> {
+    return storeCall('inquiry conclude', async () => {
+      const key = this.keys.inquiry(trackId);
+      const stored = await this.client.get(key);
+      if (!stored) return null;
+      const record = JSON.parse(this.cipher.open(stored, key)) as InquiryRecord;
+      if (record.status !== 'pending') return record;
+      const concluded: InquiryRecord = { ...record, status: 'unknown', completedAt };
+      // Compare-and-set on the stored value itself (sealed values are opaque to Lua): replaced
+      // only if nothing was written since it was read.
+      const replaced = await this.scripts.vgwInquiryConclude(
+        key,
+        stored,
+        this.cipher.seal(JSON.stringify(concluded), key),
+      );
+      if (replaced === 1) return concluded;
+      const now = await this.client.get(key);
+      return now ? (JSON.parse(this.cipher.open(now, key)) as InquiryRecord) : null;
     });
   }
 

@@ -14,8 +14,8 @@ export abstract class SettledNotices {
   abstract publish(trackId: string): Promise<void>;
   /** Calls `listener` with the trackId of every watched record settled from now on, by any replica. */
   abstract listen(listener: (trackId: string) => void): void;
-  /** Starts receiving this record's notices; resolves once they will arrive. */
-  abstract watch(trackId: string): Promise<void>;
+  /** Starts receiving this record's notices; resolves once they will arrive (true), or false when that failed. */
+  abstract watch(trackId: string): Promise<boolean>;
   abstract unwatch(trackId: string): void;
 }
 
@@ -51,9 +51,12 @@ export class RedisSettledNotices extends SettledNotices {
   }
 
   /** Subscribed before the record is read: a settlement after the read cannot be missed. */
-  async watch(trackId: string): Promise<void> {
+  watch(trackId: string): Promise<boolean> {
     // Redis away: the wait still ends with its timeout (or the deadline), reading the record.
-    await this.subscriber.subscribe(this.prefix + trackId).catch(() => undefined);
+    return this.subscriber.subscribe(this.prefix + trackId).then(
+      () => true,
+      () => false,
+    );
   }
 
   unwatch(trackId: string): void {
@@ -74,8 +77,8 @@ export class MemorySettledNotices extends SettledNotices {
     this.events.on('settled', listener);
   }
 
-  watch(): Promise<void> {
-    return Promise.resolve();
+  watch(): Promise<boolean> {
+    return Promise.resolve(true);
   }
 
   unwatch(): void {}

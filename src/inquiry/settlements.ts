@@ -1,4 +1,4 @@
-import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { RedisConnection } from '../store/redis-connection.js';
 import { StoreUnavailableError } from '../store/store-unavailable.error.js';
 
@@ -31,7 +31,7 @@ interface Owed {
  * concludes it as `unknown` (the abandoned-claim rule). At most `MAX_OWED` are held.
  */
 @Injectable()
-export class Settlements implements OnApplicationShutdown {
+export class Settlements {
   private readonly logger = new Logger(Settlements.name);
   private readonly owed = new Map<string, Owed>();
   private timer: NodeJS.Timeout | undefined;
@@ -125,10 +125,10 @@ export class Settlements implements OnApplicationShutdown {
   }
 
   /**
-   * Runs before the Redis connection closes (this module depends on the store module): the
-   * HTTP server has drained, so no new writes come. Owed writes get `SHUTDOWN_FLUSH_MS`.
+   * A step of the shutdown sequence (src/http/shutdown-sequence.ts), before Redis closes and
+   * after every accepted inquiry has settled, so no new writes come. Owed writes get `SHUTDOWN_FLUSH_MS`.
    */
-  async onApplicationShutdown(): Promise<void> {
+  async flushOwed(): Promise<void> {
     if (this.owed.size === 0) return;
     const deadline = Date.now() + SHUTDOWN_FLUSH_MS;
     this.logger.warn(`shutting down with ${this.owed.size} write(s) owed to the store; flushing`);

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Optional, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Optional, Logger, type OnModuleInit } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
@@ -84,7 +84,7 @@ const CONFIGURATION_ERROR =
  * or none when no Redis is configured and the in-process stores serve a single replica.
  */
 @Injectable()
-export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
+export class RedisConnection implements OnModuleInit {
   private readonly logger = new Logger('Redis');
   readonly keys: RedisKeys;
   readonly client: RedisClient | null;
@@ -172,7 +172,8 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** The last step of the shutdown sequence (src/http/shutdown-sequence.ts): nothing writes after it. */
+  async close(): Promise<void> {
     await Promise.all(
       [this.client, this.subscriber].map(async (client) => {
         if (!client) return;

@@ -18,8 +18,19 @@ export class SystemClock extends Clock {
     return Date.now();
   }
 
-  sleep(ms: number, signal: AbortSignal): Promise<void> {
-    // Unreferenced: a pending renewal timer never keeps a stopping process alive.
-    return delay(Math.max(0, ms), undefined, { signal, ref: false }).catch(() => undefined);
+  /**
+   * Waits in steps of at most `MAX_TIMER_MS`, re-armed against the wall clock: Node fires a
+   * longer timer after 1 ms (TimeoutOverflowWarning), which once put renewal for a token
+   * lifetime over 24.8 days in a tight loop. `ms` not a number waits nothing.
+   */
+  async sleep(ms: number, signal: AbortSignal): Promise<void> {
+    const until = Date.now() + (Number.isNaN(ms) ? 0 : ms);
+    for (let left = until - Date.now(); left > 0 && !signal.aborted; left = until - Date.now()) {
+      // Unreferenced: a pending renewal timer never keeps a stopping process alive.
+      await delay(Math.min(left, MAX_TIMER_MS), undefined, { signal, ref: false }).catch(() => undefined);
+    }
   }
 }
+
+/** The longest delay Node's timers take as given (2^31 - 1 ms, about 24.8 days). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;

@@ -9,7 +9,7 @@ import { Logger } from '@nestjs/common';
 import { FakeClock, FakeUpstream, count, renewalMetrics, settle, tokenWorld } from '../../test/support/token-fakes.js';
 import { StoreUnavailableError } from '../store/store-unavailable.error.js';
 import type { MemoryTokenStore } from './memory-token.store.js';
-import type { TokenRecord } from './token-record.js';
+import { DEFAULT_REFRESH_LIFETIME_MS, type TokenRecord } from './token-record.js';
 import { ANNOUNCEMENT_POLL_MS, TokenRenewal, type RenewalMetrics } from './token-renewal.js';
 import { TokenUnavailableError } from './token-unavailable.error.js';
 import { TokenStore } from './token.store.js';
@@ -67,6 +67,13 @@ describe('timing', () => {
     upstream.lifetimeSeconds = 100;
     const record = await replica().renew(null);
     expect(record.renewAt).toBe(clock.now() + 50_000);
+  });
+
+  it("a lifetime beyond the refresh token's year is used for a year at most", async () => {
+    upstream.lifetimeSeconds = 2 ** 32;
+    const record = await replica().renew(null);
+    expect(record.accessExpiresAt).toBe(clock.now() + DEFAULT_REFRESH_LIFETIME_MS);
+    expect(record.renewAt).toBe(clock.now() + DEFAULT_REFRESH_LIFETIME_MS - SKEW_MS);
   });
 
   it('adopts a shared record that is not yet due, without a call', async () => {

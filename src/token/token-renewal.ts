@@ -280,7 +280,9 @@ export class TokenRenewal {
 
 function toRecord(data: UpstreamTokenData, requestedAt: number, skewMs: number): Omit<TokenRecord, 'generation'> {
   // Lifetimes count from when the request was sent, so our idea of expiry is never late.
-  const lifetimeMs = data.expiresTn * 1000;
+  // Used at most as long as its refresh token lives (a year, §2.3): a longer lifetime (or a
+  // number that is no sane lifetime) is cut there, never trusted to schedule the renewal.
+  const lifetimeMs = Math.min(data.expiresTn * 1000, DEFAULT_REFRESH_LIFETIME_MS);
   // Renew `skew` before expiry, but never before half-life (short-lived tokens would otherwise
   // be renewed on every request).
   const renewAfterMs = Math.max(lifetimeMs - skewMs, lifetimeMs / 2);

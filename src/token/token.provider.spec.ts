@@ -36,7 +36,7 @@ beforeEach(() => {
   );
 });
 
-afterEach(() => tokens.onApplicationShutdown());
+afterEach(() => tokens.stop());
 
 describe('TokenProvider', () => {
   it('fetches the first token at startup and is then complete, successfully or not', async () => {
@@ -74,7 +74,7 @@ describe('TokenProvider', () => {
 
   it('after shutdown, nothing is renewed', async () => {
     await tokens.getAccessToken();
-    tokens.onApplicationShutdown();
+    tokens.stop();
     const { renewAt } = (await store.read())!;
     await clock.advance(renewAt - clock.now());
     expect(upstream.grants).toEqual(['credentials']);

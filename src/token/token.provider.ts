@@ -1,4 +1,4 @@
-import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { knownSecrets } from '../config/known-secrets.js';
 import { Clock } from './clock.js';
 import { usableUntil, type TokenRecord } from './token-record.js';
@@ -21,7 +21,7 @@ interface HeldToken extends TokenRecord {
  * renewal across replicas (TokenRenewal, the protocol behind the store lock).
  */
 @Injectable()
-export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutdown {
+export class TokenProvider implements OnApplicationBootstrap {
   private readonly logger = new Logger(TokenProvider.name);
   private held: HeldToken | null = null;
   private renewal: Promise<HeldToken> | null = null;
@@ -46,7 +46,8 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
       });
   }
 
-  onApplicationShutdown(): void {
+  /** A step of the shutdown sequence (src/http/shutdown-sequence.ts): no renewal starts after it. */
+  stop(): void {
     this.shuttingDown = true;
     this.timer.abort();
     this.renewals.stop();

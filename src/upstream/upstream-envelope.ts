@@ -63,6 +63,7 @@ export function isTokenData(data: unknown): data is UpstreamTokenData {
     typeof d.refreshToken === 'string' &&
     d.refreshToken.length > 0 &&
     typeof d.expiresTn === 'number' &&
+    Number.isFinite(d.expiresTn) &&
     d.expiresTn > 0
   );
 }

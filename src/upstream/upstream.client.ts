@@ -1,4 +1,4 @@
-import { Injectable, Logger, Optional, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import CircuitBreaker from 'opossum';
 import type { AppConfig } from '../config/app-config.js';
@@ -58,7 +58,7 @@ export interface UpstreamSuccess {
  * password. It logs paths and outcomes, never bodies.
  */
 @Injectable()
-export class UpstreamClient implements OnApplicationShutdown {
+export class UpstreamClient {
   private readonly logger = new Logger(UpstreamClient.name);
   private readonly http: UpstreamHttp;
   private readonly settings: AppConfig['upstream'];
@@ -126,10 +126,10 @@ export class UpstreamClient implements OnApplicationShutdown {
   }
 
   /**
-   * After the HTTP server has drained (Nest calls this hook last): in-flight inquiries keep
-   * their connections and the circuit until they are answered.
+   * A step of the shutdown sequence (src/http/shutdown-sequence.ts), after every accepted
+   * inquiry has settled: in-flight inquiries keep their connections and the circuit until then.
    */
-  async onApplicationShutdown(): Promise<void> {
+  async close(): Promise<void> {
     this.circuit.shutdown();
     await this.http.close();
   }

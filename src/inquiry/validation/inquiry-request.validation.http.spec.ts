@@ -95,6 +95,15 @@ describe('inquiry validation over HTTP (Nest + Fastify)', () => {
     expect(res.body).not.toContain('9121234567');
   });
 
+  it('answers 400 for a national code nested 2 000 arrays deep (about 4 KiB), not 500', async () => {
+    const res = await post(
+      '/v1/kyc/shahkar',
+      `{"nationalCode":${'['.repeat(2_000)}"0499370899"${']'.repeat(2_000)},"mobileNumber":"09121234567"}`,
+    );
+    expect(res.statusCode).toBe(400);
+    expect(res.json<ProblemBody>().errors).toEqual([{ field: 'nationalCode', message: 'must be a string' }]);
+  });
+
   it.each(['null', '[]', '"text"', '42'])('rejects the JSON body %s with a `body` entry', async (payload) => {
     const res = await post('/v1/kyc/iban', payload);
     expect(res.statusCode).toBe(400);

@@ -81,6 +81,23 @@ describe('validateInquiryBody: Shahkar', () => {
     }
   });
 
+  it('refuses a deeply nested array where a string is expected (400, not a stack overflow in class-transformer)', () => {
+    let deep: unknown = '0499370899';
+    for (let level = 0; level < 20_000; level++) deep = [deep];
+    const errors = errorsOf(() =>
+      validateInquiryBody(ShahkarRequestDto, { nationalCode: deep, mobileNumber: MOBILE, requestHandlingType: deep }),
+    );
+    expect(errors).toEqual([
+      { field: 'nationalCode', message: 'must be a string' },
+      { field: 'requestHandlingType', message: 'must be one of: standard, advanced' },
+    ]);
+    let object: unknown = 'IR820540102680020817909002';
+    for (let level = 0; level < 20_000; level++) object = { iban: object };
+    expect(errorsOf(() => validateInquiryBody(IbanRequestDto, { iban: object }))).toEqual([
+      { field: 'iban', message: 'must be a string' },
+    ]);
+  });
+
   it('rejects bad values with one entry per field, without echoing them', () => {
     const raw = { nationalCode: '0499370898', mobileNumber: '02112345678', requestHandlingType: 'ADVANCED' };
     const problem = problemOf(() => validateInquiryBody(ShahkarRequestDto, raw));

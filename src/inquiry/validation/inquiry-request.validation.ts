@@ -14,6 +14,8 @@ import { ProblemException, type FieldError } from '../../problem/problem.js';
 import { MESSAGES } from './decorators.js';
 
 const BODY_FIELD = 'body';
+/** Stands in for an array or object sent where a string is expected (validateInquiryBody). */
+const NOT_A_STRING = false;
 const TRACK_ID_FIELD = 'trackId';
 
 /** The properties a DTO declares: exactly those that carry a class-validator constraint. */
@@ -67,7 +69,12 @@ export function validateInquiryBody<T extends object>(dto: ClassConstructor<T>, 
 
   for (const key of Object.keys(body)) {
     if (allowed.has(key)) {
-      known[key] = body[key];
+      const value = body[key];
+      // Every field of an inquiry body is a string (decorators.ts): an array or object never
+      // reaches a transform. class-transformer copies them recursively, and a deeply nested one
+      // (2 000 levels fit in 4 KiB) overflowed its stack (a 500). A scalar stand-in keeps the
+      // field's place among the errors and its "must be a string".
+      known[key] = typeof value === 'object' && value !== null ? NOT_A_STRING : value;
     } else {
       errors.set(key, { field: key, message: key === TRACK_ID_FIELD ? MESSAGES.trackId : MESSAGES.unknownField });
     }
