@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
 import type { AppConfig } from './config/app-config.js';
+import { ConsoleModule } from './console/console.module.js';
 import { HealthModule } from './health/health.module.js';
 import { InquiryModule } from './inquiry/inquiry.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
@@ -28,6 +29,7 @@ export class AppModule {
         TokenModule,
         HealthModule,
         InquiryModule,
+        ConsoleModule,
       ],
     };
   }

@@ -125,6 +125,12 @@ export class UpstreamClient implements OnApplicationShutdown {
     });
   }
 
+  /** The circuit breaker's state, for the console's status (docs/api.md §6). */
+  get circuitState(): 'closed' | 'open' | 'half-open' {
+    if (this.circuit.halfOpen) return 'half-open';
+    return this.circuit.opened ? 'open' : 'closed';
+  }
+
   /**
    * After the HTTP server has drained (Nest calls this hook last): in-flight inquiries keep
    * their connections and the circuit until they are answered.
