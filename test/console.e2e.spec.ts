@@ -190,6 +190,155 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     await page.screenshot({ path: join(SCREENSHOTS, 'console-failing.png'), fullPage: true });
   }, 60_000);
 
+  it('shows budgets, usage, unknowns, one inquiry and a reconciliation report (stand-in answers until the ledger and budgets are merged)', async () => {
+    // STAND-INS: this branch has no /admin/ledger, /admin/usage, /admin/budgets nor
+    // /admin/reconciliations. The browser is given answers in their documented shapes
+    // (docs/api.md §6) so the page's handling of them is proven here; once merged, this test is
+    // to run against the real routes (real PostgreSQL) and these routes are to go.
+    const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
+    const clients = Array.from({ length: 10 }, (_, i) => `svc-${String(i).padStart(2, '0')}`);
+    const budgets = {
+      budgets: [
+        {
+          clientId: '*',
+          budgets: [
+            {
+              window: 'daily',
+              limitUnits: 1000,
+              spentUnits: 850,
+              reservedUnits: 3,
+              remainingUnits: 147,
+              resetsAt: `${day(-1)}T00:00:00.000Z`,
+            },
+          ],
+        },
+      ].concat(
+        clients.map((clientId, i) => ({
+          clientId,
+          budgets: [
+            {
+              window: 'monthly',
+              limitUnits: 2000,
+              spentUnits: 150 * i,
+              reservedUnits: 0,
+              remainingUnits: 2000 - 150 * i,
+              resetsAt: `${day(-20)}T00:00:00.000Z`,
+            },
+          ],
+        })),
+      ),
+    };
+    const usage = {
+      timeZone: 'UTC',
+      period: 'day',
+      usage: clients.flatMap((clientId, c) =>
+        Array.from({ length: 30 }, (_, d) => ({
+          clientId,
+          period: day(d),
+          inquiries: 100 + c * 10 + d,
+          succeeded: 90 + c * 10 + d,
+          failed: 9,
+          unknown: d === 3 ? 1 : 0,
+          unitsSpent: 95 + c * 10 + d,
+        })),
+      ),
+    };
+    const trackId = '0b9a3c52-8d4e-4f7a-9c1e-2f5d6a7b8c9d';
+    const entry = (id: string, kind: string, status: string, charged: string) => ({
+      trackId: id,
+      kind,
+      clientId: 'svc-03',
+      subjectSha256: 'a'.repeat(64),
+      operation: 'shahkar',
+      requestHandlingType: 'standard',
+      status,
+      charged,
+      costUnits: 1,
+      createdAt: `${day(3)}T10:00:00.000Z`,
+      completedAt: `${day(3)}T10:00:01.000Z`,
+      upstreamCode: 14,
+      requestId: 'req-console-1',
+    });
+    const ndjson = (entries: object[]) => entries.map((e) => `${JSON.stringify(e)}\n`).join('');
+    const uploads: Array<{ type: string | undefined; key: string | undefined; body: string }> = [];
+    await page.route('**/admin/status', async (route) => {
+      const response = await route.fetch();
+      const status = (await response.json()) as { routes: Record<string, boolean> };
+      for (const name of Object.keys(status.routes)) status.routes[name] = true;
+      await route.fulfill({ response, json: status });
+    });
+    await page.route('**/admin/budgets', (route) => route.fulfill({ json: budgets }));
+    await page.route('**/admin/usage?*', (route) => route.fulfill({ json: usage }));
+    await page.route('**/admin/ledger?*', (route) => {
+      const unknownOnly = new URL(route.request().url()).searchParams.get('status') === 'unknown';
+      const entries = unknownOnly
+        ? [entry(trackId, 'settled', 'unknown', 'possibly')]
+        : [
+            entry('11111111-2222-4333-8444-555555555555', 'settled', 'succeeded', 'yes'),
+            entry(trackId, 'settled', 'unknown', 'possibly'),
+            entry(trackId, 'reconciled', 'succeeded', 'yes'),
+          ];
+      return route.fulfill({ contentType: 'application/x-ndjson', body: ndjson(entries) });
+    });
+    await page.route('**/admin/reconciliations', (route) => {
+      const headers = route.request().headers();
+      uploads.push({
+        type: headers['content-type'],
+        key: headers['x-api-key'],
+        body: route.request().postData() ?? '',
+      });
+      const list = (ids: string[]) => ({ count: ids.length, trackIds: ids, truncated: false });
+      return route.fulfill({
+        json: {
+          rows: 2,
+          chargedAndRecorded: list([trackId]),
+          chargedNotInLedger: list(['99999999-2222-4333-8444-555555555555']),
+          recordedNotCharged: list([]),
+          chargedButRecordedNotCharged: list([]),
+          resolved: list([trackId]),
+          period: null,
+        },
+      });
+    });
+
+    await page.reload();
+    // Budget bars: one <meter> per client and window, at spent + reserved.
+    await page.locator('#budgets meter').first().waitFor();
+    expect(await page.locator('#budgets meter').count()).toBe(11);
+    expect(await page.getAttribute('#budgets tr[data-client="*"] meter', 'value')).toBe('853');
+    expect(await page.getAttribute('#budgets tr[data-client="svc-03"] meter', 'aria-label')).toBe(
+      'svc-03, monthly: 450 of 2000 units',
+    );
+    // The chart: drawn by uPlot (a canvas) with a legend of 30-day totals per client.
+    await page.locator('#usage canvas').first().waitFor();
+    expect(await page.locator('#usage .legend li').count()).toBe(10);
+    await page.selectOption('#usage-measure', 'units');
+    expect(await page.innerText('#usage .legend li >> nth=0')).toMatch(/^svc-00: 3,285$/);
+    expect(await untilText(page, '#unknowns-count', /awaiting/)).toBe(
+      '10 awaiting reconciliation in the last 30 days.',
+    );
+
+    await page.fill('#track-id', trackId);
+    await page.press('#track-id', 'Enter');
+    expect(await untilText(page, '#inquiry-status', /charged/)).toBe('succeeded (charged: yes)');
+    expect(await page.locator('#inquiry-result tbody tr').count()).toBe(2);
+    expect(await page.innerText('#inquiry-result')).toContain('req-console-1');
+    expect(await page.innerText('#inquiry-result')).not.toContain('a'.repeat(13));
+
+    await page.setInputFiles('#reconcile-file', {
+      name: 'provider.csv',
+      mimeType: 'text/csv',
+      buffer: Buffer.from(`trackId\n${trackId}\n`),
+    });
+    await page.click('#reconcile-form button[type=submit]');
+    await page.locator('#reconcile-report').waitFor();
+    expect(uploads).toEqual([{ type: 'text/csv', key: OPERATOR.key, body: `trackId\n${trackId}\n` }]);
+    expect(await page.innerText('#reconcile-report tr[data-finding="chargedNotInLedger"]')).toMatch(
+      /never sent by this gateway.*\t1$/,
+    );
+    await page.screenshot({ path: join(SCREENSHOTS, 'console-money.png'), fullPage: true });
+  }, 60_000);
+
   it('is readable on a 390-px phone screen, and axe-core finds no serious or critical fault', async () => {
     const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
     const audit = async () => {

@@ -182,21 +182,25 @@ async function loadUsage() {
 async function loadUnknowns() {
   if (!routes.ledger) return showIn('unknowns', absent('GET /admin/ledger'));
   try {
-    const shown = [];
+    const entries = [];
     let total = 0;
     const query = { from: isoDay(today() - 29 * DAY_MS), to: isoDay(today() + DAY_MS), status: 'unknown' };
     await streamLedger(query, (entry) => {
       total += 1;
-      if (shown.length < UNKNOWNS_SHOWN) shown.push(entry);
+      if (entries.length < UNKNOWNS_SHOWN) entries.push(entry);
     });
-    showIn('unknowns', unknownsView(shown, total, shown.length));
+    const counts = new Map();
+    for (const row of usage) counts.set(row.clientId, (counts.get(row.clientId) ?? 0) + row.unknown);
+    showIn('unknowns', unknownsView(counts, entries, total));
   } catch (error) {
     failed('unknowns', error);
   }
 }
 
-function loadMoney() {
-  return Promise.all([loadBudgets(), loadUsage(), loadUnknowns()]);
+async function loadMoney() {
+  // The unknowns' counts come from the usage rows: those first.
+  await Promise.all([loadBudgets(), loadUsage()]);
+  await loadUnknowns();
 }
 
 // ---- One inquiry
@@ -208,7 +212,11 @@ async function findInquiry(event) {
   showIn('inquiry-result', note(`Looking for ${trackId}…`));
   try {
     const entries = [];
-    const query = { from: $('inquiry-from').value, to: isoDay(today() + DAY_MS), trackId };
+    // GET /admin/ledger has no trackId filter (docs/api.md §6): the period's entries stream past
+    // and are matched here; a client id narrows the stream on the server.
+    const query = { from: $('inquiry-from').value, to: isoDay(today() + DAY_MS) };
+    const clientId = $('inquiry-client').value.trim();
+    if (clientId) query.clientId = clientId;
     await streamLedger(query, (entry) => {
       if (entry.trackId === trackId) entries.push(entry);
     });

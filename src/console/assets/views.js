@@ -30,7 +30,8 @@ export function time(iso) {
 export function table(headings, rows, caption) {
   return h(
     'div',
-    { className: 'table-wrap' },
+    // Scrolls sideways on a narrow screen: focusable, so a keyboard can scroll it too.
+    { className: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': caption ?? 'table' },
     h(
       'table',
       {},
@@ -178,84 +179,127 @@ export function entriesView(trackId, entries) {
   );
 }
 
-export function unknownsView(entries, total, shown) {
-  if (total === 0) return note('None in the last 30 days.', 'good');
+/**
+ * `counts`: unknown inquiries per client by their latest fact (from /admin/usage, so a resolved one
+ * is no longer counted); `entries`: the ledger's `unknown` entries as recorded (an entry stays
+ * when a later reconciliation resolves it: the ledger appends, never rewrites).
+ */
+export function unknownsView(counts, entries, total) {
+  const awaiting = [...counts].filter(([, count]) => count > 0);
+  const sum = awaiting.reduce((all, [, count]) => all + count, 0);
   return h(
     'div',
     {},
     h(
       'p',
-      {},
-      `${total} unknown ${total === 1 ? 'entry' : 'entries'} in the last 30 days${total > shown ? ` (first ${shown} shown)` : ''}.`,
+      { id: 'unknowns-count', className: sum > 0 ? 'warn' : 'good' },
+      `${sum} awaiting reconciliation in the last 30 days.`,
     ),
-    table(
-      ['trackId', 'client', 'units', 'made'],
-      entries.map((entry) =>
-        h(
-          'tr',
+    awaiting.length
+      ? table(
+          ['client', 'unknown'],
+          awaiting.map(([client, count]) => h('tr', {}, h('th', { scope: 'row' }, client), number(count))),
+          'Unknown per client',
+        )
+      : null,
+    entries.length
+      ? h(
+          'details',
           {},
-          h('td', {}, h('code', {}, entry.trackId)),
-          h('td', {}, entry.clientId),
-          number(entry.costUnits),
-          h('td', {}, time(entry.createdAt)),
-        ),
-      ),
-      'Unknown outcomes',
-    ),
+          h(
+            'summary',
+            {},
+            `Unknown entries as recorded: ${total}${total > entries.length ? ` (first ${entries.length})` : ''}`,
+          ),
+          table(
+            ['trackId', 'client', 'units', 'made'],
+            entries.map((entry) =>
+              h(
+                'tr',
+                {},
+                h('td', {}, h('code', {}, entry.trackId)),
+                h('td', {}, entry.clientId),
+                number(entry.costUnits),
+                h('td', {}, time(entry.createdAt)),
+              ),
+            ),
+            'Unknown entries',
+          ),
+        )
+      : null,
   );
 }
 
-// ---- Reconciliation report: counts and lists, shown by the names the answer gives them.
+// ---- Reconciliation report (POST /admin/reconciliations): `rows`, and per finding a list
+// `{ count, trackIds, truncated }`; anything else the answer holds is shown by its name.
 
 const LIST_LIMIT = 50;
+const FINDINGS = {
+  chargedAndRecorded: 'charged and recorded',
+  chargedNotInLedger: 'charged but never sent by this gateway (credentials used elsewhere)',
+  recordedNotCharged: 'recorded as charged, not on the list',
+  chargedButRecordedNotCharged: 'on the list, recorded as not charged',
+  resolved: 'unknown entries resolved (appended to the ledger)',
+};
 
-function reportItem(item) {
-  if (typeof item === 'string') return h('li', {}, h('code', {}, item));
-  if (item && typeof item === 'object') {
-    const { trackId, ...rest } = item;
-    const facts = Object.entries(rest)
-      .map(([name, value]) => `${name}: ${typeof value === 'object' ? JSON.stringify(value) : value}`)
-      .join(', ');
-    return h('li', {}, trackId ? h('code', {}, trackId) : null, facts ? ` ${facts}` : '');
-  }
-  return h('li', {}, String(item));
-}
-
-const words = (name) => name.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+const words = (name) => FINDINGS[name] ?? name.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+const isList = (value) =>
+  value && typeof value === 'object' && typeof value.count === 'number' && Array.isArray(value.trackIds);
 
 export function reportView(report, receivedAt) {
-  const counts = [];
+  const rows = [];
   const lists = [];
-  const walk = (object, prefix) => {
-    for (const [name, value] of Object.entries(object ?? {})) {
-      const label = prefix ? `${prefix} ${words(name)}` : words(name);
-      if (typeof value === 'number' || typeof value === 'string' || typeof value === 'boolean')
-        counts.push([label, value]);
-      else if (Array.isArray(value)) lists.push([label, value]);
-      else if (value && typeof value === 'object') walk(value, label);
-    }
-  };
-  walk(report, '');
+  for (const [name, value] of Object.entries(report ?? {})) {
+    if (isList(value)) {
+      rows.push(
+        h(
+          'tr',
+          { 'data-finding': name, className: name === 'chargedNotInLedger' && value.count > 0 ? 'bad' : undefined },
+          h('th', { scope: 'row' }, words(name)),
+          number(value.count),
+        ),
+      );
+      if (value.count > 0) lists.push([name, value]);
+    } else if (typeof value === 'number')
+      rows.push(h('tr', { 'data-finding': name }, h('th', { scope: 'row' }, words(name)), number(value)));
+    else if (value && typeof value === 'object')
+      rows.push(
+        h(
+          'tr',
+          {},
+          h('th', { scope: 'row' }, words(name)),
+          h(
+            'td',
+            {},
+            Object.entries(value)
+              .map(([k, v]) => `${k} ${v}`)
+              .join(', '),
+          ),
+        ),
+      );
+  }
   return h(
     'div',
     { id: 'reconcile-report' },
     h('p', {}, 'Report of the reconciliation sent at ', time(receivedAt), ':'),
-    counts.length
-      ? table(
-          ['finding', 'value'],
-          counts.map(([label, value]) =>
-            h('tr', {}, h('th', { scope: 'row' }, label), h('td', { className: 'num' }, String(value))),
-          ),
-          'Reconciliation counts',
-        )
-      : null,
-    lists.map(([label, items]) =>
+    table(['finding', 'count'], rows, 'Reconciliation findings'),
+    lists.map(([name, list]) =>
       h(
         'details',
-        { open: items.length > 0 && items.length <= 10 },
-        h('summary', {}, `${label}: ${items.length}`),
-        h('ul', {}, items.slice(0, LIST_LIMIT).map(reportItem)),
-        items.length > LIST_LIMIT ? note(`… and ${items.length - LIST_LIMIT} more.`) : null,
+        { open: name === 'chargedNotInLedger' },
+        h(
+          'summary',
+          {},
+          `${words(name)}: ${list.count}${list.truncated ? ` (first ${list.trackIds.length} listed)` : ''}`,
+        ),
+        h(
+          'ul',
+          {},
+          list.trackIds.slice(0, LIST_LIMIT).map((trackId) => h('li', {}, h('code', {}, trackId))),
+        ),
+        list.trackIds.length > LIST_LIMIT
+          ? note(`… and ${list.trackIds.length - LIST_LIMIT} more in the answer.`)
+          : null,
       ),
     ),
   );
