@@ -94,7 +94,8 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
       if (message.type() === 'error') pageErrors.push(`${message.text()} @ ${message.location().url}`);
     });
     page.on('pageerror', (error) => pageErrors.push(`uncaught: ${error.message}`));
-  }, 60_000);
+    // A browser start on a loaded 2-core machine can take tens of seconds.
+  }, 120_000);
 
   afterAll(async () => {
     await browser?.close();
