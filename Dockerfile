@@ -23,7 +23,11 @@ RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY scripts/slim-runtime-deps.sh ./scripts/
 COPY src ./src
+# The console's page files (src/console/assets/: HTML, CSS, browser modules) are no TypeScript:
+# copied beside the compiled module that serves them. Its chart library (uplot) is a runtime
+# dependency, so the prune below keeps it.
 RUN npx tsc -p tsconfig.build.json \
+ && cp -r src/console/assets dist/console/assets \
  && npm prune --omit=dev --ignore-scripts \
  && sh scripts/slim-runtime-deps.sh \
  && npm cache clean --force

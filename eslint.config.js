@@ -1,6 +1,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
+import globals from 'globals';
 
 export default tseslint.config(
   { ignores: ['dist/', '.build/', 'node_modules/', 'coverage/', 'clients/typescript/src/schema.ts'] },
@@ -24,6 +25,11 @@ export default tseslint.config(
     // Plain JavaScript (configs, CommonJS stand-ins) is outside the TypeScript project.
     files: ['**/*.js', '**/*.cjs'],
     ...tseslint.configs.disableTypeChecked,
+  },
+  {
+    // The console's page (served as files, run by browsers): browser globals, no Node ones.
+    files: ['src/console/assets/**/*.js'],
+    languageOptions: { globals: globals.browser },
   },
   {
     // CommonJS stand-ins for Jest (see jest.config.js): require() is their whole point.

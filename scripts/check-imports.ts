@@ -27,6 +27,7 @@ const LAYERS: ReadonlyArray<{ name: string; paths: readonly string[] }> = [
   { name: 'caller-auth', paths: ['src/caller-auth/'] },
   { name: 'inquiry', paths: ['src/inquiry/'] },
   { name: 'health', paths: ['src/health/'] },
+  { name: 'console', paths: ['src/console/'] },
   { name: 'wiring', paths: ['src/http/', 'src/app.module.ts', 'src/bootstrap.ts', 'src/main.ts'] },
 ];
 

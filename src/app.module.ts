@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
 import type { AppConfig } from './config/app-config.js';
+import { ConsoleModule } from './console/console.module.js';
 import { HealthModule } from './health/health.module.js';
 import { ShutdownSequence } from './http/shutdown-sequence.js';
 import { InquiryModule } from './inquiry/inquiry.module.js';
@@ -29,6 +30,7 @@ export class AppModule {
         TokenModule,
         HealthModule,
         InquiryModule,
+        ConsoleModule,
       ],
       // The one shutdown sequence: its steps' order is its own, not the modules'.
       providers: [ShutdownSequence],

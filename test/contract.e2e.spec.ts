@@ -76,12 +76,16 @@ interface Answer {
 }
 
 const QUOTA_KEY = 'key-contract-quota-0123456789';
-const API_KEYS = apiKeysWith({
-  clientId: 'app-quota',
-  key: QUOTA_KEY,
-  scopes: ['kyc:shahkar', 'kyc:iban'],
-  quotaPerMinute: 1,
-});
+const ADMIN_KEY = 'key-contract-admin-0123456789';
+const API_KEYS = apiKeysWith(
+  {
+    clientId: 'app-quota',
+    key: QUOTA_KEY,
+    scopes: ['kyc:shahkar', 'kyc:iban'],
+    quotaPerMinute: 1,
+  },
+  { clientId: 'ops-admin', key: ADMIN_KEY, scopes: ['ledger:read'] },
+);
 
 describe('the live gateway against docs/openapi.json', () => {
   const checked = new Set<string>();
@@ -310,6 +314,12 @@ describe('the live gateway against docs/openapi.json', () => {
       headers: { prefer: 'wait=5' },
     });
     expect([refused.status, refused.headers['retry-after']]).toEqual([429, '1']);
+  });
+
+  it('documents every answer of the administration status', async () => {
+    expect((await call(gateway, 'GET', '/admin/status', { apiKey: ADMIN_KEY })).status).toBe(200);
+    expect((await call(gateway, 'GET', '/admin/status')).status).toBe(401);
+    expect((await call(gateway, 'GET', '/admin/status', { apiKey: TEST_CLIENTS.full.key })).status).toBe(403);
   });
 
   it('documents the answers given before routing (a body too slow, headers too large)', async () => {

@@ -57,6 +57,10 @@ async function serveAndStop(gateway: ChildProcess, port: number): Promise<{ stdo
     const url = `http://127.0.0.1:${port}`;
     expect((await fetch(`${url}/health/live`)).status).toBe(200);
     expect((await fetch(`${url}/health/ready`)).status).toBe(200);
+    // The console's files and its chart library (docs/operations.md, "The console") are in the image.
+    for (const file of ['/console', '/console/console.js', '/console/vendor/uplot.js']) {
+      expect((await fetch(`${url}${file}`)).status).toBe(200);
+    }
     const inquiry = await callGateway(url, 'POST', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key, json: SHAHKAR });
     expect(inquiry.status).toBe(200);
     metrics = await (await fetch(`${url}/metrics`)).text();
@@ -97,6 +101,8 @@ describe('the image runtime stage, replayed', () => {
       [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', join(app, 'dist')],
       ROOT,
     );
+    // As the Dockerfile does: the console's page files beside the module that serves them.
+    cpSync(join(ROOT, 'src/console/assets'), join(app, 'dist/console/assets'), { recursive: true });
     sim = new UpstreamSimulator();
     await sim.start();
   }, 240_000);
@@ -119,6 +125,7 @@ describe('the image runtime stage, replayed', () => {
     expect(RUNTIME_STAGE).toMatch(/^ENV NODE_OPTIONS="[^"]+"$/m);
     expect(RUNTIME_STAGE).toMatch(/^COPY --from=build \/app\/node_modules \.\/node_modules$/m);
     expect(DOCKERFILE).toContain('sh scripts/slim-runtime-deps.sh');
+    expect(DOCKERFILE).toContain('cp -r src/console/assets dist/console/assets');
   });
 
   it('holds production code only: no TypeScript, test tooling, tests, simulator or bench', () => {

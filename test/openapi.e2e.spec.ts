@@ -43,7 +43,15 @@ describe('OpenAPI document', () => {
     expect(fixture.served.openapi).toBe('3.1.0');
     const open = ['/health/live', '/health/ready', '/health/startup', '/metrics', '/docs', '/docs-json'];
     const guarded = ['/v1/kyc/shahkar', '/v1/kyc/iban', '/v1/inquiries/{trackId}'];
-    expect(Object.keys(fixture.served.paths).sort()).toEqual([...open, ...guarded].sort());
+    // Administration (docs/api.md §6): API keys only (ledger:read), never a JWT.
+    const admin = ['/admin/status'];
+    expect(Object.keys(fixture.served.paths).sort()).toEqual([...open, ...guarded, ...admin].sort());
+    for (const path of admin) {
+      expect(fixture.served.paths[path].get.security).toEqual([{ apiKey: [] }]);
+      expect(Object.keys(fixture.served.paths[path].get.responses)).toEqual(
+        expect.arrayContaining(['200', '401', '403', '500']),
+      );
+    }
     for (const path of open) expect(fixture.served.paths[path].get.security).toEqual([]);
     for (const path of guarded) {
       for (const operation of Object.values(fixture.served.paths[path])) {

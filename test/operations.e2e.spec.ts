@@ -82,6 +82,7 @@ describe('operations endpoints', () => {
     expect(document.openapi).toMatch(/^3\./);
     expect(Object.keys(document.paths).sort()).toEqual(
       [
+        '/admin/status',
         '/docs',
         '/docs-json',
         '/health/live',

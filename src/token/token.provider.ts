@@ -24,6 +24,8 @@ interface HeldToken extends TokenRecord {
 export class TokenProvider implements OnApplicationBootstrap {
   private readonly logger = new Logger(TokenProvider.name);
   private held: HeldToken | null = null;
+  /** When this process took the token it holds (its own renewal, or another replica's adopted). */
+  private heldSince: number | undefined;
   private renewal: Promise<HeldToken> | null = null;
   /** Aborts the pending renewal timer. */
   private timer = new AbortController();
@@ -56,6 +58,11 @@ export class TokenProvider implements OnApplicationBootstrap {
   /** When the held access token expires (epoch ms), for vgw_token_expiry_seconds; undefined while none is held. */
   get accessTokenExpiresAt(): number | undefined {
     return this.held?.accessExpiresAt;
+  }
+
+  /** When the held token was taken (epoch ms), for the console's status (docs/api.md §6); undefined while none is held. */
+  get accessTokenTakenAt(): number | undefined {
+    return this.held ? this.heldSince : undefined;
   }
 
   /** True once the first token attempt has finished, successfully or not (`/health/startup`). */
@@ -122,6 +129,7 @@ export class TokenProvider implements OnApplicationBootstrap {
     const held: HeldToken = { ...record, usableUntil: usableUntil(record) };
     knownSecrets.add('token', record.accessToken, record.refreshToken);
     this.held = held;
+    this.heldSince = this.clock.now();
     this.schedule(held.renewAt);
     return held;
   }

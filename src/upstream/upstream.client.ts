@@ -125,6 +125,12 @@ export class UpstreamClient {
     });
   }
 
+  /** The circuit breaker's state, for the console's status (docs/api.md §6). */
+  get circuitState(): 'closed' | 'open' | 'half-open' {
+    if (this.circuit.halfOpen) return 'half-open';
+    return this.circuit.opened ? 'open' : 'closed';
+  }
+
   /**
    * A step of the shutdown sequence (src/http/shutdown-sequence.ts), after every accepted
    * inquiry has settled: in-flight inquiries keep their connections and the circuit until then.

@@ -132,6 +132,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This replica's state: upstream token, circuit breaker, Redis, held long-polls, ledger queue, build
+         * @description API keys with `ledger:read` (never a JWT). Bound to the ops listener when `OPS_PORT` is set. `ledger` is null while the ledger is not configured in this build; `routes` says which administration routes this build serves. Each replica answers for itself.
+         */
+        get: operations["AdminStatusController_read"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/docs": {
         parameters: {
             query?: never;
@@ -332,6 +352,80 @@ export interface components {
             data?: {
                 [key: string]: unknown;
             };
+        };
+        /** @description The running build (as `vgw_build_info`). */
+        StatusBuild: {
+            /** @example 0.1.0 */
+            version: string;
+            /** @example 3f2c1e0 */
+            commit: string;
+        };
+        /** @description The upstream access token this replica holds. */
+        StatusToken: {
+            /**
+             * @description `none`: no token held yet.
+             * @enum {string}
+             */
+            state: "valid" | "expired" | "none";
+            /**
+             * Format: date-time
+             * @description When the upstream says it expires.
+             */
+            validUntil: string | null;
+            /**
+             * Format: date-time
+             * @description When this replica took it (its own renewal, or another replica's adopted).
+             */
+            renewedAt: string | null;
+            /** @description Failed renewals since this replica started. */
+            renewalFailures: number;
+            /** @description The same, by reason (as `vgw_token_renewal_failures_total`). */
+            renewalFailuresByReason: {
+                [key: string]: number;
+            };
+        };
+        /** @description The upstream circuit breaker (docs/api.md §3, upstream_unavailable). */
+        StatusCircuit: {
+            /** @enum {string} */
+            state: "closed" | "open" | "half-open";
+        };
+        /** @description The record store. */
+        StatusRedis: {
+            /** @enum {string} */
+            mode: "memory" | "standalone" | "sentinel" | "cluster";
+            /** @description The connection is ready (always true for the in-process store). */
+            reachable: boolean;
+        };
+        /** @description PostgreSQL and the queue of entries on their way to it. */
+        StatusLedger: {
+            /** @enum {string} */
+            database: "postgres" | "embedded";
+            databaseReachable: boolean;
+            /** @description Entries waiting; null when it cannot be read. */
+            queueDepth: number | null;
+            /** @description Age in seconds of the oldest waiting entry. */
+            queueOldestAgeSeconds: number | null;
+        };
+        /** @description Which administration routes this build serves. */
+        StatusRoutes: {
+            ledger: boolean;
+            usage: boolean;
+            budgets: boolean;
+            reconciliations: boolean;
+        };
+        /** @description One replica's state, for the operators' console. */
+        GatewayStatus: {
+            /** Format: date-time */
+            checkedAt: string;
+            build: components["schemas"]["StatusBuild"];
+            token: components["schemas"]["StatusToken"];
+            circuit: components["schemas"]["StatusCircuit"];
+            redis: components["schemas"]["StatusRedis"];
+            /** @description `Prefer: wait` long-polls this replica holds now. */
+            heldLongPolls: number;
+            /** @description null: no ledger in this build. */
+            ledger: components["schemas"]["StatusLedger"] | null;
+            routes: components["schemas"]["StatusRoutes"];
         };
     };
     responses: never;
@@ -1237,6 +1331,82 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    AdminStatusController_read: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The state of the replica that answered. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayStatus"];
+                };
+            };
+            /** @description `unauthenticated`: no or bad credential. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
+            408: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
+            431: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: anything else; no internal detail in the body. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,0 +1,103 @@
+// Calls to the gateway's administration routes (docs/api.md §6) with the operator's key.
+// The key lives in sessionStorage only (this tab, until it closes): never in a URL, a cookie or
+// localStorage, and it is sent in X-Api-Key, a header the access log never writes.
+
+const KEY_ITEM = 'vgw-console-api-key';
+
+export const keyStore = {
+  get: () => sessionStorage.getItem(KEY_ITEM),
+  set: (key) => sessionStorage.setItem(KEY_ITEM, key),
+  clear: () => sessionStorage.removeItem(KEY_ITEM),
+};
+
+/** A failed call, with a sentence an operator can act on. */
+export class ApiError extends Error {
+  constructor(status, message, code) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/** What each refusal means to someone holding a key at this page. */
+async function failure(response) {
+  let problem = {};
+  try {
+    problem = await response.json();
+  } catch {
+    // not problem+json (a proxy's page): the status says enough
+  }
+  const detail = typeof problem.detail === 'string' ? ` (${problem.detail})` : '';
+  switch (response.status) {
+    case 401:
+      return new ApiError(401, 'The gateway did not accept this key: check it and enter it again.', problem.code);
+    case 403:
+      return new ApiError(403, `This key may not do this${detail}. Ask for a key with the scope named.`, problem.code);
+    case 404:
+      return new ApiError(404, 'Not found.', problem.code);
+    case 429:
+      return new ApiError(429, `Too many requests${detail}; try again shortly.`, problem.code);
+    default:
+      return new ApiError(response.status, `The gateway answered ${response.status}${detail}.`, problem.code);
+  }
+}
+
+async function send(path, init = {}) {
+  const key = keyStore.get();
+  if (!key) throw new ApiError(0, 'Enter an API key first.');
+  let response;
+  try {
+    response = await fetch(path, {
+      ...init,
+      headers: { ...init.headers, 'x-api-key': key },
+      cache: 'no-store',
+      credentials: 'omit',
+      redirect: 'error',
+    });
+  } catch {
+    throw new ApiError(0, 'The gateway could not be reached.');
+  }
+  if (!response.ok) throw await failure(response);
+  return response;
+}
+
+export async function getJson(path) {
+  const response = await send(path, { headers: { accept: 'application/json' } });
+  return response.json();
+}
+
+/**
+ * GET /admin/ledger as NDJSON, read line by line as it streams: `onEntry` sees each entry and may
+ * return true to stop reading (the rest of the stream is cancelled), so memory stays bounded.
+ */
+export async function streamLedger(query, onEntry) {
+  const response = await send(`/admin/ledger?${new URLSearchParams(query)}`, {
+    headers: { accept: 'application/x-ndjson' },
+  });
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (value) buffered += value;
+    const lines = buffered.split('\n');
+    buffered = done ? '' : lines.pop();
+    for (const line of lines) {
+      if (line.trim() === '') continue;
+      if (onEntry(JSON.parse(line)) === true) {
+        await reader.cancel();
+        return;
+      }
+    }
+    if (done) return;
+  }
+}
+
+/** POST /admin/reconciliations: the provider's CSV as it is, streamed from the file. */
+export async function reconcile(file) {
+  const response = await send('/admin/reconciliations', {
+    method: 'POST',
+    headers: { 'content-type': 'text/csv', accept: 'application/json' },
+    body: file,
+  });
+  return response.json();
+}

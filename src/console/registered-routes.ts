@@ -1,0 +1,38 @@
+import { Injectable } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyInstance } from 'fastify';
+
+/** The administration routes the console reads, by what the page calls each (docs/api.md §6). */
+export const ADMIN_ROUTES = {
+  ledger: 'GET /admin/ledger',
+  usage: 'GET /admin/usage',
+  budgets: 'GET /admin/budgets',
+  reconciliations: 'POST /admin/reconciliations',
+} as const;
+
+export type AdminRoute = keyof typeof ADMIN_ROUTES;
+
+/**
+ * Which administration routes this build serves, so the console shows "not available in this
+ * build" for a missing one instead of calling it for a 404. Recorded from Fastify's `onRoute`
+ * hook: this provider is built when the Nest application is created, before `app.init()`
+ * registers the controllers' routes.
+ */
+@Injectable()
+export class RegisteredRoutes {
+  private readonly seen = new Set<string>();
+
+  constructor(adapterHost: HttpAdapterHost) {
+    const fastify = adapterHost.httpAdapter.getInstance<FastifyInstance>();
+    fastify.addHook('onRoute', (route) => {
+      const methods = Array.isArray(route.method) ? route.method : [route.method];
+      for (const method of methods) this.seen.add(`${method} ${route.url}`);
+    });
+  }
+
+  available(): Record<AdminRoute, boolean> {
+    const answer = {} as Record<AdminRoute, boolean>;
+    for (const [name, route] of Object.entries(ADMIN_ROUTES)) answer[name as AdminRoute] = this.seen.has(route);
+    return answer;
+  }
+}
