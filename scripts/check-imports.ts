@@ -26,7 +26,9 @@ const LAYERS: ReadonlyArray<{ name: string; paths: readonly string[] }> = [
   { name: 'upstream', paths: ['src/upstream/'] },
   { name: 'token', paths: ['src/token/'] },
   { name: 'caller-auth', paths: ['src/caller-auth/'] },
+  { name: 'budget', paths: ['src/budget/', 'src/accounting/inquiry-prices.ts'] },
   { name: 'inquiry', paths: ['src/inquiry/'] },
+  { name: 'accounting', paths: ['src/accounting/'] },
   { name: 'health', paths: ['src/health/'] },
   { name: 'wiring', paths: ['src/http/', 'src/app.module.ts', 'src/bootstrap.ts', 'src/main.ts'] },
 ];

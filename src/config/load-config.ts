@@ -15,6 +15,7 @@ import {
 import { EnvironmentVariables } from './environment.js';
 import { Secret } from './secret.js';
 import { tracingConfigFrom } from './tracing-config.js';
+import { budgetConfigFrom, parseInquiryPrices } from './budget-config.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -23,6 +24,7 @@ const FILE_VARIABLES = [
   'UPSTREAM_USERNAME',
   'UPSTREAM_PASSWORD',
   'API_KEYS',
+  'BUDGETS',
   'REDIS_PASSWORD',
   'REDIS_SENTINEL_PASSWORD',
   'STORE_ENCRYPTION_KEYS',
@@ -53,6 +55,8 @@ export function loadConfig(env: Env): AppConfig {
   const storeEncryption = { keys: parseEncryptionKeys(vars.STORE_ENCRYPTION_KEYS, problems) };
   const corsOrigins = parseCorsOrigins(vars.CORS_ORIGINS, problems);
   const tracing = tracingConfigFrom(resolved, problems);
+  const budgets = budgetConfigFrom(vars, resolved.BUDGETS_FILE, problems);
+  const inquiryPrices = parseInquiryPrices(vars.INQUIRY_PRICES, problems);
   if (vars.OPS_PORT !== undefined && vars.OPS_PORT === vars.PORT) {
     problems.push('OPS_PORT: must differ from PORT (unset it to serve everything on PORT)');
   }
@@ -90,6 +94,8 @@ export function loadConfig(env: Env): AppConfig {
     callers: { apiKeys, jwt, userQuotaPerMinute: vars.USER_QUOTA_PER_MINUTE },
     idempotency: { ttlSeconds: vars.IDEMPOTENCY_TTL_SECONDS },
     inquiryWaits: { maxHeld: vars.INQUIRY_MAX_HELD_WAITS },
+    budgets,
+    inquiryPrices,
     build: { commit: vars.BUILD_COMMIT ?? 'unknown' },
     secretFiles: {
       apiKeys: resolved.API_KEYS_FILE,
