@@ -284,6 +284,9 @@ function isRetryable(result: Result<unknown>): boolean {
     case 409:
       return result.problem.code === 'idempotency_key_in_use';
     case 429:
+      // A spent budget comes back when its window resets (`Retry-After`), never sooner: without
+      // the header it is not retried, and with it the wait is the header's, not a backoff.
+      return result.problem.code !== 'budget_exhausted' || result.retryAfterSeconds !== undefined;
     case 503:
       return true;
     case 502:
