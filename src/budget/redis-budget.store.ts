@@ -32,13 +32,16 @@ local function finish(res, due, id, action)
   local raw = redis.call('HGET', res, id)
   if not raw then return false end
   local r = cjson.decode(raw)
-  for _, name in ipairs(r.n) do
-    for _, key in ipairs({r.d, r.m}) do
-      if r.c == 1 then
-        if action == 'release' then incr(key, 's:' .. name, -r.u) end
-      else
-        incr(key, 'r:' .. name, -r.u)
-        if action == 'commit' then incr(key, 's:' .. name, r.u) end
+  -- A window that has expired is not brought back (it would have no expiry).
+  for _, key in ipairs({r.d, r.m}) do
+    if redis.call('EXISTS', key) == 1 then
+      for _, name in ipairs(r.n) do
+        if r.c == 1 then
+          if action == 'release' then redis.call('HINCRBY', key, 's:' .. name, -r.u) end
+        else
+          redis.call('HINCRBY', key, 'r:' .. name, -r.u)
+          if action == 'commit' then redis.call('HINCRBY', key, 's:' .. name, r.u) end
+        end
       end
     end
   end
