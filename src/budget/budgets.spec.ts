@@ -31,7 +31,9 @@ function budgets(entries: BudgetEntry[], file?: string) {
   return { budgets: new Budgets(settings, new InquiryPrices(settings), new MemoryBudgetStore(), metrics), metrics };
 }
 
-afterEach(() => jest.restoreAllMocks());
+afterEach(() => {
+  jest.restoreAllMocks();
+});
 
 describe('Budgets', () => {
   it('sends nothing for a client without a budget when only other clients have one', () => {
