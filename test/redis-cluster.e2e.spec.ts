@@ -84,7 +84,7 @@ describe('gateway on a Redis Cluster', () => {
         callGateway(replicas[i % 3].url, 'POST', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.basic.key, json: SHAHKAR }),
       ),
     );
-    expect(answers.map((r) => r.status).sort()).toEqual([...Array(5).fill(200), ...Array(7).fill(429)]);
+    expect(answers.map((r) => r.status).sort()).toEqual([...Array<number>(5).fill(200), ...Array<number>(7).fill(429)]);
     const budget = await callGateway(replicas[1].url, 'GET', '/v1/budget', { apiKey: TEST_CLIENTS.basic.key });
     expect(budget.body.budgets).toEqual([
       expect.objectContaining({ spentUnits: 5, reservedUnits: 0, remainingUnits: 0 }),
