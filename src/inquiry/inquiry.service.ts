@@ -118,19 +118,19 @@ export class InquiryService implements BeforeApplicationShutdown {
     const budget = inquiryBudget(this.upstreamSettings, request.requestHandlingType, createdAt);
     // Spend budgets (docs/api.md §6): after the claim, so a replay is answered even when the
     // budget is spent; a refusal (429) names no trackId. No budget configured: no command.
-    let spend: BudgetReservation | undefined;
-    try {
-      spend = await this.budgets.reserve(
-        caller.clientId,
-        request.operation,
-        request.requestHandlingType,
-        trackId,
-        budget.deadline + DEADLINE_MARGIN_MS,
-      );
-    } catch (error) {
-      if (key) void this.idempotency.release(key).catch(() => undefined);
-      throw error;
-    }
+    const reserving = this.budgets.reserve(
+      caller.clientId,
+      request.operation,
+      request.requestHandlingType,
+      trackId,
+      budget.deadline + DEADLINE_MARGIN_MS,
+    );
+    const spend =
+      reserving &&
+      (await reserving.catch((error: unknown) => {
+        if (key) void this.idempotency.release(key).catch(() => undefined);
+        throw error;
+      }));
     const record: InquiryRecord = {
       trackId,
       clientId: caller.clientId,
