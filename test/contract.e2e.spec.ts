@@ -326,6 +326,10 @@ describe('the live gateway against docs/openapi.json', () => {
     const exhausted = await call(gateway, 'POST', '/v1/kyc/shahkar', { apiKey: basic, json: SHAHKAR });
     expect([exhausted.status, exhausted.headers['x-track-id']]).toEqual([429, undefined]);
     expect(exhausted.text).toContain('budget_exhausted');
+    // Redis unreachable: the reservation cannot be made, refused like the record (nothing sent).
+    const unreserved = await call(storeless, 'POST', '/v1/kyc/shahkar', { apiKey: basic, json: SHAHKAR });
+    expect([unreserved.status, unreserved.headers['x-track-id']]).toEqual([503, undefined]);
+    expect(unreserved.text).toContain('store_unavailable');
     for (const [template, key] of [
       ['/v1/budget', basic],
       ['/admin/budgets', OPS_KEY],
