@@ -180,6 +180,11 @@ describe('clients/typescript', () => {
     expect(exhausted).toMatchObject({ status: 429, attempts: 1, problem: { code: 'budget_exhausted' } });
     expect(exhausted.trackId).toBeUndefined();
     expect(exhausted.retryAfterSeconds).toBeGreaterThan(0);
+    const own = await spent.budget();
+    expect(own).toMatchObject({
+      ok: true,
+      data: { clientId: 'app-spent', budgets: [{ window: 'daily', limitUnits: 0, remainingUnits: 0 }] },
+    });
   });
 
   it('sends an end user token from the provider on every call, and throws on an answer that is not the gateway’s', async () => {

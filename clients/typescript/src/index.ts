@@ -23,6 +23,8 @@ export type IbanRequest = components['schemas']['IbanRequest'];
 export type InquiryResult = components['schemas']['InquiryResult'];
 export type InquiryAccepted = components['schemas']['InquiryAccepted'];
 export type InquiryRecord = components['schemas']['InquiryRecord'];
+/** `GET /v1/budget`: the caller's own spend budgets (docs/api.md §6). */
+export type ClientBudgets = components['schemas']['ClientBudgets'];
 export type Operation = 'shahkar' | 'iban';
 
 /** The facts every answer carries. */
@@ -207,6 +209,12 @@ export class VerificationGatewayClient {
         signal: options.signal,
       }),
     );
+  }
+
+  /** `GET /v1/budget`: your spend budgets, each window's limit, spent, reserved and remaining units. */
+  async budget(options: CallOptions = {}): Promise<Result<ClientBudgets>> {
+    const headers = await this.headers(options);
+    return settle(await this.http.GET('/v1/budget', { headers, signal: options.signal }));
   }
 
   /**
