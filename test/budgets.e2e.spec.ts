@@ -25,8 +25,11 @@ const BUDGETS = [
   { clientId: TEST_CLIENTS.full.clientId, daily: 100 },
   { clientId: '*', daily: 100_000 },
 ];
-/** Short deadlines: a dead replica's reservation is concluded within seconds (deadline 5 s + 2 s margin). */
-const TIMEOUTS = { UPSTREAM_TIMEOUT_MS: '500', UPSTREAM_ADVANCED_TIMEOUT_MS: '500' };
+/**
+ * The replica that is killed has short deadlines, so its reservations are concluded within
+ * seconds (deadline 5 s + 2 s margin); the others keep room for a loaded machine.
+ */
+const SHORT_TIMEOUTS = { UPSTREAM_TIMEOUT_MS: '500', UPSTREAM_ADVANCED_TIMEOUT_MS: '500' };
 /** A mobile number the simulator rejects (422 upstream_rejected: `failed`, not charged). */
 const REJECTED_MOBILE = '09129999999';
 
@@ -36,13 +39,13 @@ let build: string;
 let replicas: GatewayProcess[] = [];
 const processes: GatewayProcess[] = [];
 
-async function replica(): Promise<GatewayProcess> {
+async function replica(env: Record<string, string> = {}): Promise<GatewayProcess> {
   const started = await startGatewayProcess(build, {
     REDIS_URL: redis.url,
     UPSTREAM_BASE_URL: sim.baseUrl,
     API_KEYS: apiKeysWith(OPS),
     BUDGETS: JSON.stringify(BUDGETS),
-    ...TIMEOUTS,
+    ...env,
   });
   processes.push(started);
   return started;
@@ -197,7 +200,7 @@ describe('budgets across three replicas', () => {
   });
 
   it('a replica SIGKILLed with reservations in flight: they are concluded as spent once the inquiry deadline has passed, not leaked', async () => {
-    const doomed = await replica();
+    const doomed = await replica(SHORT_TIMEOUTS);
     const [survivor] = replicas;
     const before = (await budget(survivor.url, TEST_CLIENTS.full.key)).budgets as Array<Record<string, number>>;
     // The upstream processes (and charges) each inquiry, then holds its answer: 5 calls in flight.
