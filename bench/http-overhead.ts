@@ -91,6 +91,19 @@ if (!(SIDE_BY_SIDE_RATE > 0)) throw new Error('BENCH_SIDE_BY_SIDE_RATE must be a
 export const SCENARIOS: Scenario[] = [
   { name: 'no key', reference: true, monitor: true },
   { name: 'IBAN, no key', operation: 'iban', reference: true },
+  {
+    // The client's and the all-callers' budgets, never reached: one reservation script per inquiry
+    // and its commit in the settlement's write (docs/performance.md, "Budgets").
+    name: 'budgets configured (client and *)',
+    gatewayEnv: () => ({
+      BUDGETS: JSON.stringify([
+        { clientId: TEST_CLIENTS.basic.clientId, daily: 1_000_000_000, monthly: 1_000_000_000 },
+        { clientId: '*', daily: 1_000_000_000 },
+      ]),
+    }),
+    reference: false,
+    monitor: true,
+  },
   { name: 'Idempotency-Key, new per request', idempotency: 'fresh', reference: false, monitor: true },
   { name: 'Idempotency-Key, replayed', idempotency: 'replay', reference: false, monitor: true },
   { name: '1 connection', connections: 1, reference: true },

@@ -1,5 +1,6 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
+import { AccountingModule } from './accounting/accounting.module.js';
 import type { AppConfig } from './config/app-config.js';
 import { ConsoleModule } from './console/console.module.js';
 import { HealthModule } from './health/health.module.js';
@@ -26,6 +27,7 @@ export class AppModule {
           load: [() => ({ ...config })],
         }),
         ObservabilityModule,
+        AccountingModule,
         StoreModule,
         TokenModule,
         HealthModule,

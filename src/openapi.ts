@@ -158,6 +158,7 @@ export function buildOpenApiDocument(app: NestFastifyApplication): OpenAPIObject
     )
     .addTag('inquiries', 'Shahkar and IBAN inquiries, and the record of each')
     .addTag('operations', 'Probes, metrics and this description; no credential needed')
+    .addTag('budgets', "The caller's own spend budgets (docs/api.md §6)")
     .addTag('administration', 'For operators: API keys with `ledger:read` (never a JWT), on the ops listener')
     .build();
   // Operations carry their own tags (`inquiries`, `operations`); without autoTagControllers: false

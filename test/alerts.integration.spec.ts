@@ -38,7 +38,15 @@ const L = 'namespace="kyc", job="vgw-verification-gateway"';
  * promtool unit tests: per alert, input series (1-minute steps) and whether it fires at `at`.
  * Healthy cases sit next to the firing ones, so an expression that always fires fails here.
  */
-const CASES: Array<{ alert: string; name: string; series: Record<string, string>; at: string; fires: boolean }> = [
+const CASES: Array<{
+  alert: string;
+  name: string;
+  series: Record<string, string>;
+  at: string;
+  fires: boolean;
+  /** Labels the firing alert carries beside the rule's own (an aggregation's `by` labels). */
+  labels?: Record<string, string>;
+}> = [
   {
     alert: 'VerificationGatewayDown',
     name: 'no pod up',
@@ -218,6 +226,38 @@ const CASES: Array<{ alert: string; name: string; series: Record<string, string>
     at: '6m',
     fires: fires as boolean,
   })),
+  ...[
+    ['85 % used (spent and reserved)', '40x10', true],
+    ['half used', '22x10', false],
+  ].map(([name, spent, fires]) => ({
+    alert: 'BudgetNearlyExhausted',
+    name: name as string,
+    series: {
+      [`vgw_budget_limit_units{${L}, pod="a", client="svc-a", window="daily"}`]: '50x10',
+      [`vgw_budget_spent_units{${L}, pod="a", client="svc-a", window="daily"}`]: spent as string,
+      [`vgw_budget_reserved_units{${L}, pod="a", client="svc-a", window="daily"}`]: '3x10',
+    },
+    at: '8m',
+    fires: fires as boolean,
+    labels: { client: 'svc-a', window: 'daily' },
+  })),
+  ...[
+    ['all units spent', '50x10', '0x10', true],
+    ['a refusal with units left (an advanced inquiry did not fit)', '48x10', '0 0 0 1 1 1 1 1 1 1 1', true],
+    ['units left, nothing refused', '30x10', '0x10', false],
+  ].map(([name, spent, refusals, fires]) => ({
+    alert: 'BudgetExhausted',
+    name: name as string,
+    series: {
+      [`vgw_budget_limit_units{${L}, pod="a", client="*", window="monthly"}`]: '50x10',
+      [`vgw_budget_spent_units{${L}, pod="a", client="*", window="monthly"}`]: spent as string,
+      [`vgw_budget_reserved_units{${L}, pod="a", client="*", window="monthly"}`]: '0x10',
+      [`vgw_budget_refusals_total{${L}, pod="a", client="*", window="monthly"}`]: refusals as string,
+    },
+    at: '5m',
+    fires: fires as boolean,
+    labels: { client: '*', window: 'monthly' },
+  })),
 ];
 
 /** Metric names in a PromQL expression (ours and the Node/process ones; `up` is Prometheus's). */
@@ -292,7 +332,9 @@ describe('alerts and dashboard', () => {
           {
             eval_time: c.at,
             alertname: c.alert,
-            exp_alerts: c.fires ? [{ exp_labels: rule.labels, exp_annotations: rule.annotations }] : [],
+            exp_alerts: c.fires
+              ? [{ exp_labels: { ...rule.labels, ...c.labels }, exp_annotations: rule.annotations }]
+              : [],
           },
         ],
       };

@@ -86,6 +86,8 @@ const API_KEYS = apiKeysWith(
   },
   { clientId: 'ops-admin', key: ADMIN_KEY, scopes: ['ledger:read'] },
 );
+/** app-basic has no units at all: every inquiry of it is a 429 budget_exhausted. */
+const BUDGETS = JSON.stringify([{ clientId: TEST_CLIENTS.basic.clientId, daily: 0 }]);
 
 describe('the live gateway against docs/openapi.json', () => {
   const checked = new Set<string>();
@@ -166,6 +168,7 @@ describe('the live gateway against docs/openapi.json', () => {
       UPSTREAM_BASE_URL: sim.baseUrl,
       REDIS_URL: redis.url,
       API_KEYS,
+      BUDGETS,
       BODY_LIMIT_BYTES: '1024',
       UPSTREAM_TIMEOUT_MS: '1000',
       HTTP_REQUEST_TIMEOUT_MS: '1000',
@@ -175,6 +178,8 @@ describe('the live gateway against docs/openapi.json', () => {
     storeless = await startGateway({
       UPSTREAM_BASE_URL: sim.baseUrl,
       REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+      API_KEYS,
+      BUDGETS,
     });
     // An upstream that accepts connections and never answers: the first token attempt never ends.
     silentUpstream = createServer((socket) => silentSockets.add(socket));
@@ -320,6 +325,26 @@ describe('the live gateway against docs/openapi.json', () => {
     expect((await call(gateway, 'GET', '/admin/status', { apiKey: ADMIN_KEY })).status).toBe(200);
     expect((await call(gateway, 'GET', '/admin/status')).status).toBe(401);
     expect((await call(gateway, 'GET', '/admin/status', { apiKey: TEST_CLIENTS.full.key })).status).toBe(403);
+  });
+
+  it('documents every answer of the budget views, and the inquiry refused by its budget', async () => {
+    const basic = TEST_CLIENTS.basic.key;
+    const exhausted = await call(gateway, 'POST', '/v1/kyc/shahkar', { apiKey: basic, json: SHAHKAR });
+    expect([exhausted.status, exhausted.headers['x-track-id']]).toEqual([429, undefined]);
+    expect(exhausted.text).toContain('budget_exhausted');
+    // Redis unreachable: the reservation cannot be made, refused like the record (nothing sent).
+    const unreserved = await call(storeless, 'POST', '/v1/kyc/shahkar', { apiKey: basic, json: SHAHKAR });
+    expect([unreserved.status, unreserved.headers['x-track-id']]).toEqual([503, undefined]);
+    expect(unreserved.text).toContain('store_unavailable');
+    for (const [template, key] of [
+      ['/v1/budget', basic],
+      ['/admin/budgets', ADMIN_KEY],
+    ]) {
+      expect((await call(gateway, 'GET', template, { apiKey: key })).status).toBe(200);
+      expect((await call(gateway, 'GET', template)).status).toBe(401);
+      expect((await call(gateway, 'GET', template, { apiKey: TEST_CLIENTS.none.key })).status).toBe(403);
+      expect((await call(storeless, 'GET', template, { apiKey: key })).status).toBe(503);
+    }
   });
 
   it('documents the answers given before routing (a body too slow, headers too large)', async () => {

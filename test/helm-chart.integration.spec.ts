@@ -120,7 +120,9 @@ describe('Helm chart', () => {
 
   it('puts /metrics on the ops port when config.opsPort is set: container, Service and ServiceMonitor', () => {
     const objects = rendered.get('chart-secret-redis-url-values.yaml')!;
-    const byKind = (kind: string): unknown => objects.find((o) => o.kind === kind);
+    // The gateway's own ConfigMap (the budgets have one of their own).
+    const byKind = (kind: string): unknown =>
+      objects.find((o) => o.kind === kind && !o.metadata?.name?.endsWith('-budgets'));
     expect((byKind('ConfigMap') as { data: Record<string, string> }).data.OPS_PORT).toBe('9090');
     const service = byKind('Service') as { spec: { ports: Array<{ name: string; targetPort: string }> } };
     expect(service.spec.ports.map((p) => [p.name, p.targetPort])).toEqual([
@@ -133,6 +135,53 @@ describe('Helm chart', () => {
     expect(container.ports).toContainEqual(expect.objectContaining({ name: 'ops', containerPort: 9090 }));
     const monitor = byKind('ServiceMonitor') as { spec: { endpoints: Array<{ port: string; path: string }> } };
     expect(monitor.spec.endpoints[0]).toMatchObject({ port: 'ops', path: '/metrics' });
+  });
+
+  it('mounts the budgets as BUDGETS_FILE from a ConfigMap of the chart or an existing Secret, never in the environment', () => {
+    type Source = { configMap?: { name: string; items: unknown[] }; secret?: { name: string; items: unknown[] } };
+    const wiring = (file: string) => {
+      const objects = rendered.get(file)!;
+      const pod = (
+        deployment(objects).spec.template as unknown as {
+          spec: {
+            containers: Array<{ env: Array<{ name: string; value?: string }> }>;
+            volumes: Array<{ name: string; projected?: { sources: Source[] } }>;
+          };
+        }
+      ).spec;
+      const env = pod.containers[0].env.find((e) => e.name === 'BUDGETS_FILE');
+      const sources = pod.volumes.find((v) => v.name === 'secrets')!.projected!.sources;
+      const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata?.name === 'vgw-verification-gateway') as
+        (KubernetesObject & { data: Record<string, string> }) | undefined;
+      return { objects, env, sources, config: config!.data };
+    };
+    const inline = wiring('chart-secret-redis-url-values.yaml');
+    expect(inline.env?.value).toMatch(/\/budgets\.json$/);
+    expect(inline.sources).toContainEqual({
+      configMap: { name: 'vgw-verification-gateway-budgets', items: [{ key: 'budgets.json', path: 'budgets.json' }] },
+    });
+    const budgets = inline.objects.find((o) => o.metadata?.name === 'vgw-verification-gateway-budgets') as unknown as {
+      data: Record<string, string>;
+    };
+    expect(JSON.parse(budgets.data['budgets.json'])).toEqual([
+      { clientId: 'billing-svc', daily: 1000, monthly: 20000 },
+      { clientId: '*', monthly: 100000 },
+    ]);
+    expect(inline.config).toMatchObject({ BUDGET_TIMEZONE: 'Asia/Tehran', BUDGET_CALENDAR: 'persian' });
+    expect(JSON.parse(inline.config.INQUIRY_PRICES)).toEqual({
+      shahkar: { standard: 1, advanced: 3 },
+      iban: { standard: 2, advanced: 4 },
+    });
+    expect(inline.config.BUDGETS).toBeUndefined();
+
+    const existing = wiring('existing-secrets-sentinel-jwt-values.yaml');
+    expect(existing.env).toBeDefined();
+    expect(existing.sources).toContainEqual({
+      secret: { name: 'vgw-budgets', items: [{ key: 'budgets.json', path: 'budgets.json' }] },
+    });
+    expect(existing.objects.some((o) => o.metadata?.name === 'vgw-verification-gateway-budgets')).toBe(false);
+    // No budgets configured: no file, no variable.
+    expect(wiring('single-replica-memory-values.yaml').env).toBeUndefined();
   });
 
   it('wires Redis credentials and TLS as files from Secrets, never into the ConfigMap', () => {

@@ -143,6 +143,10 @@ describe('metrics after a scripted mix of requests', () => {
     expect(Object.fromEntries([...scrape.types].filter(([name]) => name.startsWith('vgw_')))).toEqual({
       vgw_http_request_duration_seconds: 'histogram',
       vgw_auth_failures_total: 'counter',
+      vgw_budget_limit_units: 'gauge',
+      vgw_budget_refusals_total: 'counter',
+      vgw_budget_reserved_units: 'gauge',
+      vgw_budget_spent_units: 'gauge',
       vgw_quota_rejections_total: 'counter',
       vgw_inquiries_accepted_total: 'counter',
       vgw_inquiry_waits_total: 'counter',

@@ -89,6 +89,8 @@ describe('operations endpoints', () => {
         '/health/ready',
         '/health/startup',
         '/metrics',
+        '/admin/budgets',
+        '/v1/budget',
         '/v1/inquiries/{trackId}',
         '/v1/kyc/iban',
         '/v1/kyc/shahkar',

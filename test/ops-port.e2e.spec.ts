@@ -9,7 +9,17 @@ import { loadConfig, ConfigError } from '../src/config/load-config.js';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { SHAHKAR } from './support/fixtures.js';
 import { freePort } from './support/redis-server.js';
-import { TEST_API_KEYS, TEST_CLIENTS, callGateway, startGateway, type RunningGateway } from './support/gateway.js';
+import {
+  TEST_API_KEYS,
+  TEST_CLIENTS,
+  apiKeysWith,
+  callGateway,
+  startGateway,
+  type RunningGateway,
+} from './support/gateway.js';
+
+/** An operator's key: reads the administration routes (docs/api.md §6). */
+const OPERATOR = { clientId: 'ops-team', key: 'key-ops-team-0123456789', scopes: ['ledger:read'] };
 
 /** Whether something accepts connections on the port. */
 function accepting(port: number): Promise<boolean> {
@@ -98,7 +108,12 @@ describe('OPS_PORT', () => {
     sim = new UpstreamSimulator();
     await sim.start();
     opsPort = await freePort();
-    gateway = await startGateway({ UPSTREAM_BASE_URL: sim.baseUrl, OPS_PORT: String(opsPort) });
+    gateway = await startGateway({
+      UPSTREAM_BASE_URL: sim.baseUrl,
+      OPS_PORT: String(opsPort),
+      API_KEYS: apiKeysWith(OPERATOR),
+      BUDGETS: JSON.stringify([{ clientId: '*', daily: 1000 }]),
+    });
     ops = `http://127.0.0.1:${opsPort}`;
   });
 
@@ -114,6 +129,16 @@ describe('OPS_PORT', () => {
       expect({ path, status: hidden.status, code: hidden.body.code }).toEqual({ path, status: 404, code: 'not_found' });
       expect(hidden.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     }
+  });
+
+  it('serves GET /admin/budgets on the ops port only (ledger:read), GET /v1/budget on the main port only', async () => {
+    const admin = await callGateway(ops, 'GET', '/admin/budgets', { apiKey: OPERATOR.key });
+    expect(admin.status).toBe(200);
+    expect(admin.body.budgets).toEqual([expect.objectContaining({ clientId: '*' })]);
+    const hidden = await callGateway(gateway.url, 'GET', '/admin/budgets', { apiKey: OPERATOR.key });
+    expect({ status: hidden.status, code: hidden.body.code }).toEqual({ status: 404, code: 'not_found' });
+    expect((await callGateway(gateway.url, 'GET', '/v1/budget', { apiKey: TEST_CLIENTS.full.key })).status).toBe(200);
+    expect((await callGateway(ops, 'GET', '/v1/budget', { apiKey: TEST_CLIENTS.full.key })).status).toBe(404);
   });
 
   it('serves inquiries and probes on the main port only', async () => {

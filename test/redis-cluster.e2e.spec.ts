@@ -1,7 +1,7 @@
 /**
- * Redis Cluster (REDIS_CLUSTER_NODES): the token lock and record share a hash tag, every
- * other script touches one key, so nothing fails with CROSSSLOT; single flight and
- * idempotency hold across replicas on a real three-master cluster.
+ * Redis Cluster (REDIS_CLUSTER_NODES): the token lock and record share a hash tag, the budget
+ * keys share one, every other script touches one key, so nothing fails with CROSSSLOT; single
+ * flight, idempotency and budgets hold across replicas on a real three-master cluster.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
@@ -18,7 +18,14 @@ describe('gateway on a Redis Cluster', () => {
     cluster = await RedisCluster.start();
     sim = new UpstreamSimulator({ latencyMs: 100 });
     await sim.start();
-    replicas = await startGateways(3, { UPSTREAM_BASE_URL: sim.baseUrl, REDIS_CLUSTER_NODES: cluster.nodes });
+    replicas = await startGateways(3, {
+      UPSTREAM_BASE_URL: sim.baseUrl,
+      REDIS_CLUSTER_NODES: cluster.nodes,
+      BUDGETS: JSON.stringify([
+        { clientId: TEST_CLIENTS.basic.clientId, daily: 5 },
+        { clientId: '*', monthly: 1000 },
+      ]),
+    });
   }, 60_000);
   afterAll(async () => {
     await Promise.all(replicas.map((g) => g.close()));
@@ -69,5 +76,18 @@ describe('gateway on a Redis Cluster', () => {
     });
     expect(record.body).toMatchObject({ status: 'succeeded', trackId: first.body.trackId });
     expect((await callGateway(replicas[0].url, 'GET', '/health/ready')).status).toBe(200);
+  });
+
+  it('budgets reserve and settle on the cluster: 12 concurrent inquiries against 5 units admit 5', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        callGateway(replicas[i % 3].url, 'POST', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.basic.key, json: SHAHKAR }),
+      ),
+    );
+    expect(answers.map((r) => r.status).sort()).toEqual([...Array<number>(5).fill(200), ...Array<number>(7).fill(429)]);
+    const budget = await callGateway(replicas[1].url, 'GET', '/v1/budget', { apiKey: TEST_CLIENTS.basic.key });
+    expect(budget.body.budgets).toEqual([
+      expect.objectContaining({ spentUnits: 5, reservedUnits: 0, remainingUnits: 0 }),
+    ]);
   });
 });

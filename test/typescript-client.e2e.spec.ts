@@ -14,6 +14,7 @@ import { TEST_CLIENTS, startGateway, untilStoreReady, type RunningGateway, apiKe
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const QUOTA_KEY = 'key-client-quota-0123456789';
+const SPENT_KEY = 'key-client-spent-0123456789';
 
 /** The problem's code of a failed call (and the test fails on a success). */
 function problemOf<T>(result: Result<T>) {
@@ -35,7 +36,11 @@ describe('clients/typescript', () => {
       UPSTREAM_BASE_URL: sim.baseUrl,
       REDIS_URL: redis.url,
       UPSTREAM_TIMEOUT_MS: '1000',
-      API_KEYS: apiKeysWith({ clientId: 'app-quota', key: QUOTA_KEY, scopes: ['kyc:shahkar'], quotaPerMinute: 1 }),
+      API_KEYS: apiKeysWith(
+        { clientId: 'app-quota', key: QUOTA_KEY, scopes: ['kyc:shahkar'], quotaPerMinute: 1 },
+        { clientId: 'app-spent', key: SPENT_KEY, scopes: ['kyc:shahkar'] },
+      ),
+      BUDGETS: JSON.stringify([{ clientId: 'app-spent', daily: 0 }]),
     });
     await untilStoreReady(gateway);
     client = new VerificationGatewayClient({ baseUrl: gateway.url, apiKey: TEST_CLIENTS.full.key });
@@ -168,6 +173,18 @@ describe('clients/typescript', () => {
     await quota.shahkar(SHAHKAR);
     const limited = await quota.shahkar(SHAHKAR);
     expect(limited).toMatchObject({ ok: false, status: 429, attempts: 1 });
+
+    // A spent budget is not retried before its window resets (Retry-After: hours away).
+    const spent = new VerificationGatewayClient({ baseUrl: gateway.url, apiKey: SPENT_KEY, retry: true });
+    const exhausted = problemOf(await spent.shahkar(SHAHKAR));
+    expect(exhausted).toMatchObject({ status: 429, attempts: 1, problem: { code: 'budget_exhausted' } });
+    expect(exhausted.trackId).toBeUndefined();
+    expect(exhausted.retryAfterSeconds).toBeGreaterThan(0);
+    const own = await spent.budget();
+    expect(own).toMatchObject({
+      ok: true,
+      data: { clientId: 'app-spent', budgets: [{ window: 'daily', limitUnits: 0, remainingUnits: 0 }] },
+    });
   });
 
   it('sends an end user token from the provider on every call, and throws on an answer that is not the gateway’s', async () => {

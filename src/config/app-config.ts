@@ -1,5 +1,6 @@
 import type { TracingConfig } from './tracing-config.js';
 import type { Secret } from './secret.js';
+import type { BudgetConfig, InquiryPriceTable } from './budget-config.js';
 
 /**
  * Scopes a caller may hold (docs/api.md §1); `ledger:read` and `ledger:reconcile` open the
@@ -111,6 +112,10 @@ export interface AppConfig {
   idempotency: { ttlSeconds: number };
   /** `Prefer: wait` long-polls held at once by this replica (docs/api.md, "Asynchronous answers"). */
   inquiryWaits: { maxHeld: number };
+  /** Spend budgets per client and calendar window (docs/api.md §6, "Budgets"). */
+  budgets: BudgetConfig;
+  /** Cost units of an inquiry (`INQUIRY_PRICES`), read through accounting/inquiry-prices.ts. */
+  inquiryPrices: InquiryPriceTable;
   build: { commit: string };
   /** Secret files re-read while running (rotation without restart); absent = given inline. */
   secretFiles: { apiKeys?: string; upstreamUsername?: string; upstreamPassword?: string; pollIntervalMs: number };

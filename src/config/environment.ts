@@ -148,6 +148,23 @@ export class EnvironmentVariables {
   @IsString()
   API_KEYS?: string;
 
+  /** Budgets per client and for `*` (docs/api.md §6, "Budgets"); parsed in budget-config.ts. */
+  @IsOptional()
+  @IsString()
+  BUDGETS?: string;
+
+  /** Cost units per operation and handling type (docs/api.md §6); the default is in budget-config.ts. */
+  @IsOptional()
+  @IsString()
+  INQUIRY_PRICES?: string;
+
+  /** IANA time zone in which a budget's day and month begin (checked against Intl in budget-config.ts). */
+  @IsString()
+  BUDGET_TIMEZONE = 'UTC';
+
+  @IsIn(['gregory', 'persian'])
+  BUDGET_CALENDAR = 'gregory';
+
   /**
    * Not in the contract's table: the key ring for encryption at rest, `id:base64key,id:base64key`
    * (32-byte keys). The first seals, every one opens. Unset: Redis holds values in clear (warned).

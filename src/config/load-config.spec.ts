@@ -71,6 +71,23 @@ describe('loadConfig: a valid minimal environment', () => {
       { clientId: 'app-a', keySha256: HASH_A, scopes: ['kyc:shahkar', 'inquiries:read'] },
     ]);
     expect(config.callers.jwt).toBeUndefined();
+    expect(config.budgets).toEqual({ entries: [], timeZone: 'UTC', calendar: 'gregory' });
+    expect(config.inquiryPrices.shahkar).toEqual({ standard: 1, advanced: 3 });
+  });
+
+  it('reads BUDGETS_FILE and keeps its path for reloads; a bad BUDGET_CALENDAR is named', () => {
+    const path = tempFile('[{"clientId":"*","daily":50}]\n');
+    const config = loadConfig({ ...MINIMAL, BUDGETS_FILE: path, BUDGET_TIMEZONE: 'Asia/Tehran' });
+    expect(config.budgets).toEqual({
+      entries: [{ clientId: '*', daily: 50 }],
+      timeZone: 'Asia/Tehran',
+      calendar: 'gregory',
+      file: path,
+    });
+    expect(namesIn(configError({ ...MINIMAL, BUDGET_CALENDAR: 'julian', BUDGETS: '[1]' }))).toEqual([
+      'BUDGET_CALENDAR',
+      'BUDGETS[0]',
+    ]);
   });
 
   it('holds the upstream credentials as Secrets that reveal the configured values', () => {

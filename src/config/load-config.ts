@@ -16,6 +16,7 @@ import { EnvironmentVariables } from './environment.js';
 import { Secret } from './secret.js';
 import { tracingConfigFrom } from './tracing-config.js';
 import { minimumIdempotencyTtlSeconds } from './inquiry-lifetimes.js';
+import { budgetConfigFrom, parseInquiryPrices } from './budget-config.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -24,6 +25,7 @@ const FILE_VARIABLES = [
   'UPSTREAM_USERNAME',
   'UPSTREAM_PASSWORD',
   'API_KEYS',
+  'BUDGETS',
   'REDIS_PASSWORD',
   'REDIS_SENTINEL_PASSWORD',
   'STORE_ENCRYPTION_KEYS',
@@ -84,6 +86,8 @@ export function loadConfig(env: Env): AppConfig {
         `UPSTREAM_ADVANCED_TIMEOUT_MS=${vars.UPSTREAM_ADVANCED_TIMEOUT_MS}); set it to at least ${ttlFloor}`,
     );
   }
+  const budgets = budgetConfigFrom(vars, resolved.BUDGETS_FILE, problems);
+  const inquiryPrices = parseInquiryPrices(vars.INQUIRY_PRICES, problems);
   if (vars.OPS_PORT !== undefined && vars.OPS_PORT === vars.PORT) {
     problems.push('OPS_PORT: must differ from PORT (unset it to serve everything on PORT)');
   }
@@ -121,6 +125,8 @@ export function loadConfig(env: Env): AppConfig {
     callers: { apiKeys, jwt, userQuotaPerMinute: vars.USER_QUOTA_PER_MINUTE },
     idempotency: { ttlSeconds: vars.IDEMPOTENCY_TTL_SECONDS },
     inquiryWaits: { maxHeld: vars.INQUIRY_MAX_HELD_WAITS },
+    budgets,
+    inquiryPrices,
     build: { commit: vars.BUILD_COMMIT ?? 'unknown' },
     secretFiles: {
       apiKeys: resolved.API_KEYS_FILE,

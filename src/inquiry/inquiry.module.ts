@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { BudgetModule } from '../budget/budget.module.js';
 import { CallerAuthModule } from '../caller-auth/caller-auth.module.js';
 import { StoreCipher } from '../store/store-cipher.js';
 import { RedisConnection } from '../store/redis-connection.js';
@@ -16,7 +17,7 @@ import { SettleTimes } from './settle-times.js';
 import { Settlements } from './settlements.js';
 
 @Module({
-  imports: [CallerAuthModule, StoreModule, TokenModule],
+  imports: [BudgetModule, CallerAuthModule, StoreModule, TokenModule],
   controllers: [InquiryController],
   providers: [
     {

@@ -105,6 +105,7 @@ export function ApiInquiry(options: { summary: string; scope: Scope; body: Type<
         'idempotency_key_reused',
         'upstream_rejected',
         'rate_limited',
+        'budget_exhausted',
         'internal',
         'upstream_error',
         'upstream_unavailable',

@@ -8,6 +8,7 @@ import { GatewayMetrics } from '../observability/metrics.js';
 import { requestLogFields, type InquiryLogFields, type RequestFacts } from '../observability/request-context.js';
 import { ProblemException } from '../problem/problem.js';
 import { AuthorizedUpstream, type CallBudget } from '../token/authorized-upstream.js';
+import { Budgets, type BudgetReservation } from '../budget/budgets.js';
 import { LOCATION_HEADER, PREFERENCE_APPLIED_HEADER, RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
 import { IdempotencyService, msUntilSettledAnswerDue, type ClaimResult, type HeldKey } from './idempotency.service.js';
 import {
@@ -85,6 +86,7 @@ export class InquiryService {
     private readonly settlements: Settlements,
     private readonly waits: InquiryWaits,
     private readonly settleTimes: SettleTimes,
+    private readonly budgets: Budgets,
   ) {
     this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
     this.upstreamSettings = config.get('upstream', { infer: true });
@@ -141,6 +143,21 @@ export class InquiryService {
     // 3. Record, before the upstream call: no charge may go untraced.
     const createdAt = Date.now();
     const budget = inquiryBudget(this.upstreamSettings, request.requestHandlingType, createdAt);
+    // Spend budgets (docs/api.md §6): after the claim, so a replay is answered even when the
+    // budget is spent; a refusal (429) names no trackId. No budget configured: no command.
+    const reserving = this.budgets.reserve(
+      caller.clientId,
+      request.operation,
+      request.requestHandlingType,
+      trackId,
+      budget.deadline + DEADLINE_MARGIN_MS,
+    );
+    const spend =
+      reserving &&
+      (await reserving.catch((error: unknown) => {
+        if (key) void this.idempotency.release(key).catch(() => undefined);
+        throw error;
+      }));
     const record: InquiryRecord = {
       trackId,
       clientId: caller.clientId,
@@ -161,13 +178,14 @@ export class InquiryService {
       // so Redis runs it after the late create (docs/behaviour.md, "Failure handling").
       void this.records.discard(trackId).catch(() => undefined);
       if (key) void this.idempotency.release(key).catch(() => undefined);
+      if (spend) void this.budgets.release(spend).catch(() => undefined);
       // The trackId was stamped: the problem names it (docs/api.md §3).
       if (error instanceof ProblemException) error.trackId = trackId;
       throw error;
     }
 
     // 4 and 5. Call the upstream and settle; an asynchronous caller may be answered first.
-    const settled = this.callAndSettle(caller, request, record, budget, key, facts);
+    const settled = this.callAndSettle(caller, request, record, budget, key, facts, spend);
     if (!prefer) return settled;
     const answered = await settledWithin(settled, prefer.waitMs);
     if (answered) return answered;
@@ -327,6 +345,7 @@ export class InquiryService {
     budget: CallBudget,
     key: HeldKey | undefined,
     facts: RequestFacts | undefined,
+    spend?: BudgetReservation,
   ): Promise<InquiryResponse> {
     const { trackId } = record;
     const started = performance.now();
@@ -346,7 +365,7 @@ export class InquiryService {
       outcome.response.status,
       facts,
     );
-    return this.settle(record, outcome, key);
+    return this.settle(record, outcome, key, spend);
   }
 
   /**
@@ -382,7 +401,12 @@ export class InquiryService {
    * (owed to the store and retried until it is back when it fails just then: `Settlements`). A key whose request cannot
    * have been charged is released instead, so a retry runs afresh.
    */
-  private async settle(record: InquiryRecord, outcome: InquiryOutcome, key?: HeldKey): Promise<InquiryResponse> {
+  private async settle(
+    record: InquiryRecord,
+    outcome: InquiryOutcome,
+    key?: HeldKey,
+    spend?: BudgetReservation,
+  ): Promise<InquiryResponse> {
     const { trackId } = record;
     // Field by field rather than spread: this runs once per inquiry (docs/performance.md).
     const settled: InquiryRecord = {
@@ -414,6 +438,13 @@ export class InquiryService {
         this.settlements.write(
           `idempotency result of ${trackId}`,
           () => (outcome.notCharged ? this.idempotency.release(key) : this.idempotency.complete(key, response)),
+          until,
+        ),
+      // `failed` was not charged (docs/upstream-api.md §4.4 rule 9): released; `unknown` stays spent.
+      spend &&
+        this.settlements.write(
+          `budget of ${trackId}`,
+          () => this.budgets.settle(spend, outcome.status !== 'failed'),
           until,
         ),
     ]);

@@ -31,6 +31,11 @@ const EXAMPLES: Record<ProblemCode, ProblemException> = {
     errors: [{ field: 'nationalCode', message: 'Invalid national code' }],
   }),
   rate_limited: new ProblemException('rate_limited', 'The client quota of 600 inquiries per minute is used up.'),
+  budget_exhausted: new ProblemException(
+    'budget_exhausted',
+    'The daily budget of this client is exhausted: 0 unit(s) remain and this inquiry costs 1; it resets at ' +
+      '2026-11-25T00:00:00.000Z. Nothing was sent to the verification service.',
+  ),
   upstream_error: new ProblemException('upstream_error', 'The verification service reported an error.', {
     trackId: TRACK_ID,
   }),

@@ -28,6 +28,9 @@ const WHEN: Record<ProblemCode, string> = {
   idempotency_key_reused: '`idempotency_key_reused`: this Idempotency-Key was used with another body or path',
   upstream_rejected: '`upstream_rejected`: the upstream refused the input (its message in `detail`)',
   rate_limited: '`rate_limited`: client or end-user quota used up; retry after `Retry-After` seconds',
+  budget_exhausted:
+    "`budget_exhausted`: a spend budget (the client's or all callers') cannot fit this inquiry; nothing was " +
+    'sent, `detail` names the window and the units left, `Retry-After` is the seconds until it resets',
   upstream_error: '`upstream_error`: the upstream answered 5xx, malformed, or a supplier failed',
   upstream_unavailable:
     '`upstream_unavailable`: circuit open (with `Retry-After`), upstream credentials rejected, account disabled ' +

@@ -49,6 +49,29 @@ export class RedisKeys {
     return `${this.prefix}:quota`;
   }
 
+  /**
+   * Every budget key shares one hash tag, so a reservation script touches a client's window
+   * counters, the `*` (all callers) counters and the reservation bookkeeping in one Cluster slot
+   * (docs/architecture.md, "Redis keys"): a budget for all callers is one counter anyway.
+   */
+  budgetWindow(windowId: string): string {
+    return `{${this.prefix}:budget}:w:${windowId}`;
+  }
+
+  /** Reservations not yet settled (hash trackId → JSON) and their deadlines (sorted set). */
+  budgetReservations(): string {
+    return `{${this.prefix}:budget}:res`;
+  }
+
+  budgetDeadlines(): string {
+    return `{${this.prefix}:budget}:due`;
+  }
+
+  /** Marks an `unknown` inquiry's budget resolution as done (once per trackId). */
+  budgetResolved(trackId: string): string {
+    return `{${this.prefix}:budget}:resolved:${trackId}`;
+  }
+
   /** One idempotency claim: the caller scope (client, or client and hashed end user) and the SHA-256 of the key. */
   idempotency(scope: string, keySha256: string): string {
     return `{${this.prefix}:idem:${scope}:${keySha256}}`;

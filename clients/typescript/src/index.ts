@@ -23,6 +23,8 @@ export type IbanRequest = components['schemas']['IbanRequest'];
 export type InquiryResult = components['schemas']['InquiryResult'];
 export type InquiryAccepted = components['schemas']['InquiryAccepted'];
 export type InquiryRecord = components['schemas']['InquiryRecord'];
+/** `GET /v1/budget`: the caller's own spend budgets (docs/api.md §6). */
+export type ClientBudgets = components['schemas']['ClientBudgets'];
 export type Operation = 'shahkar' | 'iban';
 
 /** The facts every answer carries. */
@@ -209,6 +211,12 @@ export class VerificationGatewayClient {
     );
   }
 
+  /** `GET /v1/budget`: your spend budgets, each window's limit, spent, reserved and remaining units. */
+  async budget(options: CallOptions = {}): Promise<Result<ClientBudgets>> {
+    const headers = await this.headers(options);
+    return settle(await this.http.GET('/v1/budget', { headers, signal: options.signal }));
+  }
+
   /**
    * Long-polls the record until it leaves `pending` (woken by its settlement on any replica),
    * or `deadlineMs` ends (then the last, still pending, record). A refusal to hold the poll
@@ -284,6 +292,9 @@ function isRetryable(result: Result<unknown>): boolean {
     case 409:
       return result.problem.code === 'idempotency_key_in_use';
     case 429:
+      // A spent budget comes back when its window resets (`Retry-After`), never sooner: without
+      // the header it is not retried, and with it the wait is the header's, not a backoff.
+      return result.problem.code !== 'budget_exhausted' || result.retryAfterSeconds !== undefined;
     case 503:
       return true;
     case 502:

@@ -1,0 +1,203 @@
+import type { BudgetWindowName, BudgetWindows } from './budget-windows.js';
+
+/** One budget a reservation is checked against: a client's own, or `*`'s; -1 = that window is not budgeted. */
+export interface BudgetLimits {
+  name: string;
+  daily: number;
+  monthly: number;
+}
+
+export interface ReserveRequest {
+  trackId: string;
+  units: number;
+  now: number;
+  /** When an unsettled reservation is concluded as spent (the inquiry's deadline and margin). */
+  concludeAt: number;
+  windows: BudgetWindows;
+  budgets: BudgetLimits[];
+}
+
+export type ReserveResult =
+  | { admitted: true }
+  | {
+      admitted: false;
+      window: BudgetWindowName;
+      /** The budget that refused: a client id or `*`. */
+      budget: string;
+      remaining: number;
+      /** True for the window's first refusal, deployment-wide (one log line per exhausted budget). */
+      first: boolean;
+    };
+
+/** Spent and reserved units of one budget in one window. */
+export interface BudgetUsage {
+  spent: number;
+  reserved: number;
+}
+
+/** How long a reservation concluded as spent is kept, so that a late settlement still finds it. */
+export const CONCLUDED_KEEP_MS = 24 * 3_600_000;
+/** Window counters outlive their window by this much (reads of the window just ended, late settlements). */
+export const WINDOW_GRACE_MS = 2 * 24 * 3_600_000;
+
+/**
+ * The budget counters shared by every replica (docs/api.md §6, "Budgets"): Redis scripts
+ * (redis-budget.store.ts), or this process's memory without Redis. Each operation is atomic.
+ *
+ * A reservation counts as `reserved` in its day and month until it is settled: committed (moved
+ * to `spent`) or released (removed). One that is still unsettled at `concludeAt` belongs to an
+ * inquiry whose process died: it is concluded as spent, like the `unknown` its record reads, by
+ * whichever operation runs next; a settlement arriving later still applies (a release then
+ * gives the units back).
+ */
+export abstract class BudgetStore {
+  abstract reserve(request: ReserveRequest): Promise<ReserveResult>;
+  abstract settle(trackId: string, action: 'commit' | 'release', now: number): Promise<void>;
+  /**
+   * An `unknown` inquiry resolved by reconciliation: `charged` confirms the units, otherwise
+   * they are given back, in the windows it was reserved in, once per trackId.
+   */
+  abstract resolve(
+    trackId: string,
+    charged: boolean,
+    fallback: { units: number; windows: BudgetWindows; names: string[] },
+    now: number,
+  ): Promise<void>;
+  /** Usage by `<name>|<window>`; concludes overdue reservations first. */
+  abstract read(windows: BudgetWindows, names: string[], now: number): Promise<Map<string, BudgetUsage>>;
+}
+
+interface MemoryReservation {
+  units: number;
+  names: string[];
+  day: string;
+  month: string;
+  concludeAt: number;
+  concluded: boolean;
+}
+
+/** Without Redis (one replica only, docs/decisions/0005-in-process-store.md): the same rules in memory. */
+export class MemoryBudgetStore extends BudgetStore {
+  private readonly counters = new Map<string, { expiresAt: number; fields: Map<string, number> }>();
+  private readonly reservations = new Map<string, MemoryReservation>();
+  private readonly resolved = new Map<string, number>();
+
+  reserve(request: ReserveRequest): Promise<ReserveResult> {
+    const { now, units, windows } = request;
+    this.sweep(now);
+    const day = this.window(windows.daily.id, windows.daily.resetsAt + WINDOW_GRACE_MS, now);
+    const month = this.window(windows.monthly.id, windows.monthly.resetsAt + WINDOW_GRACE_MS, now);
+    const checks = [
+      ...request.budgets.map((b) => ({ name: b.name, counters: month, limit: b.monthly, window: 'monthly' as const })),
+      ...request.budgets.map((b) => ({ name: b.name, counters: day, limit: b.daily, window: 'daily' as const })),
+    ];
+    for (const { name, counters, limit, window } of checks) {
+      if (limit < 0) continue;
+      const used = (counters.get(`s:${name}`) ?? 0) + (counters.get(`r:${name}`) ?? 0);
+      if (used + units > limit) {
+        const first = !counters.has(`x:${name}`);
+        counters.set(`x:${name}`, 1);
+        return Promise.resolve({ admitted: false, window, budget: name, remaining: limit - used, first });
+      }
+    }
+    for (const { name } of request.budgets) {
+      add(day, `r:${name}`, units);
+      add(month, `r:${name}`, units);
+    }
+    this.reservations.set(request.trackId, {
+      units,
+      names: request.budgets.map((b) => b.name),
+      day: windows.daily.id,
+      month: windows.monthly.id,
+      concludeAt: request.concludeAt,
+      concluded: false,
+    });
+    return Promise.resolve({ admitted: true });
+  }
+
+  settle(trackId: string, action: 'commit' | 'release', now: number): Promise<void> {
+    this.sweep(now);
+    this.finish(trackId, action);
+    return Promise.resolve();
+  }
+
+  resolve(
+    trackId: string,
+    charged: boolean,
+    fallback: { units: number; windows: BudgetWindows; names: string[] },
+    now: number,
+  ): Promise<void> {
+    this.sweep(now);
+    if ((this.resolved.get(trackId) ?? 0) > now) return Promise.resolve();
+    this.resolved.set(trackId, fallback.windows.monthly.resetsAt + WINDOW_GRACE_MS);
+    if (this.finish(trackId, charged ? 'commit' : 'release') || charged) return Promise.resolve();
+    for (const id of [fallback.windows.daily.id, fallback.windows.monthly.id]) {
+      const counters = this.counters.get(id)?.fields;
+      if (counters) for (const name of fallback.names) add(counters, `s:${name}`, -fallback.units);
+    }
+    return Promise.resolve();
+  }
+
+  read(windows: BudgetWindows, names: string[], now: number): Promise<Map<string, BudgetUsage>> {
+    this.sweep(now);
+    const usage = new Map<string, BudgetUsage>();
+    for (const window of [windows.daily, windows.monthly]) {
+      const counters = this.counters.get(window.id)?.fields;
+      for (const name of names) {
+        usage.set(`${name}|${window.window}`, {
+          spent: counters?.get(`s:${name}`) ?? 0,
+          reserved: counters?.get(`r:${name}`) ?? 0,
+        });
+      }
+    }
+    return Promise.resolve(usage);
+  }
+
+  /** Applies a settlement to a reservation; false when there is none (settled or never made). */
+  private finish(trackId: string, action: 'commit' | 'release'): boolean {
+    const reservation = this.reservations.get(trackId);
+    if (!reservation) return false;
+    this.reservations.delete(trackId);
+    for (const id of [reservation.day, reservation.month]) {
+      const counters = this.counters.get(id)?.fields;
+      if (!counters) continue;
+      for (const name of reservation.names) {
+        if (reservation.concluded) {
+          if (action === 'release') add(counters, `s:${name}`, -reservation.units);
+        } else {
+          add(counters, `r:${name}`, -reservation.units);
+          if (action === 'commit') add(counters, `s:${name}`, reservation.units);
+        }
+      }
+    }
+    return true;
+  }
+
+  /** Concludes overdue reservations as spent, forgets old concluded ones and ended windows. */
+  private sweep(now: number): void {
+    for (const [trackId, reservation] of this.reservations) {
+      if (reservation.concludeAt > now) continue;
+      if (reservation.concluded) {
+        this.reservations.delete(trackId);
+        continue;
+      }
+      this.finish(trackId, 'commit');
+      this.reservations.set(trackId, { ...reservation, concluded: true, concludeAt: now + CONCLUDED_KEEP_MS });
+    }
+    for (const [id, window] of this.counters) if (window.expiresAt <= now) this.counters.delete(id);
+    for (const [trackId, until] of this.resolved) if (until <= now) this.resolved.delete(trackId);
+  }
+
+  private window(id: string, expiresAt: number, now: number): Map<string, number> {
+    let window = this.counters.get(id);
+    if (!window || window.expiresAt <= now) {
+      window = { expiresAt, fields: new Map() };
+      this.counters.set(id, window);
+    }
+    return window.fields;
+  }
+}
+
+function add(counters: Map<string, number>, field: string, units: number): void {
+  counters.set(field, (counters.get(field) ?? 0) + units);
+}

@@ -1,0 +1,244 @@
+import type { RedisClient } from '../store/redis-connection.js';
+import type { RedisKeys } from '../store/redis-keys.js';
+import { storeCall } from '../store/store-unavailable.error.js';
+import type { BudgetWindows } from './budget-windows.js';
+import {
+  BudgetStore,
+  CONCLUDED_KEEP_MS,
+  WINDOW_GRACE_MS,
+  type BudgetUsage,
+  type ReserveRequest,
+  type ReserveResult,
+} from './budget.store.js';
+
+/**
+ * What every script begins with. A window is a hash `{<prefix>:budget}:w:<windowId>` with the
+ * fields `s:<name>` (spent), `r:<name>` (reserved) and `x:<name>` (refused once); a reservation
+ * is a field of `…:res` (JSON: units, names, its day and month keys, concluded) and a member of
+ * `…:due` scored by when it is concluded. A reservation names the window keys it was counted in,
+ * so a settlement after midnight still lands in the right day; those keys are not in KEYS, but
+ * they carry the same hash tag, so they are in the same Cluster slot as every key the script was
+ * given (docs/architecture.md, "Redis keys").
+ *
+ * `sweep` concludes up to 100 overdue reservations as spent (their inquiry's process died:
+ * its record reads `unknown`, possibly charged) and keeps them a day as concluded, so that a
+ * late release still gives the units back; then forgets them.
+ */
+const COMMON = `
+local function incr(key, field, units)
+  if redis.call('EXISTS', key) == 1 then redis.call('HINCRBY', key, field, units) end
+end
+local function finish(res, due, id, action)
+  local raw = redis.call('HGET', res, id)
+  if not raw then return false end
+  local r = cjson.decode(raw)
+  -- A window that has expired is not brought back (it would have no expiry).
+  for _, key in ipairs({r.d, r.m}) do
+    if redis.call('EXISTS', key) == 1 then
+      for _, name in ipairs(r.n) do
+        if r.c == 1 then
+          if action == 'release' then redis.call('HINCRBY', key, 's:' .. name, -r.u) end
+        else
+          redis.call('HINCRBY', key, 'r:' .. name, -r.u)
+          if action == 'commit' then redis.call('HINCRBY', key, 's:' .. name, r.u) end
+        end
+      end
+    end
+  end
+  redis.call('HDEL', res, id)
+  redis.call('ZREM', due, id)
+  return r
+end
+local function sweep(res, due, now)
+  local ids = redis.call('ZRANGEBYSCORE', due, '-inf', now, 'LIMIT', 0, 100)
+  for _, id in ipairs(ids) do
+    local r = finish(res, due, id, 'commit')
+    if r and r.c ~= 1 then
+      r.c = 1
+      redis.call('HSET', res, id, cjson.encode(r))
+      redis.call('ZADD', due, now + ${CONCLUDED_KEEP_MS}, id)
+    end
+  end
+end
+`;
+
+/**
+ * KEYS: day window, month window, reservations, deadlines. ARGV: now, trackId, units,
+ * concludeAt, day expiry, month expiry, then (name, daily limit, monthly limit) per budget, -1
+ * for an unbudgeted window. Monthly limits are checked first: when both are exhausted, the
+ * refusal names the window that resets last. Returns {1} or {0, window, name, remaining, first}.
+ */
+const RESERVE = `${COMMON}
+local now, id, units = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+sweep(KEYS[3], KEYS[4], now)
+for pass = 1, 2 do
+  local key = pass == 1 and KEYS[2] or KEYS[1]
+  local window = pass == 1 and 'monthly' or 'daily'
+  for i = 7, #ARGV, 3 do
+    local name = ARGV[i]
+    local limit = tonumber(pass == 1 and ARGV[i + 2] or ARGV[i + 1])
+    if limit >= 0 then
+      local counts = redis.call('HMGET', key, 's:' .. name, 'r:' .. name)
+      local used = (tonumber(counts[1]) or 0) + (tonumber(counts[2]) or 0)
+      if used + units > limit then
+        local first = redis.call('HSETNX', key, 'x:' .. name, 1)
+        redis.call('PEXPIREAT', key, pass == 1 and ARGV[6] or ARGV[5])
+        return {0, window, name, limit - used, first}
+      end
+    end
+  end
+end
+local names = {}
+for i = 7, #ARGV, 3 do
+  names[#names + 1] = ARGV[i]
+  redis.call('HINCRBY', KEYS[1], 'r:' .. ARGV[i], units)
+  redis.call('HINCRBY', KEYS[2], 'r:' .. ARGV[i], units)
+end
+redis.call('PEXPIREAT', KEYS[1], ARGV[5])
+redis.call('PEXPIREAT', KEYS[2], ARGV[6])
+redis.call('HSET', KEYS[3], id, cjson.encode({u = units, n = names, d = KEYS[1], m = KEYS[2], c = 0}))
+redis.call('ZADD', KEYS[4], ARGV[4], id)
+return {1}`;
+
+/** KEYS: reservations, deadlines. ARGV: now, trackId, commit | release. */
+const SETTLE = `${COMMON}
+sweep(KEYS[1], KEYS[2], tonumber(ARGV[1]))
+return finish(KEYS[1], KEYS[2], ARGV[2], ARGV[3]) and 1 or 0`;
+
+/**
+ * KEYS: reservations, deadlines, resolved marker, day window, month window. ARGV: now, trackId,
+ * yes | no, units, marker lifetime (ms), names. Once per trackId (the marker): a reservation
+ * still held is settled; one settled already is given back when it was not charged.
+ */
+const RESOLVE = `${COMMON}
+sweep(KEYS[1], KEYS[2], tonumber(ARGV[1]))
+if not redis.call('SET', KEYS[3], 1, 'NX', 'PX', ARGV[5]) then return 0 end
+if finish(KEYS[1], KEYS[2], ARGV[2], ARGV[3] == 'yes' and 'commit' or 'release') then return 1 end
+if ARGV[3] == 'no' then
+  for i = 6, #ARGV do
+    incr(KEYS[4], 's:' .. ARGV[i], -tonumber(ARGV[4]))
+    incr(KEYS[5], 's:' .. ARGV[i], -tonumber(ARGV[4]))
+  end
+end
+return 1`;
+
+/** KEYS: reservations, deadlines, day window, month window. ARGV: now, names. Spent and reserved, day then month. */
+const READ = `${COMMON}
+sweep(KEYS[1], KEYS[2], tonumber(ARGV[1]))
+local out = {}
+for w = 3, 4 do
+  for i = 2, #ARGV do
+    local counts = redis.call('HMGET', KEYS[w], 's:' .. ARGV[i], 'r:' .. ARGV[i])
+    out[#out + 1] = tonumber(counts[1]) or 0
+    out[#out + 1] = tonumber(counts[2]) or 0
+  end
+end
+return out`;
+
+interface BudgetScripts {
+  vgwBudgetReserve(...args: Array<string | number>): Promise<Array<string | number>>;
+  vgwBudgetSettle(...args: Array<string | number>): Promise<number>;
+  vgwBudgetResolve(...args: Array<string | number>): Promise<number>;
+  vgwBudgetRead(...args: Array<string | number>): Promise<number[]>;
+}
+
+/** Budgets in Redis: one script per operation (EVALSHA through ioredis's defineCommand). */
+export class RedisBudgetStore extends BudgetStore {
+  private readonly scripts: BudgetScripts;
+
+  constructor(
+    client: RedisClient,
+    private readonly keys: RedisKeys,
+  ) {
+    super();
+    client.defineCommand('vgwBudgetReserve', { numberOfKeys: 4, lua: RESERVE });
+    client.defineCommand('vgwBudgetSettle', { numberOfKeys: 2, lua: SETTLE });
+    client.defineCommand('vgwBudgetResolve', { numberOfKeys: 5, lua: RESOLVE });
+    client.defineCommand('vgwBudgetRead', { numberOfKeys: 4, lua: READ });
+    this.scripts = client as unknown as BudgetScripts;
+  }
+
+  reserve(request: ReserveRequest): Promise<ReserveResult> {
+    return storeCall('budget reserve', async () => {
+      const { daily, monthly } = request.windows;
+      const reply = await this.scripts.vgwBudgetReserve(
+        this.keys.budgetWindow(daily.id),
+        this.keys.budgetWindow(monthly.id),
+        this.keys.budgetReservations(),
+        this.keys.budgetDeadlines(),
+        request.now,
+        request.trackId,
+        request.units,
+        request.concludeAt,
+        daily.resetsAt + WINDOW_GRACE_MS,
+        monthly.resetsAt + WINDOW_GRACE_MS,
+        ...request.budgets.flatMap((b) => [b.name, b.daily, b.monthly]),
+      );
+      if (Number(reply[0]) === 1) return { admitted: true };
+      return {
+        admitted: false,
+        window: reply[1] === 'monthly' ? 'monthly' : 'daily',
+        budget: String(reply[2]),
+        remaining: Number(reply[3]),
+        first: Number(reply[4]) === 1,
+      };
+    });
+  }
+
+  settle(trackId: string, action: 'commit' | 'release', now: number): Promise<void> {
+    return storeCall('budget settle', async () => {
+      await this.scripts.vgwBudgetSettle(
+        this.keys.budgetReservations(),
+        this.keys.budgetDeadlines(),
+        now,
+        trackId,
+        action,
+      );
+    });
+  }
+
+  resolve(
+    trackId: string,
+    charged: boolean,
+    fallback: { units: number; windows: BudgetWindows; names: string[] },
+    now: number,
+  ): Promise<void> {
+    return storeCall('budget resolve', async () => {
+      const { daily, monthly } = fallback.windows;
+      await this.scripts.vgwBudgetResolve(
+        this.keys.budgetReservations(),
+        this.keys.budgetDeadlines(),
+        this.keys.budgetResolved(trackId),
+        this.keys.budgetWindow(daily.id),
+        this.keys.budgetWindow(monthly.id),
+        now,
+        trackId,
+        charged ? 'yes' : 'no',
+        fallback.units,
+        // Past the month's grace, nothing is left to give back twice.
+        Math.max(60_000, monthly.resetsAt + WINDOW_GRACE_MS - now),
+        ...fallback.names,
+      );
+    });
+  }
+
+  read(windows: BudgetWindows, names: string[], now: number): Promise<Map<string, BudgetUsage>> {
+    return storeCall('budget read', async () => {
+      const reply = await this.scripts.vgwBudgetRead(
+        this.keys.budgetReservations(),
+        this.keys.budgetDeadlines(),
+        this.keys.budgetWindow(windows.daily.id),
+        this.keys.budgetWindow(windows.monthly.id),
+        now,
+        ...names,
+      );
+      const usage = new Map<string, BudgetUsage>();
+      names.forEach((name, index) => {
+        usage.set(`${name}|daily`, { spent: Number(reply[2 * index]), reserved: Number(reply[2 * index + 1]) });
+        const at = 2 * (names.length + index);
+        usage.set(`${name}|monthly`, { spent: Number(reply[at]), reserved: Number(reply[at + 1]) });
+      });
+      return usage;
+    });
+  }
+}

@@ -1,0 +1,57 @@
+import { describe, expect, it } from '@jest/globals';
+import { DEFAULT_INQUIRY_PRICES, budgetConfigFrom, parseBudgets, parseInquiryPrices } from './budget-config.js';
+
+describe('budget configuration', () => {
+  it('reads budgets per client and for all callers', () => {
+    const problems: string[] = [];
+    expect(
+      parseBudgets('[{"clientId":"svc-a","daily":1000,"monthly":20000},{"clientId":"*","monthly":5}]', problems),
+    ).toEqual([
+      { clientId: 'svc-a', daily: 1000, monthly: 20000 },
+      { clientId: '*', monthly: 5 },
+    ]);
+    expect(problems).toEqual([]);
+  });
+
+  it('names the entry and field of every problem, never the value', () => {
+    const problems: string[] = [];
+    parseBudgets(
+      '[{"clientId":"d","daily":-1},{"clientId":"a","daily":1},{"clientId":"a","daily":2},{"clientId":"b"},{"clientId":"c","weekly":2,"daily":1},"x"]',
+      problems,
+    );
+    expect(problems).toEqual([
+      'BUDGETS[0].daily: must be a whole number of units',
+      'BUDGETS[2].clientId: has a budget already',
+      'BUDGETS[3]: needs daily, monthly or both',
+      'BUDGETS[4]: unknown field (only clientId, daily, monthly)',
+      'BUDGETS[5]: must be an object',
+    ]);
+    const more: string[] = [];
+    parseBudgets('{', more);
+    parseBudgets('{}', more);
+    expect(more).toEqual([
+      'BUDGETS: is not valid JSON',
+      'BUDGETS: must be a JSON array of {clientId, daily?, monthly?}',
+    ]);
+  });
+
+  it('prices every operation and handling type, with the contract default', () => {
+    const problems: string[] = [];
+    expect(parseInquiryPrices(undefined, problems)).toEqual(DEFAULT_INQUIRY_PRICES);
+    expect(
+      parseInquiryPrices('{"shahkar":{"standard":2,"advanced":5},"iban":{"standard":1,"advanced":4}}', problems),
+    ).toEqual({ shahkar: { standard: 2, advanced: 5 }, iban: { standard: 1, advanced: 4 } });
+    expect(problems).toEqual([]);
+    parseInquiryPrices('{"shahkar":{"standard":0,"advanced":5},"iban":{"standard":1}}', problems);
+    expect(problems).toEqual([
+      'INQUIRY_PRICES.shahkar.standard: must be a whole number of units, at least 1',
+      'INQUIRY_PRICES.iban.advanced: must be a whole number of units, at least 1',
+    ]);
+  });
+
+  it('refuses an unknown time zone by its variable', () => {
+    const problems: string[] = [];
+    budgetConfigFrom({ BUDGET_TIMEZONE: 'Mars/Olympus', BUDGET_CALENDAR: 'persian' }, undefined, problems);
+    expect(problems).toEqual(['BUDGET_TIMEZONE: must be an IANA time zone name such as UTC or Asia/Tehran']);
+  });
+});

@@ -1,0 +1,145 @@
+/**
+ * The budgets slice of the configuration (docs/api.md §6, "Budgets"): `BUDGETS` / `BUDGETS_FILE`,
+ * `INQUIRY_PRICES`, `BUDGET_TIMEZONE`, `BUDGET_CALENDAR`. Problems name the variable and the
+ * entry, never a value. `parseBudgets` is also what a changed `BUDGETS_FILE` goes through.
+ */
+
+/** The client id that stands for all callers together. */
+export const ALL_CALLERS = '*';
+
+export const BUDGET_CALENDARS = ['gregory', 'persian'] as const;
+export type BudgetCalendarName = (typeof BUDGET_CALENDARS)[number];
+
+/** One configured budget; a window without a limit is not budgeted. */
+export interface BudgetEntry {
+  /** A client id, or `*` for all callers together. */
+  clientId: string;
+  daily?: number;
+  monthly?: number;
+}
+
+/** Units per operation and handling type (`INQUIRY_PRICES`). */
+export type InquiryPriceTable = Record<'shahkar' | 'iban', Record<'standard' | 'advanced', number>>;
+
+export const DEFAULT_INQUIRY_PRICES: InquiryPriceTable = {
+  shahkar: { standard: 1, advanced: 3 },
+  iban: { standard: 1, advanced: 3 },
+};
+
+export interface BudgetConfig {
+  entries: BudgetEntry[];
+  timeZone: string;
+  calendar: BudgetCalendarName;
+  /** `BUDGETS_FILE`, re-read while running; absent when given inline or not at all. */
+  file?: string;
+}
+
+/** Largest limit or price accepted: far above any real budget, well inside Lua's exact integers. */
+const MAX_UNITS = 1_000_000_000;
+
+const isUnits = (value: unknown, min: number): value is number =>
+  Number.isInteger(value) && (value as number) >= min && (value as number) <= MAX_UNITS;
+
+/** Parses a BUDGETS document; problems are pushed by entry and field. */
+export function parseBudgets(raw: string | undefined, problems: string[]): BudgetEntry[] {
+  if (raw === undefined) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    problems.push('BUDGETS: is not valid JSON');
+    return [];
+  }
+  if (!Array.isArray(parsed)) {
+    problems.push('BUDGETS: must be a JSON array of {clientId, daily?, monthly?}');
+    return [];
+  }
+  const entries: BudgetEntry[] = [];
+  const seen = new Set<string>();
+  parsed.forEach((item: unknown, index) => {
+    const where = `BUDGETS[${index}]`;
+    const entry = item as Partial<Record<keyof BudgetEntry, unknown>> | null;
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+      problems.push(`${where}: must be an object`);
+      return;
+    }
+    const before = problems.length;
+    const unknownField = Object.keys(entry).find((field) => !['clientId', 'daily', 'monthly'].includes(field));
+    if (unknownField !== undefined) problems.push(`${where}: unknown field (only clientId, daily, monthly)`);
+    const { clientId, daily, monthly } = entry;
+    // A JWT client id (`azp`) is free text: any printable id up to 256 characters, or `*`.
+    if (typeof clientId !== 'string' || !/^[\x21-\x7e]{1,256}$/.test(clientId)) {
+      problems.push(`${where}.clientId: must be 1-256 printable ASCII characters, or * for all callers`);
+    } else if (seen.has(clientId)) {
+      problems.push(`${where}.clientId: has a budget already`);
+    }
+    if (daily !== undefined && !isUnits(daily, 0)) problems.push(`${where}.daily: must be a whole number of units`);
+    if (monthly !== undefined && !isUnits(monthly, 0)) {
+      problems.push(`${where}.monthly: must be a whole number of units`);
+    }
+    if (daily === undefined && monthly === undefined) problems.push(`${where}: needs daily, monthly or both`);
+    if (problems.length > before) return;
+    seen.add(clientId as string);
+    entries.push({
+      clientId: clientId as string,
+      ...(daily !== undefined ? { daily: daily as number } : {}),
+      ...(monthly !== undefined ? { monthly: monthly as number } : {}),
+    });
+  });
+  return entries;
+}
+
+/** Parses INQUIRY_PRICES: every operation and handling type must be priced (at least 1 unit). */
+export function parseInquiryPrices(raw: string | undefined, problems: string[]): InquiryPriceTable {
+  if (raw === undefined) return DEFAULT_INQUIRY_PRICES;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    problems.push('INQUIRY_PRICES: is not valid JSON');
+    return DEFAULT_INQUIRY_PRICES;
+  }
+  const table = parsed as Record<string, Record<string, unknown> | undefined> | null;
+  const shape = 'must be {"shahkar":{"standard":n,"advanced":n},"iban":{"standard":n,"advanced":n}}';
+  if (typeof table !== 'object' || table === null || Array.isArray(table)) {
+    problems.push(`INQUIRY_PRICES: ${shape}`);
+    return DEFAULT_INQUIRY_PRICES;
+  }
+  const prices = { shahkar: { standard: 1, advanced: 1 }, iban: { standard: 1, advanced: 1 } };
+  for (const operation of ['shahkar', 'iban'] as const) {
+    for (const handling of ['standard', 'advanced'] as const) {
+      const units = table[operation]?.[handling];
+      if (isUnits(units, 1)) prices[operation][handling] = units;
+      else problems.push(`INQUIRY_PRICES.${operation}.${handling}: must be a whole number of units, at least 1`);
+    }
+  }
+  const extra = Object.keys(table).find((operation) => operation !== 'shahkar' && operation !== 'iban');
+  if (extra !== undefined) problems.push(`INQUIRY_PRICES: ${shape} (an unknown operation is priced)`);
+  return prices;
+}
+
+/** True when Intl knows the zone (an IANA name such as Asia/Tehran). */
+export function isTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function budgetConfigFrom(
+  vars: { BUDGETS?: string; BUDGET_TIMEZONE: string; BUDGET_CALENDAR: string },
+  file: string | undefined,
+  problems: string[],
+): BudgetConfig {
+  if (!isTimeZone(vars.BUDGET_TIMEZONE)) {
+    problems.push('BUDGET_TIMEZONE: must be an IANA time zone name such as UTC or Asia/Tehran');
+  }
+  return {
+    entries: parseBudgets(vars.BUDGETS, problems),
+    timeZone: vars.BUDGET_TIMEZONE,
+    calendar: vars.BUDGET_CALENDAR as BudgetCalendarName,
+    ...(file !== undefined ? { file } : {}),
+  };
+}

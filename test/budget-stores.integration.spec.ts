@@ -1,0 +1,126 @@
+/**
+ * The budget store's rules (src/budget/budget.store.ts), run against both implementations: the
+ * Redis scripts on a real redis-server and the in-process store. The clock is passed in, so the
+ * deadlines and windows are driven by the test, not waited for.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { BudgetCalendar } from '../src/budget/budget-windows.js';
+import { BudgetStore, MemoryBudgetStore, type BudgetLimits } from '../src/budget/budget.store.js';
+import { RedisBudgetStore } from '../src/budget/redis-budget.store.js';
+import { RedisKeys } from '../src/store/redis-keys.js';
+import { StoreUnavailableError } from '../src/store/store-unavailable.error.js';
+import { RedisServer } from './support/redis-server.js';
+
+let redis: RedisServer;
+const clients: Redis[] = [];
+let prefixes = 0;
+
+beforeAll(async () => {
+  redis = await RedisServer.start();
+});
+afterAll(async () => {
+  clients.forEach((c) => c.disconnect());
+  await redis.stop();
+});
+
+const NOW = Date.parse('2026-11-24T10:00:00Z');
+const windows = new BudgetCalendar('UTC', 'gregory').windowsAt(NOW);
+const LIMITS: BudgetLimits[] = [
+  { name: 'svc-a', daily: 5, monthly: 100 },
+  { name: '*', daily: -1, monthly: 8 },
+];
+
+const stores: Array<[string, () => BudgetStore]> = [
+  ['memory', () => new MemoryBudgetStore()],
+  [
+    'redis',
+    () => {
+      const client = new Redis(redis.url);
+      clients.push(client);
+      return new RedisBudgetStore(client, new RedisKeys(`budget-${++prefixes}`));
+    },
+  ],
+];
+
+describe.each(stores)('%s budget store', (_name, make) => {
+  const reserve = (store: BudgetStore, trackId: string, units = 1, budgets = LIMITS, now = NOW) =>
+    store.reserve({ trackId, units, now, concludeAt: now + 10_000, windows, budgets });
+  const usage = async (store: BudgetStore, now = NOW) =>
+    Object.fromEntries(await store.read(windows, ['svc-a', '*'], now));
+
+  it('reserves, commits and releases, and refuses what does not fit (monthly first), the first refusal marked once', async () => {
+    const store = make();
+    for (const id of ['t1', 't2', 't3', 't4', 't5']) expect(await reserve(store, id)).toEqual({ admitted: true });
+    expect(await reserve(store, 't6')).toEqual({
+      admitted: false,
+      window: 'daily',
+      budget: 'svc-a',
+      remaining: 0,
+      first: true,
+    });
+    expect(await reserve(store, 't7')).toMatchObject({ admitted: false, first: false });
+    await store.settle('t1', 'commit', NOW);
+    await store.settle('t2', 'release', NOW);
+    // A second settlement of the same reservation changes nothing.
+    await store.settle('t2', 'commit', NOW);
+    expect(await usage(store)).toMatchObject({
+      'svc-a|daily': { spent: 1, reserved: 3 },
+      'svc-a|monthly': { spent: 1, reserved: 3 },
+      '*|monthly': { spent: 1, reserved: 3 },
+    });
+    // `*` has 8 a month: 4 used, another client's 5 units do not fit and name the monthly window.
+    const other = [{ name: 'svc-b', daily: -1, monthly: -1 }, LIMITS[1]];
+    expect(await reserve(store, 'b1', 5, other)).toMatchObject({
+      admitted: false,
+      window: 'monthly',
+      budget: '*',
+      remaining: 4,
+    });
+    expect(await reserve(store, 'b2', 4, other)).toEqual({ admitted: true });
+  });
+
+  it('concludes a reservation left past its deadline as spent; a late release still gives it back', async () => {
+    const store = make();
+    await reserve(store, 'dead');
+    await reserve(store, 'late');
+    expect(await usage(store, NOW + 9_999)).toMatchObject({ 'svc-a|daily': { spent: 0, reserved: 2 } });
+    expect(await usage(store, NOW + 10_000)).toMatchObject({ 'svc-a|daily': { spent: 2, reserved: 0 } });
+    await store.settle('late', 'release', NOW + 11_000);
+    expect(await usage(store, NOW + 11_000)).toMatchObject({ 'svc-a|daily': { spent: 1, reserved: 0 } });
+  });
+
+  it('resolves an unknown once: not charged gives the units back, charged keeps them', async () => {
+    const store = make();
+    await reserve(store, 'u1', 3);
+    await reserve(store, 'u2', 1);
+    await store.settle('u1', 'commit', NOW);
+    await store.settle('u2', 'commit', NOW);
+    const fallback = (units: number) => ({ units, windows, names: ['svc-a', '*'] });
+    await store.resolve('u1', false, fallback(3), NOW);
+    await store.resolve('u1', false, fallback(3), NOW);
+    await store.resolve('u2', true, fallback(1), NOW);
+    expect(await usage(store)).toMatchObject({
+      'svc-a|daily': { spent: 1, reserved: 0 },
+      '*|monthly': { spent: 1, reserved: 0 },
+    });
+    // Resolved while still reserved: settled by the resolution.
+    await reserve(store, 'u3', 2);
+    await store.resolve('u3', false, fallback(2), NOW);
+    expect(await usage(store)).toMatchObject({ 'svc-a|daily': { spent: 1, reserved: 0 } });
+  });
+});
+
+it('an unreachable Redis is a store_unavailable, nothing reserved', async () => {
+  const client = new Redis('redis://127.0.0.1:1', {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  const store = new RedisBudgetStore(client, new RedisKeys('unreachable'));
+  await expect(
+    store.reserve({ trackId: 'x', units: 1, now: NOW, concludeAt: NOW + 1, windows, budgets: LIMITS }),
+  ).rejects.toBeInstanceOf(StoreUnavailableError);
+  client.disconnect();
+});
