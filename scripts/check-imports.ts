@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
  */
 const LAYERS: ReadonlyArray<{ name: string; paths: readonly string[] }> = [
   { name: 'vocabulary', paths: ['src/crypto/', 'src/http/headers.ts'] },
-  { name: 'config', paths: ['src/config/'] },
+  { name: 'config', paths: ['src/config/', 'src/ledger/ledger-config.ts'] },
   { name: 'problem', paths: ['src/problem/'] },
   { name: 'openapi', paths: ['src/openapi.ts'] },
   { name: 'observability', paths: ['src/observability/'] },
@@ -26,6 +26,8 @@ const LAYERS: ReadonlyArray<{ name: string; paths: readonly string[] }> = [
   { name: 'upstream', paths: ['src/upstream/'] },
   { name: 'token', paths: ['src/token/'] },
   { name: 'caller-auth', paths: ['src/caller-auth/'] },
+  { name: 'accounting', paths: ['src/accounting/'] },
+  { name: 'ledger', paths: ['src/ledger/'] },
   { name: 'inquiry', paths: ['src/inquiry/'] },
   { name: 'health', paths: ['src/health/'] },
   { name: 'wiring', paths: ['src/http/', 'src/app.module.ts', 'src/bootstrap.ts', 'src/main.ts'] },

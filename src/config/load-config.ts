@@ -15,6 +15,7 @@ import {
 import { EnvironmentVariables } from './environment.js';
 import { Secret } from './secret.js';
 import { tracingConfigFrom } from './tracing-config.js';
+import { ledgerConfigFrom } from '../ledger/ledger-config.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -26,6 +27,7 @@ const FILE_VARIABLES = [
   'REDIS_PASSWORD',
   'REDIS_SENTINEL_PASSWORD',
   'STORE_ENCRYPTION_KEYS',
+  'LEDGER_DATABASE_URL',
 ] as const;
 
 /** Startup fails with every problem listed by variable name; values are never included. */
@@ -53,6 +55,7 @@ export function loadConfig(env: Env): AppConfig {
   const storeEncryption = { keys: parseEncryptionKeys(vars.STORE_ENCRYPTION_KEYS, problems) };
   const corsOrigins = parseCorsOrigins(vars.CORS_ORIGINS, problems);
   const tracing = tracingConfigFrom(resolved, problems);
+  const ledger = ledgerConfigFrom(resolved, problems);
   if (vars.OPS_PORT !== undefined && vars.OPS_PORT === vars.PORT) {
     problems.push('OPS_PORT: must differ from PORT (unset it to serve everything on PORT)');
   }
@@ -75,6 +78,7 @@ export function loadConfig(env: Env): AppConfig {
     },
     logging: { level: vars.LOG_LEVEL },
     tracing,
+    ledger,
     upstream: {
       baseUrl: vars.UPSTREAM_BASE_URL.replace(/\/+$/, ''),
       username: new Secret(vars.UPSTREAM_USERNAME),

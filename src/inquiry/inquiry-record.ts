@@ -1,11 +1,13 @@
 import type { InquiryOperation } from '../upstream/inquiry-operation.js';
 import { statusNow } from './inquiry-deadline.js';
 
-export { INQUIRY_OPERATIONS, type InquiryOperation } from '../upstream/inquiry-operation.js';
-
-/** Which upstream suppliers may answer (docs/upstream-api.md §4.4 rules 6-8). */
-export const REQUEST_HANDLING_TYPES = ['standard', 'advanced'] as const;
-export type RequestHandlingType = (typeof REQUEST_HANDLING_TYPES)[number];
+export {
+  INQUIRY_OPERATIONS,
+  REQUEST_HANDLING_TYPES,
+  type InquiryOperation,
+  type RequestHandlingType,
+} from '../upstream/inquiry-operation.js';
+import type { RequestHandlingType } from '../upstream/inquiry-operation.js';
 
 export type InquiryStatus = 'pending' | 'succeeded' | 'failed' | 'unknown';
 

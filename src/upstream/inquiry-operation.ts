@@ -5,3 +5,7 @@
  */
 export const INQUIRY_OPERATIONS = ['shahkar', 'iban'] as const;
 export type InquiryOperation = (typeof INQUIRY_OPERATIONS)[number];
+
+/** Which upstream suppliers may answer (docs/upstream-api.md §4.4 rules 6-8). */
+export const REQUEST_HANDLING_TYPES = ['standard', 'advanced'] as const;
+export type RequestHandlingType = (typeof REQUEST_HANDLING_TYPES)[number];

@@ -1,0 +1,199 @@
+import type { StoreCipher } from '../store/store-cipher.js';
+import type { LedgerDatabase } from './ledger-database.js';
+import type { EntryStatus, LedgerEntry, QueuedEntry } from './ledger-entry.js';
+import { ensurePartitions } from './ledger-schema.js';
+
+interface EntryRow {
+  track_id: string;
+  kind: LedgerEntry['kind'];
+  client_id: string;
+  subject_sha256: string | null;
+  operation: LedgerEntry['operation'];
+  request_handling_type: LedgerEntry['requestHandlingType'];
+  status: EntryStatus;
+  charged: LedgerEntry['charged'];
+  cost_units: number;
+  created_at: Date;
+  completed_at: Date | null;
+  upstream_code: number | null;
+  request_id: string | null;
+}
+
+const ENTRY_COLUMNS = `track_id::text AS track_id, kind, client_id, subject_sha256, operation, request_handling_type,
+  status, charged, cost_units, created_at, completed_at, upstream_code, request_id`;
+
+function toEntry(row: EntryRow): LedgerEntry {
+  return {
+    trackId: row.track_id,
+    kind: row.kind,
+    clientId: row.client_id,
+    ...(row.subject_sha256 !== null ? { subjectSha256: row.subject_sha256 } : {}),
+    operation: row.operation,
+    requestHandlingType: row.request_handling_type,
+    status: row.status,
+    charged: row.charged,
+    costUnits: row.cost_units,
+    createdAt: new Date(row.created_at).toISOString(),
+    ...(row.completed_at !== null ? { completedAt: new Date(row.completed_at).toISOString() } : {}),
+    ...(row.upstream_code !== null ? { upstreamCode: row.upstream_code } : {}),
+    ...(row.request_id !== null ? { requestId: row.request_id } : {}),
+  };
+}
+
+/** Where the results' AAD binds a sealed `data`: its trackId (a copy to another row does not open). */
+export function resultContext(trackId: string): string {
+  return `ledger:result:${trackId}`;
+}
+
+/** Keyset position of an export: the last row's (created_at, track_id, kind). */
+export interface ExportCursor {
+  createdAt: Date;
+  trackId: string;
+  kind: string;
+}
+
+export interface ExportFilter {
+  from: Date;
+  to: Date;
+  clientId?: string;
+  status?: EntryStatus;
+}
+
+/** The current state of one inquiry from its entries: the latest fact wins. */
+export interface InquiryFacts {
+  entries: LedgerEntry[];
+  /** The sealed upstream data, while the result retention keeps it. */
+  data?: unknown;
+}
+
+/** Rows per keyset page: a page is a few MiB at most, whatever the export's size. */
+export const PAGE_ROWS = 5_000;
+
+/**
+ * The ledger's reads and writes in PostgreSQL (or PGlite, same SQL). Writes are INSERTs only,
+ * `ON CONFLICT DO NOTHING`: the same entry written twice (two drainers, a redelivery) is one row.
+ */
+export class LedgerStore {
+  constructor(
+    readonly db: LedgerDatabase,
+    private readonly cipher: StoreCipher,
+    private readonly resultRetentionDays: number,
+  ) {}
+
+  /** Inserts a batch in two statements (entries, then results); returns the entries newly written. */
+  async insert(entries: readonly QueuedEntry[]): Promise<number> {
+    if (entries.length === 0) return 0;
+    try {
+      return await this.insertOnce(entries);
+    } catch (error) {
+      // 23514: no partition for a row's month (a fresh database, or a backlog across months).
+      if ((error as { code?: string }).code !== '23514') throw error;
+      await ensurePartitions(
+        this.db,
+        entries.map((entry) => new Date(entry.createdAt)),
+      );
+      return this.insertOnce(entries);
+    }
+  }
+
+  private async insertOnce(entries: readonly QueuedEntry[]): Promise<number> {
+    const column = <T>(pick: (entry: QueuedEntry) => T) => entries.map(pick);
+    const rows = await this.db.query<{ n: number }>(
+      `WITH written AS (
+         INSERT INTO ledger_entries (track_id, kind, client_id, subject_sha256, operation, request_handling_type,
+           status, charged, cost_units, created_at, completed_at, upstream_code, request_id)
+         SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+           $8::text[], $9::int[], $10::timestamptz[], $11::timestamptz[], $12::int[], $13::text[])
+         ON CONFLICT DO NOTHING RETURNING 1)
+       SELECT count(*)::int AS n FROM written`,
+      [
+        column((e) => e.trackId),
+        column((e) => e.kind),
+        column((e) => e.clientId),
+        column((e) => e.subjectSha256 ?? null),
+        column((e) => e.operation),
+        column((e) => e.requestHandlingType),
+        column((e) => e.status),
+        column((e) => e.charged),
+        column((e) => e.costUnits),
+        column((e) => e.createdAt),
+        column((e) => e.completedAt ?? null),
+        column((e) => e.upstreamCode ?? null),
+        column((e) => e.requestId ?? null),
+      ],
+    );
+    const withData = entries.filter(
+      (entry) => entry.data !== undefined && Date.parse(entry.createdAt) > Date.now() - this.resultRetentionMs(),
+    );
+    if (withData.length > 0) {
+      await this.db.query(
+        `INSERT INTO ledger_results (track_id, created_at, sealed_data)
+         SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::text[]) ON CONFLICT DO NOTHING`,
+        [
+          withData.map((e) => e.trackId),
+          withData.map((e) => e.createdAt),
+          withData.map((e) => this.cipher.seal(JSON.stringify(e.data), resultContext(e.trackId))),
+        ],
+      );
+    }
+    return rows[0]?.n ?? 0;
+  }
+
+  private resultRetentionMs(): number {
+    return this.resultRetentionDays * 86_400_000;
+  }
+
+  /** Every entry of one inquiry, oldest fact first, and its data while kept; null when unknown. */
+  async facts(trackId: string): Promise<InquiryFacts | null> {
+    const rows = await this.db.query<EntryRow>(
+      `SELECT ${ENTRY_COLUMNS} FROM ledger_entries WHERE track_id = $1 ORDER BY recorded_at, kind`,
+      [trackId],
+    );
+    if (rows.length === 0) return null;
+    const entries = rows.map(toEntry);
+    const since = new Date(Date.now() - this.resultRetentionMs());
+    const results = await this.db.query<{ sealed_data: string }>(
+      'SELECT sealed_data FROM ledger_results WHERE track_id = $1 AND created_at >= $2',
+      [trackId, since],
+    );
+    if (results.length === 0) return { entries };
+    return { entries, data: JSON.parse(this.cipher.open(results[0].sealed_data, resultContext(trackId))) };
+  }
+
+  /**
+   * One keyset page of an export, in (created_at, track_id, kind) order: the same SQL on
+   * PostgreSQL and PGlite, no server cursor, memory bounded by the page (PAGE_ROWS).
+   */
+  async page(filter: ExportFilter, after?: ExportCursor, limit = PAGE_ROWS): Promise<LedgerEntry[]> {
+    const rows = await this.db.query<EntryRow>(
+      `SELECT ${ENTRY_COLUMNS} FROM ledger_entries
+       WHERE created_at >= $1 AND created_at < $2
+         AND ($3::text IS NULL OR client_id = $3) AND ($4::text IS NULL OR status = $4)
+         AND ($5::timestamptz IS NULL OR (created_at, track_id, kind) > ($5, $6::uuid, $7))
+       ORDER BY created_at, track_id, kind LIMIT $8`,
+      [
+        filter.from,
+        filter.to,
+        filter.clientId ?? null,
+        filter.status ?? null,
+        after?.createdAt ?? null,
+        after?.trackId ?? null,
+        after?.kind ?? null,
+        limit,
+      ],
+    );
+    return rows.map(toEntry);
+  }
+
+  /** Every entry of the filter, page by page: an async iterator that holds one page at a time. */
+  async *entries(filter: ExportFilter): AsyncGenerator<LedgerEntry> {
+    let after: ExportCursor | undefined;
+    for (;;) {
+      const page = await this.page(filter, after);
+      yield* page;
+      if (page.length < PAGE_ROWS) return;
+      const last = page[page.length - 1];
+      after = { createdAt: new Date(last.createdAt), trackId: last.trackId, kind: last.kind };
+    }
+  }
+}
