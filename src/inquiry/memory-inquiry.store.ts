@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import type { LedgerQueue } from '../ledger/ledger-queue.js';
 import type { IdempotencyClaim, InquiryRecord } from './inquiry-record.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
 
@@ -16,22 +17,27 @@ function expiringCache<V extends object>(): LRUCache<string, V> {
 export class MemoryInquiryStore extends InquiryStore {
   private readonly records = expiringCache<InquiryRecord>();
 
-  create(record: InquiryRecord, ttlSeconds: number): Promise<void> {
-    if (this.records.has(record.trackId)) return Promise.reject(new Error('trackId collision'));
+  /** `ledger`: the duty and entry written with the record (docs/architecture.md, "The ledger"). */
+  constructor(private readonly ledger?: LedgerQueue) {
+    super();
+  }
+
+  async create(record: InquiryRecord, ttlSeconds: number): Promise<void> {
+    if (this.records.has(record.trackId)) throw new Error('trackId collision');
     this.records.set(record.trackId, { ...record }, { ttl: ttlSeconds * 1000 });
-    return Promise.resolve();
+    await this.ledger?.owe(record);
   }
 
   settle(record: InquiryRecord, ttlSeconds?: number): Promise<void> {
     if (this.records.has(record.trackId)) this.records.set(record.trackId, { ...record }, { noUpdateTTL: true });
     else if (ttlSeconds !== undefined && ttlSeconds > 0)
       this.records.set(record.trackId, { ...record }, { ttl: ttlSeconds * 1000 });
-    return Promise.resolve();
+    return this.ledger?.settled(record) ?? Promise.resolve();
   }
 
   discard(trackId: string): Promise<void> {
     this.records.delete(trackId);
-    return Promise.resolve();
+    return this.ledger?.discard(trackId) ?? Promise.resolve();
   }
 
   get(trackId: string): Promise<InquiryRecord | null> {

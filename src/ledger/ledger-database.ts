@@ -14,6 +14,10 @@ export interface SqlQueries {
  */
 export abstract class LedgerDatabase implements SqlQueries {
   abstract readonly embedded: boolean;
+  /** False only for an embedded database not yet opened (nothing written or read so far). */
+  get isOpen(): boolean {
+    return true;
+  }
   abstract query<R>(sql: string, params?: unknown[]): Promise<R[]>;
   /** Runs `work` in one transaction on one connection (committed if it resolves). */
   abstract transaction<T>(work: (tx: SqlQueries) => Promise<T>): Promise<T>;
@@ -69,32 +73,46 @@ export class PgLedgerDatabase extends LedgerDatabase {
   }
 }
 
-/** PGlite in the process: one connection, for one replica (the sandbox, a trial). */
+/**
+ * PGlite in the process: one connection, for one replica (the sandbox, a trial). Opened on
+ * first use: starting it (an initdb in WebAssembly) takes seconds of CPU and ~200 MiB, which a
+ * gateway that never writes an entry need not pay.
+ */
 export class PgliteLedgerDatabase extends LedgerDatabase {
   readonly embedded = true;
+  private opened: Promise<PGlite> | null = null;
 
-  private constructor(private readonly db: PGlite) {
+  /** `dataDir`: a directory to keep the data in; unset, in memory (lost with the process). */
+  constructor(private readonly dataDir?: string) {
     super();
   }
 
-  /** `dataDir`: a directory to keep the data in; unset, in memory (lost with the process). */
   static async open(dataDir?: string): Promise<PgliteLedgerDatabase> {
-    const { PGlite } = await import('@electric-sql/pglite');
-    const db = await PGlite.create(dataDir);
-    return new PgliteLedgerDatabase(db);
+    const db = new PgliteLedgerDatabase(dataDir);
+    await db.db();
+    return db;
+  }
+
+  private db(): Promise<PGlite> {
+    this.opened ??= import('@electric-sql/pglite').then(({ PGlite }) => PGlite.create(this.dataDir));
+    return this.opened;
+  }
+
+  override get isOpen(): boolean {
+    return this.opened !== null;
   }
 
   async query<R>(sql: string, params?: unknown[]): Promise<R[]> {
-    return (await this.db.query<R>(sql, params)).rows;
+    return (await (await this.db()).query<R>(sql, params)).rows;
   }
 
-  transaction<T>(work: (tx: SqlQueries) => Promise<T>): Promise<T> {
-    return this.db.transaction((tx) =>
+  async transaction<T>(work: (tx: SqlQueries) => Promise<T>): Promise<T> {
+    return (await this.db()).transaction((tx) =>
       work({ query: async <R>(sql: string, params?: unknown[]) => (await tx.query<R>(sql, params)).rows }),
     );
   }
 
-  close(): Promise<void> {
-    return this.db.close();
+  async close(): Promise<void> {
+    if (this.opened) await (await this.opened).close();
   }
 }

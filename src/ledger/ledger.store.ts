@@ -1,7 +1,7 @@
 import type { StoreCipher } from '../store/store-cipher.js';
 import type { LedgerDatabase } from './ledger-database.js';
 import type { EntryStatus, LedgerEntry, QueuedEntry } from './ledger-entry.js';
-import { ensurePartitions } from './ledger-schema.js';
+import { ensurePartitions, migrate } from './ledger-schema.js';
 
 interface EntryRow {
   track_id: string;
@@ -74,15 +74,27 @@ export const PAGE_ROWS = 5_000;
  * `ON CONFLICT DO NOTHING`: the same entry written twice (two drainers, a redelivery) is one row.
  */
 export class LedgerStore {
+  private migrated: Promise<unknown> | null = null;
+
   constructor(
     readonly db: LedgerDatabase,
     private readonly cipher: StoreCipher,
     private readonly resultRetentionDays: number,
   ) {}
 
+  /** The schema, migrated once per process before the first statement (again after a failure). */
+  ready(): Promise<unknown> {
+    this.migrated ??= migrate(this.db).catch((error: unknown) => {
+      this.migrated = null;
+      throw error;
+    });
+    return this.migrated;
+  }
+
   /** Inserts a batch in two statements (entries, then results); returns the entries newly written. */
   async insert(entries: readonly QueuedEntry[]): Promise<number> {
     if (entries.length === 0) return 0;
+    await this.ready();
     try {
       return await this.insertOnce(entries);
     } catch (error) {
@@ -145,6 +157,7 @@ export class LedgerStore {
 
   /** Every entry of one inquiry, oldest fact first, and its data while kept; null when unknown. */
   async facts(trackId: string): Promise<InquiryFacts | null> {
+    await this.ready();
     const rows = await this.db.query<EntryRow>(
       `SELECT ${ENTRY_COLUMNS} FROM ledger_entries WHERE track_id = $1 ORDER BY recorded_at, kind`,
       [trackId],
@@ -165,6 +178,7 @@ export class LedgerStore {
    * PostgreSQL and PGlite, no server cursor, memory bounded by the page (PAGE_ROWS).
    */
   async page(filter: ExportFilter, after?: ExportCursor, limit = PAGE_ROWS): Promise<LedgerEntry[]> {
+    await this.ready();
     const rows = await this.db.query<EntryRow>(
       `SELECT ${ENTRY_COLUMNS} FROM ledger_entries
        WHERE created_at >= $1 AND created_at < $2

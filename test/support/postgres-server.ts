@@ -30,7 +30,7 @@ function serverUser(): { uid: number; gid: number } | undefined {
 /**
  * A real PostgreSQL server on a free loopback port, owned by one test file, like RedisServer:
  * `initdb` into a temporary directory, then `postgres` on it (fsync off: a test's data need not
- * survive a power cut). It can be killed (SIGKILL, as a crash) and restarted with its data.
+ * survive a power cut, but survives the server's crash: commits stay synchronous). It can be killed (SIGKILL, as a crash) and restarted with its data.
  */
 export class PostgresServer {
   private process: ChildProcess | null = null;
@@ -80,10 +80,6 @@ export class PostgresServer {
         '-c',
         'fsync=off',
         '-c',
-        'synchronous_commit=off',
-        '-c',
-        'full_page_writes=off',
-        '-c',
         'max_connections=200',
       ],
       { stdio: ['ignore', 'pipe', 'pipe'], ...this.user },
@@ -114,8 +110,11 @@ export class PostgresServer {
     const exited = once(child, 'exit');
     child.kill('SIGKILL');
     await exited;
-    // A SIGKILLed postmaster leaves its backends; they exit on their own once they notice.
-    // Its lock file names the dead pid, which the next start detects and clears.
+    // A SIGKILLed postmaster leaves its backends, which exit on their own once they notice;
+    // they hold the inherited output pipes meanwhile, so this end is closed now. The lock
+    // file names the dead pid, which the next start detects and clears.
+    child.stdout?.destroy();
+    child.stderr?.destroy();
   }
 
   /** Starts again on the same port with the same data (crash recovery). */

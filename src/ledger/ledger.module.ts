@@ -1,0 +1,52 @@
+import { Logger, Module } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import { AccountingModule } from '../accounting/accounting.module.js';
+import { InquiryPrices } from '../accounting/inquiry-prices.js';
+import type { AppConfig } from '../config/app-config.js';
+import { RedisConnection } from '../store/redis-connection.js';
+import { StoreCipher } from '../store/store-cipher.js';
+import { StoreModule } from '../store/store.module.js';
+import { LedgerDatabase, PgLedgerDatabase, PgliteLedgerDatabase } from './ledger-database.js';
+import { LedgerDrainer } from './ledger-drainer.js';
+import { LedgerMetrics } from './ledger-metrics.js';
+import { LedgerQueue } from './ledger-queue.js';
+import { LedgerReads } from './ledger-reads.js';
+import { LedgerStore } from './ledger.store.js';
+import { MemoryLedgerQueue } from './memory-ledger.queue.js';
+import { RedisLedgerQueue } from './redis-ledger.queue.js';
+
+/** The ledger in PostgreSQL (docs/api.md §6): its queue, drainer, reads. */
+@Module({
+  imports: [StoreModule, AccountingModule],
+  providers: [
+    {
+      provide: LedgerDatabase,
+      inject: [ConfigService],
+      useFactory: (config: ConfigService<AppConfig, true>): LedgerDatabase => {
+        const { databaseUrl } = config.get('ledger', { infer: true });
+        if (databaseUrl) return new PgLedgerDatabase(databaseUrl.reveal());
+        new Logger('LedgerDatabase').warn(
+          'LEDGER_DATABASE_URL unset: the ledger is an embedded PostgreSQL (PGlite) in memory, lost with the process and fit for one replica only',
+        );
+        return new PgliteLedgerDatabase();
+      },
+    },
+    {
+      provide: LedgerQueue,
+      inject: [RedisConnection, StoreCipher, InquiryPrices],
+      useFactory: (redis: RedisConnection, cipher: StoreCipher, prices: InquiryPrices): LedgerQueue =>
+        redis.client ? new RedisLedgerQueue(redis.client, redis.keys, cipher, prices) : new MemoryLedgerQueue(prices),
+    },
+    {
+      provide: LedgerStore,
+      inject: [LedgerDatabase, StoreCipher, ConfigService],
+      useFactory: (db: LedgerDatabase, cipher: StoreCipher, config: ConfigService<AppConfig, true>) =>
+        new LedgerStore(db, cipher, config.get('ledger', { infer: true }).resultRetentionDays),
+    },
+    LedgerMetrics,
+    LedgerDrainer,
+    LedgerReads,
+  ],
+  exports: [LedgerQueue, LedgerReads, LedgerStore, LedgerMetrics, LedgerDrainer],
+})
+export class LedgerModule {}
