@@ -12,13 +12,19 @@ import { LedgerMetrics } from './ledger-metrics.js';
 import { LedgerQueue } from './ledger-queue.js';
 import { LedgerReads } from './ledger-reads.js';
 import { LedgerStore } from './ledger.store.js';
+import { AdminController, CsvBodies } from './admin.controller.js';
+import { Reconciliations } from './reconciliation.js';
+import { CallerAuthModule } from '../caller-auth/caller-auth.module.js';
 import { MemoryLedgerQueue } from './memory-ledger.queue.js';
 import { RedisLedgerQueue } from './redis-ledger.queue.js';
 
 /** The ledger in PostgreSQL (docs/api.md §6): its queue, drainer, reads. */
 @Module({
-  imports: [StoreModule, AccountingModule],
+  imports: [StoreModule, AccountingModule, CallerAuthModule],
+  controllers: [AdminController],
   providers: [
+    CsvBodies,
+    Reconciliations,
     {
       provide: LedgerDatabase,
       inject: [ConfigService],
