@@ -158,6 +158,10 @@ export function buildOpenApiDocument(app: NestFastifyApplication): OpenAPIObject
     )
     .addTag('inquiries', 'Shahkar and IBAN inquiries, and the record of each')
     .addTag('operations', 'Probes, metrics and this description; no credential needed')
+    .addTag(
+      'administration',
+      'The ledger: export, usage, reconciliations (API keys with the ledger scopes; the ops port when OPS_PORT is set)',
+    )
     .build();
   // Operations carry their own tags (`inquiries`, `operations`); without autoTagControllers: false
   // Nest adds the controller's name beside them and Swagger UI lists every operation twice.

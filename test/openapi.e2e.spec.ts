@@ -43,7 +43,12 @@ describe('OpenAPI document', () => {
     expect(fixture.served.openapi).toBe('3.1.0');
     const open = ['/health/live', '/health/ready', '/health/startup', '/metrics', '/docs', '/docs-json'];
     const guarded = ['/v1/kyc/shahkar', '/v1/kyc/iban', '/v1/inquiries/{trackId}'];
-    expect(Object.keys(fixture.served.paths).sort()).toEqual([...open, ...guarded].sort());
+    const admin = ['/admin/ledger', '/admin/usage', '/admin/reconciliations'];
+    expect(Object.keys(fixture.served.paths).sort()).toEqual([...open, ...guarded, ...admin].sort());
+    // Administration: API keys only (a JWT never carries the ledger scopes).
+    for (const path of admin) {
+      for (const operation of Object.values(fixture.served.paths[path])) expect(operation.security).toHaveLength(1);
+    }
     for (const path of open) expect(fixture.served.paths[path].get.security).toEqual([]);
     for (const path of guarded) {
       for (const operation of Object.values(fixture.served.paths[path])) {

@@ -17,7 +17,7 @@ describe('Swagger UI', () => {
 
   it('lists each operation once: one tag per operation, a tag the document declares', () => {
     const declared = fixture.served.tags.map((t) => t.name).sort();
-    expect(declared).toEqual(['inquiries', 'operations']);
+    expect(declared).toEqual(['administration', 'inquiries', 'operations']);
     const operations = Object.entries(fixture.served.paths).flatMap(([path, ops]) =>
       Object.entries(ops).map(([method, op]) => ({ operation: `${method} ${path}`, tags: op.tags })),
     );

@@ -19,6 +19,8 @@ import { ProblemException } from '../problem/problem.js';
 import type { EntryStatus, LedgerEntry } from './ledger-entry.js';
 import { LedgerStore, usage, type ExportFilter } from './ledger.store.js';
 import { Reconciliations } from './reconciliation.js';
+import { ledgerCall } from './ledger-call.js';
+import { ApiLedgerExport, ApiReconciliation, ApiUsage } from './admin.openapi.js';
 
 const NDJSON = 'application/x-ndjson';
 const CSV = 'text/csv';
@@ -81,12 +83,13 @@ export class AdminController {
   /** Entries streamed in keyset pages: NDJSON (default) or CSV; memory holds one page. */
   @Get('ledger')
   @RequireScopes('ledger:read')
-  exportLedger(
+  @ApiLedgerExport()
+  async exportLedger(
     @CurrentCaller() caller: Caller,
     @Query() query: Record<string, string | undefined>,
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
-  ): void {
+  ): Promise<void> {
     apiKeyOnly(caller);
     const filter: ExportFilter = { ...range(query.from, query.to) };
     if (query.clientId !== undefined) filter.clientId = query.clientId;
@@ -96,10 +99,17 @@ export class AdminController {
       filter.status = query.status as EntryStatus;
     }
     const csv = (request.headers.accept ?? '').includes(CSV);
-    const entries = this.store.entries(filter);
+    const entries = this.store.entries(filter)[Symbol.asyncIterator]();
+    // The first page before the status line: PostgreSQL down is a 503, not a cut 200.
+    const first = await ledgerCall('ledger export', () => entries.next());
+    const rest = { [Symbol.asyncIterator]: () => entries };
     const lines = async function* () {
       if (csv) yield `${COLUMNS.join(',')}\r\n`;
-      for await (const entry of entries) {
+      if (first.done) return;
+      yield csv
+        ? `${COLUMNS.map((column) => csvField(first.value[column])).join(',')}\r\n`
+        : `${JSON.stringify(first.value)}\n`;
+      for await (const entry of rest) {
         yield csv ? `${COLUMNS.map((column) => csvField(entry[column])).join(',')}\r\n` : `${JSON.stringify(entry)}\n`;
       }
     };
@@ -111,6 +121,7 @@ export class AdminController {
 
   @Get('usage')
   @RequireScopes('ledger:read')
+  @ApiUsage()
   async usage(@CurrentCaller() caller: Caller, @Query() query: Record<string, string | undefined>) {
     apiKeyOnly(caller);
     const { from, to } = range(query.from, query.to);
@@ -122,12 +133,13 @@ export class AdminController {
       period,
       from: from.toISOString(),
       to: to.toISOString(),
-      usage: await usage(this.store, from, to, period),
+      usage: await ledgerCall('ledger usage', () => usage(this.store, from, to, period)),
     };
   }
 
   @Post('reconciliations')
   @HttpCode(200)
+  @ApiReconciliation()
   @RequireScopes('ledger:read', 'ledger:reconcile')
   async reconcile(
     @CurrentCaller() caller: Caller,
@@ -138,7 +150,8 @@ export class AdminController {
     const period = query.from !== undefined || query.to !== undefined ? range(query.from, query.to) : undefined;
     if (!(request.body instanceof Readable))
       throw new ProblemException('validation_failed', 'The body must be text/csv with a trackId header column.');
-    return this.reconciliations.reconcile(request.body, request.id, period);
+    const body = request.body;
+    return ledgerCall('ledger reconciliation', () => this.reconciliations.reconcile(body, request.id, period));
   }
 }
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { storeCall } from '../store/store-unavailable.error.js';
+import { ledgerCall } from './ledger-call.js';
 import type { EntryStatus } from './ledger-entry.js';
 import { LedgerStore } from './ledger.store.js';
 import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
@@ -30,7 +30,7 @@ export class LedgerReads {
 
   /** Null when the ledger has no entry for it; a 503 store_unavailable when PostgreSQL is down. */
   inquiry(trackId: string): Promise<LedgerInquiry | null> {
-    return storeCall('ledger read', async () => {
+    return ledgerCall('ledger read', async () => {
       const facts = await this.store.facts(trackId);
       if (!facts) return null;
       const first = facts.entries.find((entry) => entry.kind !== 'reconciled') ?? facts.entries[0];
