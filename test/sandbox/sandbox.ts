@@ -1,6 +1,7 @@
 /**
  * `npm run sandbox`: the gateway on PORT (3000) in front of the built-in upstream simulator,
- * with the in-process store (no Redis). One API key with every scope: SANDBOX_API_KEY, or a
+ * with the in-process store (no Redis) and the ledger on PGlite, PostgreSQL in the process
+ * (unless LEDGER_DATABASE_URL is set). One API key with every scope: SANDBOX_API_KEY, or a
  * random one generated and printed here. Ctrl-C stops both.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -26,7 +27,7 @@ async function main(): Promise<void> {
       {
         clientId: 'sandbox',
         keySha256: createHash('sha256').update(apiKey).digest('hex'),
-        scopes: ['kyc:shahkar', 'kyc:iban', 'inquiries:read', 'kyc:advanced'],
+        scopes: ['kyc:shahkar', 'kyc:iban', 'inquiries:read', 'kyc:advanced', 'ledger:read', 'ledger:reconcile'],
       },
     ]),
     REDIS_URL: undefined,
@@ -47,6 +48,8 @@ async function main(): Promise<void> {
   const { app, config } = gateway;
   await app.listen({ port: config.http.port, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${config.http.port}`;
+  const today = new Date().toISOString().slice(0, 10);
+  const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
   console.log(
     [
       '',
@@ -56,6 +59,10 @@ async function main(): Promise<void> {
       '',
       `  curl -s -X POST ${url}/v1/kyc/shahkar -H 'X-Api-Key: ${apiKey}' -H 'Content-Type: application/json' \\`,
       `       -d '{"nationalCode":"0499370899","mobileNumber":"09121234567"}'`,
+      '',
+      `The ledger (${config.ledger.databaseUrl ? 'LEDGER_DATABASE_URL' : 'PGlite, in this process'}; an entry a moment after each inquiry):`,
+      `  curl -s '${url}/admin/ledger?from=${today}&to=${tomorrow}' -H 'X-Api-Key: ${apiKey}'`,
+      `  curl -s '${url}/admin/usage?from=${today}&to=${tomorrow}&period=day' -H 'X-Api-Key: ${apiKey}'`,
       '',
     ].join('\n'),
   );
