@@ -80,6 +80,7 @@ async function drain(drainers: number, prefix: string): Promise<string> {
     );
   });
   await workers[0].drainOnce().catch(() => undefined); // migrations and partitions before the clock starts
+  const cpu = process.cpuUsage();
   const started = performance.now();
   await Promise.all(
     workers.map(async (w) => {
@@ -87,10 +88,12 @@ async function drain(drainers: number, prefix: string): Promise<string> {
     }),
   );
   const seconds = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu);
+  const cpuPerEntry = (used.user + used.system) / DRAIN_ENTRIES;
   const [{ n }] = await dbs[0].query<{ n: number }>('SELECT count(*)::int AS n FROM ledger_entries');
   await Promise.all(dbs.map((db) => db.close()));
   clients.forEach((c) => c.disconnect());
-  return `| ${drainers} drainer(s) | ${DRAIN_ENTRIES} | ${seconds.toFixed(1)} s | ${Math.round(DRAIN_ENTRIES / seconds).toLocaleString('en')} entries/s | rows now ${n} |`;
+  return `| ${drainers} drainer(s) | ${DRAIN_ENTRIES} | ${seconds.toFixed(1)} s | ${Math.round(DRAIN_ENTRIES / seconds).toLocaleString('en')} entries/s | ${cpuPerEntry.toFixed(1)} µs | rows now ${n} |`;
 }
 
 async function exportRun(url: string, accept: string): Promise<string> {
@@ -115,7 +118,9 @@ async function exportRun(url: string, accept: string): Promise<string> {
 
 try {
   console.log('## Drain (Redis stream → PostgreSQL, batches of 1000, sealed entries with data)\n');
-  console.log('| drainers | entries | time | throughput | check |\n|---|---:|---:|---:|---|');
+  console.log(
+    '| drainers | entries | time | throughput | gateway-side CPU per entry | check |\n|---|---:|---:|---:|---:|---|',
+  );
   console.log(await drain(1, 'bench1'));
   await new PgLedgerDatabase(postgres.url).query('TRUNCATE ledger_entries, ledger_results').catch(() => undefined);
   console.log(await drain(2, 'bench2'));
