@@ -101,6 +101,8 @@ async function startGatewayServer(spec: GatewaySpec): Promise<Running> {
     UPSTREAM_USERNAME: 'sandbox-user',
     UPSTREAM_PASSWORD: 'sandbox-password',
     API_KEYS: TEST_API_KEYS,
+    // The ledger's PostgreSQL when the bench is given one (else the embedded PGlite).
+    LEDGER_DATABASE_URL: process.env.LEDGER_DATABASE_URL,
     ...spec.env,
   });
   try {

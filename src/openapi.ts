@@ -159,7 +159,10 @@ export function buildOpenApiDocument(app: NestFastifyApplication): OpenAPIObject
     .addTag('inquiries', 'Shahkar and IBAN inquiries, and the record of each')
     .addTag('operations', 'Probes, metrics and this description; no credential needed')
     .addTag('budgets', "The caller's own spend budgets (docs/api.md §6)")
-    .addTag('administration', 'For operators: API keys with `ledger:read` (never a JWT), on the ops listener')
+    .addTag(
+      'administration',
+      'For operators: the ledger, usage, reconciliations, budgets and status (API keys with the ledger scopes, never a JWT; the ops port when OPS_PORT is set)',
+    )
     .build();
   // Operations carry their own tags (`inquiries`, `operations`); without autoTagControllers: false
   // Nest adds the controller's name beside them and Swagger UI lists every operation twice.

@@ -175,6 +175,26 @@ const CASES: Array<{
     fires: false,
   },
   ...[
+    ['entries waiting 20 minutes', '0+60x30', true],
+    ['entries written at once', '0x30', false],
+  ].map(([name, age, fires]) => ({
+    alert: 'LedgerBacklog',
+    name: name as string,
+    series: { [`vgw_ledger_queue_oldest_age_seconds{${L}, pod="a"}`]: age as string },
+    at: '25m',
+    fires: fires as boolean,
+  })),
+  ...[
+    ['one unsent charge found', '0 0 1 1 1', true],
+    ['none found', '0x10', false],
+  ].map(([name, series, fires]) => ({
+    alert: 'ReconciliationUnsentCharges',
+    name: name as string,
+    series: { [`vgw_reconciliation_unsent_charges_total{${L}, pod="a"}`]: series as string },
+    at: '4m',
+    fires: fires as boolean,
+  })),
+  ...[
     ['one pod without Redis', '0x10', true],
     ['both pods with Redis', '1x10', false],
   ].map(([name, a, fires]) => ({

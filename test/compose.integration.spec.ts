@@ -27,7 +27,7 @@ interface Service {
   read_only?: boolean;
 }
 const compose = parse(read('compose.yaml')) as { services: Record<string, Service> };
-const { gateway, redis, simulator } = compose.services;
+const { gateway, redis, simulator, postgres } = compose.services;
 
 /** The variables the gateway reads: the properties of its validated environment class. */
 const GATEWAY_VARIABLES = new Set(
@@ -38,14 +38,16 @@ describe('compose.yaml (local stack)', () => {
   const work = mkdtempSync(join(tmpdir(), 'vgw-compose-'));
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-  it('has the gateway (built from the Dockerfile), Redis and the simulator', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['gateway', 'redis', 'simulator']);
+  it('has the gateway (built from the Dockerfile), Redis, PostgreSQL and the simulator', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['gateway', 'postgres', 'redis', 'simulator']);
+    expect(postgres.image).toMatch(/^postgres:\d/);
     expect(gateway.build).toMatchObject({ context: '.' });
     expect(gateway.build?.dockerfile).toBeUndefined();
     expect(simulator.build).toEqual({ context: '.', dockerfile: 'test/upstream-simulator/Dockerfile' });
     expect(redis.image).toMatch(/^redis:\d/);
     expect(gateway.depends_on).toEqual({
       redis: { condition: 'service_healthy' },
+      postgres: { condition: 'service_healthy' },
       simulator: { condition: 'service_started' },
     });
     expect(gateway.read_only).toBe(true);
@@ -63,6 +65,14 @@ describe('compose.yaml (local stack)', () => {
     ]);
     const store = new URL(env.REDIS_URL);
     expect([store.hostname, store.port]).toEqual(['redis', '6379']);
+    const ledger = new URL(env.LEDGER_DATABASE_URL);
+    expect([ledger.hostname, ledger.port, ledger.username, ledger.password, ledger.pathname]).toEqual([
+      'postgres',
+      '5432',
+      postgres.environment!.POSTGRES_USER,
+      postgres.environment!.POSTGRES_PASSWORD,
+      `/${postgres.environment!.POSTGRES_DB}`,
+    ]);
     // The documented key is the one configured (by its hash).
     const key = /X-Api-Key: ([\w-]+)/.exec(read('docs/local-stack.md'))![1];
     const [entry] = JSON.parse(env.API_KEYS) as Array<{ keySha256: string; scopes: string[] }>;

@@ -43,14 +43,16 @@ describe('OpenAPI document', () => {
     expect(fixture.served.openapi).toBe('3.1.0');
     const open = ['/health/live', '/health/ready', '/health/startup', '/metrics', '/docs', '/docs-json'];
     const guarded = ['/v1/kyc/shahkar', '/v1/kyc/iban', '/v1/inquiries/{trackId}', '/v1/budget', '/admin/budgets'];
-    // Administration (docs/api.md §6): API keys only (ledger:read), never a JWT.
-    const admin = ['/admin/status'];
+    // Administration (docs/api.md §6): API keys only (a JWT never carries the ledger scopes).
+    const admin = ['/admin/status', '/admin/ledger', '/admin/usage', '/admin/reconciliations'];
     expect(Object.keys(fixture.served.paths).sort()).toEqual([...open, ...guarded, ...admin].sort());
+    expect(Object.keys(fixture.served.paths['/admin/status'].get.responses)).toEqual(
+      expect.arrayContaining(['200', '401', '403', '500']),
+    );
     for (const path of admin) {
-      expect(fixture.served.paths[path].get.security).toEqual([{ apiKey: [] }]);
-      expect(Object.keys(fixture.served.paths[path].get.responses)).toEqual(
-        expect.arrayContaining(['200', '401', '403', '500']),
-      );
+      for (const operation of Object.values(fixture.served.paths[path])) {
+        expect(operation.security).toEqual([{ apiKey: [] }]);
+      }
     }
     for (const path of open) expect(fixture.served.paths[path].get.security).toEqual([]);
     for (const path of guarded) {

@@ -1,4 +1,5 @@
 import type { TracingConfig } from './tracing-config.js';
+import type { LedgerConfig } from '../ledger/ledger-config.js';
 import type { Secret } from './secret.js';
 import type { BudgetConfig, InquiryPriceTable } from './budget-config.js';
 
@@ -81,6 +82,8 @@ export interface AppConfig {
   logging: { level: string };
   /** OpenTelemetry tracing, from the standard OTEL_* variables (observability/tracing.ts). */
   tracing: TracingConfig;
+  /** The ledger in PostgreSQL (docs/api.md §6; ledger/ledger-config.ts). */
+  ledger: LedgerConfig;
   upstream: {
     baseUrl: string;
     username: Secret;

@@ -206,6 +206,22 @@ export class EnvironmentVariables {
   @WholeNumber(0, 100_000)
   INQUIRY_MAX_HELD_WAITS = 1_000;
 
+  /**
+   * The ledger (docs/api.md §6). Declared here so the set of variables is in one place; their
+   * values are checked and read by ledger/ledger-config.ts (the ledger's own slice).
+   */
+  @IsOptional()
+  @IsString()
+  LEDGER_DATABASE_URL?: string;
+
+  @IsOptional()
+  @IsString()
+  LEDGER_RETENTION_DAYS?: string;
+
+  @IsOptional()
+  @IsString()
+  LEDGER_RESULT_RETENTION_DAYS?: string;
+
   /** Not in the contract's table: inquiries per minute per end user (JWT `sub`); 0 = none. */
   @WholeNumber(0, 1_000_000)
   USER_QUOTA_PER_MINUTE = 60;

@@ -17,6 +17,7 @@ import { Secret } from './secret.js';
 import { tracingConfigFrom } from './tracing-config.js';
 import { minimumIdempotencyTtlSeconds } from './inquiry-lifetimes.js';
 import { budgetConfigFrom, parseInquiryPrices } from './budget-config.js';
+import { ledgerConfigFrom } from '../ledger/ledger-config.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -29,6 +30,7 @@ const FILE_VARIABLES = [
   'REDIS_PASSWORD',
   'REDIS_SENTINEL_PASSWORD',
   'STORE_ENCRYPTION_KEYS',
+  'LEDGER_DATABASE_URL',
 ] as const;
 
 /** Where a reader finds every variable with an example value (docs/operations.md#configuration). */
@@ -88,6 +90,7 @@ export function loadConfig(env: Env): AppConfig {
   }
   const budgets = budgetConfigFrom(vars, resolved.BUDGETS_FILE, problems);
   const inquiryPrices = parseInquiryPrices(vars.INQUIRY_PRICES, problems);
+  const ledger = ledgerConfigFrom(resolved, problems);
   if (vars.OPS_PORT !== undefined && vars.OPS_PORT === vars.PORT) {
     problems.push('OPS_PORT: must differ from PORT (unset it to serve everything on PORT)');
   }
@@ -110,6 +113,7 @@ export function loadConfig(env: Env): AppConfig {
     },
     logging: { level: vars.LOG_LEVEL },
     tracing,
+    ledger,
     upstream: {
       baseUrl: vars.UPSTREAM_BASE_URL.replace(/\/+$/, ''),
       username: new Secret(vars.UPSTREAM_USERNAME),

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { CallerAuthModule } from '../caller-auth/caller-auth.module.js';
+import { LedgerModule } from '../ledger/ledger.module.js';
 import { StoreModule } from '../store/store.module.js';
 import { TokenModule } from '../token/token.module.js';
 import { UpstreamModule } from '../upstream/upstream.module.js';
@@ -10,10 +11,10 @@ import { RegisteredRoutes } from './registered-routes.js';
 
 /**
  * The operators' console (docs/operations.md, "The console") and `GET /admin/status`.
- * The ledger's status arrives through `LEDGER_STATUS` (ledger-status.ts) once a module provides it.
+ * The ledger's status comes from LedgerModule (`LEDGER_STATUS`, src/ledger/ledger-status.ts).
  */
 @Module({
-  imports: [CallerAuthModule, StoreModule, TokenModule, UpstreamModule],
+  imports: [CallerAuthModule, LedgerModule, StoreModule, TokenModule, UpstreamModule],
   controllers: [ConsoleController, AdminStatusController],
   providers: [ConsoleAssets, GatewayStatusReader, RegisteredRoutes],
 })

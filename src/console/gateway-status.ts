@@ -5,7 +5,7 @@ import { GatewayMetrics } from '../observability/metrics.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { TokenProvider } from '../token/token.provider.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
-import { LEDGER_STATUS, type LedgerStatus, type LedgerStatusSource } from './ledger-status.js';
+import { LEDGER_STATUS, type LedgerStatus, type LedgerStatusSource } from '../ledger/ledger-status.js';
 import { RegisteredRoutes, type AdminRoute } from './registered-routes.js';
 
 /** `GET /admin/status` (docs/api.md §6, "Administration"): this replica now, for the console's "Now" panel. */

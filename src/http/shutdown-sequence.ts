@@ -10,6 +10,7 @@ import { ShutdownState } from '../health/shutdown.state.js';
 import { InquiryService } from '../inquiry/inquiry.service.js';
 import { InquiryWaits } from '../inquiry/inquiry-waits.js';
 import { Settlements } from '../inquiry/settlements.js';
+import { LedgerDrainer } from '../ledger/ledger-drainer.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { TokenProvider } from '../token/token.provider.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
@@ -40,6 +41,9 @@ export const WHILE_SERVING: readonly ShutdownStep[] = [
  */
 export const AFTER_SERVER_CLOSED: readonly ShutdownStep[] = [
   { name: 'flush owed settlements', run: (get) => get(Settlements).flushOwed() },
+  // After the settlements (they put the last entries on the queue), before Redis closes: what
+  // is queued is written to PostgreSQL for a few seconds; the rest waits for another replica.
+  { name: 'flush the ledger queue', run: (get) => get(LedgerDrainer).stop() },
   { name: 'stop token renewal', run: (get) => get(TokenProvider).stop() },
   { name: 'close the upstream pool', run: (get) => get(UpstreamClient).close() },
   { name: 'close Redis', run: (get) => get(RedisConnection).close() },

@@ -33,6 +33,10 @@ export interface InquiryRecord {
   completedAt?: string;
   upstream?: { code?: number; message?: string };
   data?: unknown;
+  /** For the ledger (docs/api.md §6): whether the upstream charged, once settled. */
+  charged?: 'yes' | 'no' | 'possibly';
+  /** For the ledger: the request that made the inquiry. */
+  requestId?: string;
 }
 
 /** What `GET /v1/inquiries/{trackId}` shows (docs/api.md §2), as of now. */

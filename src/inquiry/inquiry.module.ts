@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { BudgetModule } from '../budget/budget.module.js';
 import { CallerAuthModule } from '../caller-auth/caller-auth.module.js';
+import { LedgerQueue } from '../ledger/ledger-queue.js';
+import { LedgerModule } from '../ledger/ledger.module.js';
 import { StoreCipher } from '../store/store-cipher.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { StoreModule } from '../store/store.module.js';
@@ -17,14 +19,14 @@ import { SettleTimes } from './settle-times.js';
 import { Settlements } from './settlements.js';
 
 @Module({
-  imports: [BudgetModule, CallerAuthModule, StoreModule, TokenModule],
+  imports: [BudgetModule, CallerAuthModule, StoreModule, TokenModule, LedgerModule],
   controllers: [InquiryController],
   providers: [
     {
       provide: InquiryStore,
-      inject: [RedisConnection, StoreCipher],
-      useFactory: (redis: RedisConnection, cipher: StoreCipher): InquiryStore =>
-        redis.client ? new RedisInquiryStore(redis.client, redis.keys, cipher) : new MemoryInquiryStore(),
+      inject: [RedisConnection, StoreCipher, LedgerQueue],
+      useFactory: (redis: RedisConnection, cipher: StoreCipher, ledger: LedgerQueue): InquiryStore =>
+        redis.client ? new RedisInquiryStore(redis.client, redis.keys, cipher, ledger) : new MemoryInquiryStore(ledger),
     },
     {
       provide: IdempotencyStore,

@@ -7,6 +7,7 @@ import { sha256 } from '../crypto/sha256.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { requestLogFields, type InquiryLogFields, type RequestFacts } from '../observability/request-context.js';
 import { ProblemException } from '../problem/problem.js';
+import { LedgerReads } from '../ledger/ledger-reads.js';
 import { AuthorizedUpstream, type CallBudget } from '../token/authorized-upstream.js';
 import { Budgets, type BudgetReservation } from '../budget/budgets.js';
 import { LOCATION_HEADER, PREFERENCE_APPLIED_HEADER, RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
@@ -87,6 +88,7 @@ export class InquiryService {
     private readonly waits: InquiryWaits,
     private readonly settleTimes: SettleTimes,
     private readonly budgets: Budgets,
+    private readonly ledger: LedgerReads,
   ) {
     this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
     this.upstreamSettings = config.get('upstream', { infer: true });
@@ -169,6 +171,7 @@ export class InquiryService {
       status: 'pending',
       createdAt: new Date(createdAt).toISOString(),
       deadlineAt: new Date(budget.deadline).toISOString(),
+      requestId: facts?.requestId,
     };
     try {
       await this.records.create(record, this.ttlSeconds);
@@ -207,7 +210,8 @@ export class InquiryService {
     // Held before the first read, so a settlement between the read and the wait still wakes it.
     const wait = waitMs > 0 ? await this.waits.hold(id) : undefined;
     try {
-      let record = this.visible(caller, await this.records.get(id));
+      // Once the Redis record has expired, the ledger answers for years (docs/api.md §6).
+      let record = this.visible(caller, (await this.records.get(id)) ?? (await this.ledger.inquiry(id)));
       if (waitMs <= 0 || statusNow(record) !== 'pending') return { view: publicView(record) };
       if (!wait) throw this.waits.refusal();
       const started = Date.now();
@@ -421,6 +425,8 @@ export class InquiryService {
       completedAt: new Date().toISOString(),
       upstream: outcome.record.upstream,
       data: outcome.record.data,
+      charged: outcome.status === 'succeeded' ? 'yes' : outcome.notCharged ? 'no' : 'possibly',
+      requestId: record.requestId,
     };
     // Owed until stored (or the record has expired): the caller is answered either way.
     const until = Date.parse(record.createdAt) + this.ttlSeconds * 1000;

@@ -1,3 +1,4 @@
+import type { LedgerQueue } from '../ledger/ledger-queue.js';
 import type { RedisClient } from '../store/redis-connection.js';
 import type { RedisKeys } from '../store/redis-keys.js';
 import type { StoreCipher } from '../store/store-cipher.js';
@@ -22,6 +23,8 @@ export class RedisInquiryStore extends InquiryStore {
     private readonly client: RedisClient,
     private readonly keys: RedisKeys,
     private readonly cipher: StoreCipher,
+    /** The ledger's duty and entry go in the same batched write as the record (docs/architecture.md, "The ledger"). */
+    private readonly ledger?: LedgerQueue,
   ) {
     super();
     client.defineCommand('vgwInquiryConclude', { numberOfKeys: 1, lua: CONCLUDE });
@@ -31,7 +34,10 @@ export class RedisInquiryStore extends InquiryStore {
   create(record: InquiryRecord, ttlSeconds: number): Promise<void> {
     return storeCall('inquiry create', async () => {
       const key = this.keys.inquiry(record.trackId);
-      const done = await this.client.set(key, this.cipher.seal(JSON.stringify(record), key), 'EX', ttlSeconds, 'NX');
+      const [done] = await Promise.all([
+        this.client.set(key, this.cipher.seal(JSON.stringify(record), key), 'EX', ttlSeconds, 'NX'),
+        this.ledger?.owe(record),
+      ]);
       if (done !== 'OK') throw new Error('trackId collision');
     });
   }
@@ -40,7 +46,10 @@ export class RedisInquiryStore extends InquiryStore {
     return storeCall('inquiry settle', async () => {
       const key = this.keys.inquiry(record.trackId);
       const value = this.cipher.seal(JSON.stringify(record), key);
-      const replaced = await this.client.set(key, value, 'KEEPTTL', 'XX');
+      const [replaced] = await Promise.all([
+        this.client.set(key, value, 'KEEPTTL', 'XX'),
+        this.ledger?.settled(record),
+      ]);
       if (replaced === null && ttlSeconds !== undefined && ttlSeconds > 0) {
         await this.client.set(key, value, 'EX', ttlSeconds, 'NX');
       }
@@ -70,7 +79,7 @@ export class RedisInquiryStore extends InquiryStore {
 
   discard(trackId: string): Promise<void> {
     return storeCall('inquiry discard', async () => {
-      await this.client.del(this.keys.inquiry(trackId));
+      await Promise.all([this.client.del(this.keys.inquiry(trackId)), this.ledger?.discard(trackId)]);
     });
   }
 

@@ -76,4 +76,13 @@ export class RedisKeys {
   idempotency(scope: string, keySha256: string): string {
     return `{${this.prefix}:idem:${scope}:${keySha256}}`;
   }
+
+  /**
+   * The ledger's queue (ledger/redis-ledger.queue.ts): `due` (sorted set of trackIds by the
+   * time their entry is owed), `duties` (hash: the sealed `unknown` entry owed), `entries`
+   * (the stream drained into PostgreSQL). One hash tag: its scripts touch all three.
+   */
+  ledger(part: 'due' | 'duties' | 'entries'): string {
+    return `{${this.prefix}:ledger}:${part}`;
+  }
 }

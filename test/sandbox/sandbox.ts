@@ -1,6 +1,7 @@
 /**
  * `npm run sandbox`: the gateway on PORT (3000) in front of the built-in upstream simulator,
- * with the in-process store (no Redis). Ctrl-C stops both. Its callers and test data are listed
+ * with the in-process store (no Redis) and the ledger on PGlite, PostgreSQL in the process
+ * (unless LEDGER_DATABASE_URL is set). Ctrl-C stops both. Its callers and test data are listed
  * in docs/local-stack.md ("The sandbox's callers and test data"):
  * - an API key with every scope: SANDBOX_API_KEY, or a random one generated and printed here;
  * - a narrow key with `kyc:shahkar` only (the first key plus `-shahkar-only`), for 403 answers;
@@ -16,7 +17,7 @@ import { SANDBOX_JWT_AUDIENCE, SANDBOX_JWT_ISSUER, createSandboxSigningKey, mint
 
 const SANDBOX_USERNAME = 'sandbox-user';
 const SANDBOX_PASSWORD = 'sandbox-password';
-const ALL_SCOPES = ['kyc:shahkar', 'kyc:iban', 'inquiries:read', 'kyc:advanced'];
+const ALL_SCOPES = ['kyc:shahkar', 'kyc:iban', 'inquiries:read', 'kyc:advanced', 'ledger:read', 'ledger:reconcile'];
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
@@ -73,6 +74,8 @@ async function main(): Promise<void> {
   await app.listen({ port: config.http.port, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${config.http.port}`;
   const inputs = Object.entries(SANDBOX_INPUT_OUTCOMES).map(([input, outcome]) => `${input} (${outcome})`);
+  const today = new Date().toISOString().slice(0, 10);
+  const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
   console.log(
     [
       '',
@@ -85,6 +88,10 @@ async function main(): Promise<void> {
       '',
       `  curl -s -X POST ${url}/v1/kyc/shahkar -H 'X-Api-Key: ${apiKey}' -H 'Content-Type: application/json' \\`,
       `       -d '{"nationalCode":"0499370899","mobileNumber":"09121234567"}'`,
+      '',
+      `The ledger (${config.ledger.databaseUrl ? 'LEDGER_DATABASE_URL' : 'PGlite, in this process'}; an entry a moment after each inquiry):`,
+      `  curl -s '${url}/admin/ledger?from=${today}&to=${tomorrow}' -H 'X-Api-Key: ${apiKey}'`,
+      `  curl -s '${url}/admin/usage?from=${today}&to=${tomorrow}&period=day' -H 'X-Api-Key: ${apiKey}'`,
       '',
     ].join('\n'),
   );

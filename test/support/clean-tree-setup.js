@@ -1,8 +1,18 @@
+import process from 'node:process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { treeState } from './clean-tree.js';
+import { startRunPostgres } from './ledger-postgres.js';
 
-/** Jest globalSetup: remembers the work tree's state (see clean-tree.js). */
-export default function cleanTreeSetup() {
+/**
+ * Jest globalSetup: remembers the work tree's state (see clean-tree.js), and starts the run's
+ * PostgreSQL for the gateways' ledger (ledger-postgres.js; the workers inherit its URL).
+ */
+export default async function cleanTreeSetup() {
   globalThis.__vgwTreeBefore = treeState(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'));
+  const postgres = await startRunPostgres();
+  if (postgres) {
+    globalThis.__vgwRunPostgres = postgres;
+    process.env.VGW_TEST_LEDGER_DATABASE_URL = postgres.url;
+  }
 }

@@ -6,7 +6,8 @@ import { treeChanges, treeState } from './clean-tree.js';
  * Jest globalTeardown: fails the run when a test changed the work tree (see clean-tree.js).
  * The same check edits made by hand during a run would trip; rerun after editing.
  */
-export default function cleanTreeTeardown() {
+export default async function cleanTreeTeardown() {
+  await globalThis.__vgwRunPostgres?.stop();
   const before = globalThis.__vgwTreeBefore;
   if (!before) return;
   const after = treeState(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'));

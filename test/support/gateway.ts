@@ -65,6 +65,8 @@ export async function startGateway(
       UPSTREAM_PASSWORD: 'sandbox-password',
       API_KEYS: TEST_API_KEYS,
       LOG_LEVEL: 'silent',
+      // The run's PostgreSQL (ledger-postgres.js), not one embedded PGlite per gateway.
+      LEDGER_DATABASE_URL: process.env.VGW_TEST_LEDGER_DATABASE_URL,
       ...env,
     },
     { logger: false, ...options },

@@ -189,6 +189,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Ledger entries, streamed
+         * @description Needs an API key with `ledger:read`. NDJSON by default, CSV (a header row, RFC 4180) on `Accept: text/csv`; in (createdAt, trackId, kind) order, in bounded memory whatever the number of rows.
+         */
+        get: operations["AdminController_exportLedger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Usage per client and period
+         * @description Needs an API key with `ledger:read`. Days and months are UTC; each inquiry counted once by its latest fact; `unitsSpent` counts inquiries charged or possibly charged.
+         */
+        get: operations["AdminController_usage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/reconciliations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The provider's list of charged inquiries against the ledger
+         * @description Needs an API key with `ledger:read` and `ledger:reconcile`. Body `text/csv` with a header row naming a `trackId` column, streamed. Each list holds the first 1000 trackIds (`truncated` when there are more). Idempotent: the same file twice appends nothing the second time.
+         */
+        post: operations["AdminController_reconcile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/docs": {
         parameters: {
             query?: never;
@@ -1587,6 +1647,390 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AllBudgets"];
+                };
+            };
+            /** @description `unauthenticated`: no or bad credential. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
+            408: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
+            431: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: anything else; no internal detail in the body. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `store_unavailable`: the record store is unreachable; nothing was sent upstream (with `Retry-After`). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    AdminController_exportLedger: {
+        parameters: {
+            query: {
+                /** @description ISO 8601 date or timestamp, inclusive. */
+                from: string;
+                /** @description ISO 8601 date or timestamp, exclusive. */
+                to: string;
+                clientId?: string;
+                status?: "succeeded" | "failed" | "unknown";
+            };
+            header?: {
+                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One entry per line. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": {
+                        /** Format: uuid */
+                        trackId: string;
+                        /** @enum {string} */
+                        kind: "settled" | "overdue" | "reconciled";
+                        clientId: string;
+                        subjectSha256?: string;
+                        /** @enum {string} */
+                        operation: "shahkar" | "iban";
+                        /** @enum {string} */
+                        requestHandlingType: "standard" | "advanced";
+                        /** @enum {string} */
+                        status: "succeeded" | "failed" | "unknown";
+                        /** @enum {string} */
+                        charged: "yes" | "no" | "possibly";
+                        costUnits: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        completedAt?: string;
+                        upstreamCode?: number;
+                        requestId?: string;
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field). */
+            400: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: no or bad credential. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
+            408: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
+            431: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: anything else; no internal detail in the body. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `store_unavailable`: the record store is unreachable; nothing was sent upstream (with `Retry-After`). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    AdminController_usage: {
+        parameters: {
+            query: {
+                /** @description ISO 8601 date or timestamp, inclusive. */
+                from: string;
+                /** @description ISO 8601 date or timestamp, exclusive. */
+                to: string;
+                period?: "day" | "month";
+            };
+            header?: {
+                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Usage rows. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        timeZone: "UTC";
+                        /** @enum {string} */
+                        period: "day" | "month";
+                        /** Format: date-time */
+                        from: string;
+                        /** Format: date-time */
+                        to: string;
+                        usage: {
+                            clientId: string;
+                            /** @example 2026-11-24 */
+                            period: string;
+                            inquiries: number;
+                            succeeded: number;
+                            failed: number;
+                            unknown: number;
+                            unitsSpent: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field). */
+            400: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: no or bad credential. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
+            408: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
+            431: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: anything else; no internal detail in the body. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `store_unavailable`: the record store is unreachable; nothing was sent upstream (with `Retry-After`). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    AdminController_reconcile: {
+        parameters: {
+            query?: {
+                /** @description The provider's billing period, inclusive. */
+                from?: string;
+                /** @description The provider's billing period, exclusive. */
+                to?: string;
+            };
+            header?: {
+                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Counts and capped lists. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        rows: number;
+                        chargedAndRecorded: {
+                            count: number;
+                            trackIds: string[];
+                            truncated: boolean;
+                        };
+                        chargedNotInLedger: {
+                            count: number;
+                            trackIds: string[];
+                            truncated: boolean;
+                        };
+                        recordedNotCharged: {
+                            count: number;
+                            trackIds: string[];
+                            truncated: boolean;
+                        };
+                        chargedButRecordedNotCharged: {
+                            count: number;
+                            trackIds: string[];
+                            truncated: boolean;
+                        };
+                        resolved: {
+                            count: number;
+                            trackIds: string[];
+                            truncated: boolean;
+                        };
+                        period: {
+                            /** Format: date-time */
+                            from?: string;
+                            /** Format: date-time */
+                            to?: string;
+                        } | null;
+                    };
+                };
+            };
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field). */
+            400: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description `unauthenticated`: no or bad credential. */

@@ -1,0 +1,180 @@
+import { Readable } from 'node:stream';
+import {
+  Controller,
+  Get,
+  HttpCode,
+  Injectable,
+  Post,
+  Query,
+  Req,
+  Res,
+  UseGuards,
+  type OnModuleInit,
+} from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { RouteConfig } from '@nestjs/platform-fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Caller } from '../caller-auth/caller.js';
+import { CallerAuthGuard, CurrentCaller, RequireScopes } from '../caller-auth/caller-auth.guard.js';
+import { BODY_MEDIA_TYPE } from '../problem/framework-errors.js';
+import { ProblemException } from '../problem/problem.js';
+import type { EntryStatus, LedgerEntry } from './ledger-entry.js';
+import { LedgerStore, usage, type ExportFilter } from './ledger.store.js';
+import { Reconciliations } from './reconciliation.js';
+import { ledgerCall } from './ledger-call.js';
+import { ApiLedgerExport, ApiReconciliation, ApiUsage } from './admin.openapi.js';
+
+const NDJSON = 'application/x-ndjson';
+const CSV = 'text/csv';
+const DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
+const STATUSES: readonly EntryStatus[] = ['succeeded', 'failed', 'unknown'];
+
+/** The export's columns, in the CSV's order (the fields of docs/api.md §7, plus the entry's kind). */
+const COLUMNS: ReadonlyArray<keyof LedgerEntry> = [
+  'trackId',
+  'kind',
+  'clientId',
+  'subjectSha256',
+  'operation',
+  'requestHandlingType',
+  'status',
+  'charged',
+  'costUnits',
+  'createdAt',
+  'completedAt',
+  'upstreamCode',
+  'requestId',
+];
+
+/** RFC 4180 field: quoted when it holds a comma, quote or line break; a leading =+-@ is neutralised (CSV injection). */
+function csvField(value: string | number | undefined): string {
+  if (value === undefined) return '';
+  let text = String(value);
+  if (/^[=+\-@]/.test(text) && typeof value === 'string') text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+function date(name: string, raw: string | undefined): Date {
+  const parsed = raw !== undefined && DATE.test(raw) ? new Date(raw.length === 10 ? `${raw}T00:00:00Z` : raw) : null;
+  if (!parsed || Number.isNaN(parsed.getTime()))
+    throw new ProblemException('validation_failed', `${name} must be an ISO 8601 date or timestamp.`, {
+      errors: [{ field: name, message: 'must be an ISO 8601 date (2026-11-24) or timestamp' }],
+    });
+  return parsed;
+}
+
+function range(from: string | undefined, to: string | undefined): { from: Date; to: Date } {
+  const span = { from: date('from', from), to: date('to', to) };
+  if (span.to <= span.from) throw new ProblemException('validation_failed', 'to must be after from.');
+  return span;
+}
+
+/**
+ * Administration (docs/api.md §7): the ledger export, usage, reconciliations. API keys only
+ * (`ledger:read`, `ledger:reconcile`; a JWT never carries them and is refused here anyway);
+ * on the ops listener when OPS_PORT is set (http/ops-listener.ts binds every /admin/ route).
+ */
+@Controller('admin')
+@UseGuards(CallerAuthGuard)
+export class AdminController {
+  constructor(
+    private readonly store: LedgerStore,
+    private readonly reconciliations: Reconciliations,
+  ) {}
+
+  /** Entries streamed in keyset pages: NDJSON (default) or CSV; memory holds one page. */
+  @Get('ledger')
+  @RequireScopes('ledger:read')
+  @ApiLedgerExport()
+  async exportLedger(
+    @CurrentCaller() caller: Caller,
+    @Query() query: Record<string, string | undefined>,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    apiKeyOnly(caller);
+    const filter: ExportFilter = { ...range(query.from, query.to) };
+    if (query.clientId !== undefined) filter.clientId = query.clientId;
+    if (query.status !== undefined) {
+      if (!STATUSES.includes(query.status as EntryStatus))
+        throw new ProblemException('validation_failed', 'status must be succeeded, failed or unknown.');
+      filter.status = query.status as EntryStatus;
+    }
+    const csv = (request.headers.accept ?? '').includes(CSV);
+    const entries = this.store.entries(filter)[Symbol.asyncIterator]();
+    // The first page before the status line: PostgreSQL down is a 503, not a cut 200.
+    const first = await ledgerCall('ledger export', () => entries.next());
+    const rest = { [Symbol.asyncIterator]: () => entries };
+    const lines = async function* () {
+      if (csv) yield `${COLUMNS.join(',')}\r\n`;
+      if (first.done) return;
+      yield csv
+        ? `${COLUMNS.map((column) => csvField(first.value[column])).join(',')}\r\n`
+        : `${JSON.stringify(first.value)}\n`;
+      for await (const entry of rest) {
+        yield csv ? `${COLUMNS.map((column) => csvField(entry[column])).join(',')}\r\n` : `${JSON.stringify(entry)}\n`;
+      }
+    };
+    void reply
+      .header('content-type', csv ? `${CSV}; charset=utf-8` : NDJSON)
+      .header('cache-control', 'no-store')
+      .send(Readable.from(lines()));
+  }
+
+  @Get('usage')
+  @RequireScopes('ledger:read')
+  @ApiUsage()
+  async usage(@CurrentCaller() caller: Caller, @Query() query: Record<string, string | undefined>) {
+    apiKeyOnly(caller);
+    const { from, to } = range(query.from, query.to);
+    const period = query.period ?? 'day';
+    if (period !== 'day' && period !== 'month')
+      throw new ProblemException('validation_failed', 'period must be day or month.');
+    return {
+      timeZone: 'UTC',
+      period,
+      from: from.toISOString(),
+      to: to.toISOString(),
+      usage: await ledgerCall('ledger usage', () => usage(this.store, from, to, period)),
+    };
+  }
+
+  @Post('reconciliations')
+  // The one route whose body is not JSON: the Content-Type check before parsing expects CSV here.
+  @RouteConfig({ [BODY_MEDIA_TYPE]: CSV })
+  @HttpCode(200)
+  @ApiReconciliation()
+  @RequireScopes('ledger:read', 'ledger:reconcile')
+  async reconcile(
+    @CurrentCaller() caller: Caller,
+    @Query() query: Record<string, string | undefined>,
+    @Req() request: FastifyRequest,
+  ) {
+    apiKeyOnly(caller);
+    const period = query.from !== undefined || query.to !== undefined ? range(query.from, query.to) : undefined;
+    if (!(request.body instanceof Readable))
+      throw new ProblemException('validation_failed', 'The body must be text/csv with a trackId header column.');
+    const body = request.body;
+    return ledgerCall('ledger reconciliation', () => this.reconciliations.reconcile(body, request.id, period));
+  }
+}
+
+/** Administration takes API keys only (docs/api.md §7). */
+function apiKeyOnly(caller: Caller): void {
+  if (caller.credential !== 'api_key')
+    throw new ProblemException('forbidden', 'Administration accepts API keys only, not JWTs.');
+}
+
+/**
+ * `text/csv` bodies reach POST /admin/reconciliations as a stream (never buffered: a provider's
+ * list may hold a million rows), outside BODY_LIMIT_BYTES, which is for JSON inquiries.
+ */
+@Injectable()
+export class CsvBodies implements OnModuleInit {
+  constructor(private readonly adapter: HttpAdapterHost) {}
+
+  onModuleInit(): void {
+    const fastify = this.adapter.httpAdapter?.getInstance<FastifyInstance>();
+    fastify?.addContentTypeParser(CSV, (_request, payload, done) => done(null, payload));
+  }
+}

@@ -1,0 +1,203 @@
+import { applyDecorators } from '@nestjs/common';
+import { ApiOperation, ApiQuery, ApiResponse, ApiSecurity, ApiTags, type SchemaObject } from '@nestjs/swagger';
+import { API_KEY_SCHEME } from '../openapi.js';
+import { ApiProblemResponses } from '../problem/problem.openapi.js';
+
+const DATE_QUERY = { type: 'string', example: '2026-11-24' } satisfies SchemaObject;
+const FROM = ApiQuery({
+  name: 'from',
+  required: true,
+  description: 'ISO 8601 date or timestamp, inclusive.',
+  schema: DATE_QUERY,
+});
+const TO = ApiQuery({
+  name: 'to',
+  required: true,
+  description: 'ISO 8601 date or timestamp, exclusive.',
+  schema: DATE_QUERY,
+});
+
+const ENTRY = {
+  type: 'object',
+  required: [
+    'trackId',
+    'kind',
+    'clientId',
+    'operation',
+    'requestHandlingType',
+    'status',
+    'charged',
+    'costUnits',
+    'createdAt',
+  ],
+  properties: {
+    trackId: { type: 'string', format: 'uuid' },
+    kind: { type: 'string', enum: ['settled', 'overdue', 'reconciled'] },
+    clientId: { type: 'string' },
+    subjectSha256: { type: 'string' },
+    operation: { type: 'string', enum: ['shahkar', 'iban'] },
+    requestHandlingType: { type: 'string', enum: ['standard', 'advanced'] },
+    status: { type: 'string', enum: ['succeeded', 'failed', 'unknown'] },
+    charged: { type: 'string', enum: ['yes', 'no', 'possibly'] },
+    costUnits: { type: 'integer' },
+    createdAt: { type: 'string', format: 'date-time' },
+    completedAt: { type: 'string', format: 'date-time' },
+    upstreamCode: { type: 'integer' },
+    requestId: { type: 'string' },
+  },
+} satisfies SchemaObject;
+
+const LIST = {
+  type: 'object',
+  required: ['count', 'trackIds', 'truncated'],
+  properties: {
+    count: { type: 'integer' },
+    trackIds: { type: 'array', items: { type: 'string', format: 'uuid' }, maxItems: 1000 },
+    truncated: { type: 'boolean' },
+  },
+} satisfies SchemaObject;
+
+const ADMIN_PROBLEMS = ApiProblemResponses([
+  'validation_failed',
+  'unauthenticated',
+  'forbidden',
+  'internal',
+  'store_unavailable',
+]);
+
+/** Administration: API keys only (a JWT never carries the ledger scopes), docs/api.md §7. */
+function ApiAdmin(summary: string, description: string): MethodDecorator {
+  return applyDecorators(
+    ApiTags('administration'),
+    ApiSecurity(API_KEY_SCHEME),
+    ApiOperation({ summary, description }),
+  );
+}
+
+export function ApiLedgerExport(): MethodDecorator {
+  return applyDecorators(
+    ApiAdmin(
+      'Ledger entries, streamed',
+      'Needs an API key with `ledger:read`. NDJSON by default, CSV (a header row, RFC 4180) on `Accept: text/csv`; ' +
+        'in (createdAt, trackId, kind) order, in bounded memory whatever the number of rows.',
+    ),
+    FROM,
+    TO,
+    ApiQuery({ name: 'clientId', required: false, schema: { type: 'string' } }),
+    ApiQuery({ name: 'status', required: false, schema: { type: 'string', enum: ['succeeded', 'failed', 'unknown'] } }),
+    ApiResponse({
+      status: 200,
+      description: 'One entry per line.',
+      content: { 'application/x-ndjson': { schema: ENTRY }, 'text/csv': { schema: { type: 'string' } } },
+    }),
+    ADMIN_PROBLEMS,
+  );
+}
+
+export function ApiUsage(): MethodDecorator {
+  return applyDecorators(
+    ApiAdmin(
+      'Usage per client and period',
+      'Needs an API key with `ledger:read`. Days and months are UTC; each inquiry counted once by its latest fact; ' +
+        '`unitsSpent` counts inquiries charged or possibly charged.',
+    ),
+    FROM,
+    TO,
+    ApiQuery({ name: 'period', required: false, schema: { type: 'string', enum: ['day', 'month'], default: 'day' } }),
+    ApiResponse({
+      status: 200,
+      description: 'Usage rows.',
+      content: {
+        'application/json': {
+          schema: {
+            type: 'object',
+            required: ['timeZone', 'period', 'from', 'to', 'usage'],
+            properties: {
+              timeZone: { type: 'string', enum: ['UTC'] },
+              period: { type: 'string', enum: ['day', 'month'] },
+              from: { type: 'string', format: 'date-time' },
+              to: { type: 'string', format: 'date-time' },
+              usage: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  required: ['clientId', 'period', 'inquiries', 'succeeded', 'failed', 'unknown', 'unitsSpent'],
+                  properties: {
+                    clientId: { type: 'string' },
+                    period: { type: 'string', example: '2026-11-24' },
+                    inquiries: { type: 'integer' },
+                    succeeded: { type: 'integer' },
+                    failed: { type: 'integer' },
+                    unknown: { type: 'integer' },
+                    unitsSpent: { type: 'integer' },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    }),
+    ADMIN_PROBLEMS,
+  );
+}
+
+export function ApiReconciliation(): MethodDecorator {
+  return applyDecorators(
+    ApiAdmin(
+      "The provider's list of charged inquiries against the ledger",
+      'Needs an API key with `ledger:read` and `ledger:reconcile`. Body `text/csv` with a header row naming a ' +
+        '`trackId` column, streamed. Each list holds the first 1000 trackIds (`truncated` when there are more). ' +
+        'Idempotent: the same file twice appends nothing the second time.',
+    ),
+    ApiQuery({
+      name: 'from',
+      required: false,
+      description: "The provider's billing period, inclusive.",
+      schema: DATE_QUERY,
+    }),
+    ApiQuery({
+      name: 'to',
+      required: false,
+      description: "The provider's billing period, exclusive.",
+      schema: DATE_QUERY,
+    }),
+    ApiResponse({
+      status: 200,
+      description: 'Counts and capped lists.',
+      content: {
+        'application/json': {
+          schema: {
+            type: 'object',
+            required: [
+              'rows',
+              'chargedAndRecorded',
+              'chargedNotInLedger',
+              'recordedNotCharged',
+              'chargedButRecordedNotCharged',
+              'resolved',
+              'period',
+            ],
+            properties: {
+              rows: { type: 'integer' },
+              chargedAndRecorded: LIST,
+              chargedNotInLedger: LIST,
+              recordedNotCharged: LIST,
+              chargedButRecordedNotCharged: LIST,
+              resolved: LIST,
+              period: {
+                type: 'object',
+                nullable: true,
+                properties: {
+                  from: { type: 'string', format: 'date-time' },
+                  to: { type: 'string', format: 'date-time' },
+                },
+              },
+            },
+          },
+        },
+      },
+    }),
+    ADMIN_PROBLEMS,
+  );
+}

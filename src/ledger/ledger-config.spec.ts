@@ -1,0 +1,36 @@
+import { describe, expect, it } from '@jest/globals';
+import { ledgerConfigFrom } from './ledger-config.js';
+
+describe('the ledger configuration', () => {
+  it('defaults to the embedded database and five years of entries, 90 days of results', () => {
+    const problems: string[] = [];
+    expect(ledgerConfigFrom({}, problems)).toEqual({
+      databaseUrl: undefined,
+      retentionDays: 1826,
+      resultRetentionDays: 90,
+    });
+    expect(problems).toEqual([]);
+  });
+
+  it('keeps the URL as a secret and names bad variables without their values', () => {
+    const problems: string[] = [];
+    const config = ledgerConfigFrom({ LEDGER_DATABASE_URL: 'postgres://u:hunter2@db:5432/ledger' }, problems);
+    expect(config.databaseUrl?.reveal()).toBe('postgres://u:hunter2@db:5432/ledger');
+    expect(JSON.stringify(config)).not.toContain('hunter2');
+    ledgerConfigFrom(
+      { LEDGER_DATABASE_URL: 'mysql://u:hunter2@db', LEDGER_RETENTION_DAYS: '0', LEDGER_RESULT_RETENTION_DAYS: 'x' },
+      problems,
+    );
+    expect(problems).toEqual([
+      'LEDGER_DATABASE_URL: must be a postgres:// or postgresql:// URL',
+      'LEDGER_RETENTION_DAYS: must be a whole number of days from 1 to 36500',
+      'LEDGER_RESULT_RETENTION_DAYS: must be a whole number of days from 1 to 36500',
+    ]);
+  });
+
+  it('refuses a result retention longer than the entries', () => {
+    const problems: string[] = [];
+    ledgerConfigFrom({ LEDGER_RETENTION_DAYS: '30', LEDGER_RESULT_RETENTION_DAYS: '90' }, problems);
+    expect(problems).toEqual(['LEDGER_RESULT_RETENTION_DAYS: cannot exceed LEDGER_RETENTION_DAYS']);
+  });
+});

@@ -1,0 +1,140 @@
+import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import type { AppConfig } from '../config/app-config.js';
+import { LedgerDatabase } from './ledger-database.js';
+import { LedgerMetrics } from './ledger-metrics.js';
+import { LedgerQueue } from './ledger-queue.js';
+import { dropExpiredPartitions, ensurePartitions, monthStart } from './ledger-schema.js';
+import { LedgerStore } from './ledger.store.js';
+
+/** Entries per batch: one INSERT statement each (docs/performance.md, "Ledger"). */
+export const DRAIN_BATCH = 1_000;
+/** An empty queue is looked at again after this long. */
+const IDLE_POLL_MS = 250;
+/** After a failure (PostgreSQL or Redis down), waits double from 0.5 s up to 30 s. */
+const BACKOFF_MS = { first: 500, max: 30_000 };
+/** Partitions ahead and retention: once at start, then this often. */
+const MAINTENANCE_MS = 60 * 60_000;
+/** What a shutdown spends writing what is queued, at most. */
+const FLUSH_MS = 5_000;
+
+/**
+ * Every replica's drainer (docs/architecture.md, "The ledger"): turns overdue duties into
+ * `unknown` entries, reads batches from the queue, writes them to PostgreSQL (ON CONFLICT DO
+ * NOTHING: exactly once by trackId and kind, whoever writes), then acknowledges them. While
+ * PostgreSQL is down the entries wait in the queue; inquiries go on.
+ */
+@Injectable()
+export class LedgerDrainer implements OnApplicationBootstrap {
+  private readonly logger = new Logger('LedgerDrainer');
+  private readonly retention: { entriesDays: number; resultsDays: number };
+  private stopping = false;
+  private loop: Promise<void> = Promise.resolve();
+  private wake: (() => void) | null = null;
+  private nextMaintenance = 0;
+  private failing = false;
+
+  constructor(
+    config: ConfigService<AppConfig, true>,
+    private readonly db: LedgerDatabase,
+    private readonly queue: LedgerQueue,
+    private readonly store: LedgerStore,
+    private readonly metrics: LedgerMetrics,
+  ) {
+    const ledger = config.get('ledger', { infer: true });
+    this.retention = { entriesDays: ledger.retentionDays, resultsDays: ledger.resultRetentionDays };
+  }
+
+  onApplicationBootstrap(): void {
+    this.loop = this.run();
+  }
+
+  /**
+   * The ledger's part of shutdown: stops the loop, then writes what is queued for up to 5 s
+   * (what is left waits in Redis for another replica; in-process mode loses it with the
+   * records). Idempotent.
+   */
+  async stop(): Promise<void> {
+    if (this.stopping) return this.loop;
+    this.stopping = true;
+    this.wake?.();
+    await this.loop;
+    const until = Date.now() + FLUSH_MS;
+    while (Date.now() < until) {
+      const written = await this.drainOnce().catch(() => -1);
+      if (written <= 0) break;
+    }
+    await this.db.close().catch(() => undefined);
+  }
+
+  /** One batch: overdue duties claimed, entries read, written and acknowledged; how many were read. */
+  async drainOnce(): Promise<number> {
+    // Redis first: overdue duties become entries and the backlog is measured even while
+    // PostgreSQL is down (the metrics the alert reads).
+    await this.queue.claimOverdue(Date.now(), DRAIN_BATCH);
+    await this.observeBacklog();
+    // A server is migrated and maintained at once; an embedded one once it is in use.
+    if (this.db.isOpen && Date.now() >= this.nextMaintenance) await this.maintain();
+    const batch = await this.queue.read(DRAIN_BATCH);
+    if (batch.length > 0) {
+      await this.store.insert(batch.map((message) => message.entry));
+      await this.queue.ack(batch.map((message) => message.id));
+      for (const { entry } of batch) this.metrics.entriesWritten.inc({ kind: entry.kind });
+      await this.observeBacklog();
+    }
+    return batch.length;
+  }
+
+  private async observeBacklog(): Promise<void> {
+    const backlog = await this.queue.backlog(Date.now());
+    this.metrics.queueDepth.set(backlog.depth);
+    this.metrics.queueOldestAge.set(backlog.oldestAgeSeconds);
+  }
+
+  /** Partitions for this month and the next two; partitions past the retentions dropped. */
+  private async maintain(): Promise<void> {
+    await this.store.ready();
+    const now = new Date();
+    await ensurePartitions(
+      this.db,
+      [0, 1, 2].map((offset) => monthStart(now, offset)),
+    );
+    const dropped = await dropExpiredPartitions(this.db, now, this.retention);
+    if (dropped.length > 0) this.logger.log(`retention dropped ledger partitions: ${dropped.join(', ')}`);
+    this.nextMaintenance = Date.now() + MAINTENANCE_MS;
+  }
+
+  private async run(): Promise<void> {
+    let backoff = BACKOFF_MS.first;
+    while (!this.stopping) {
+      try {
+        const read = await this.drainOnce();
+        if (this.failing) this.logger.log('ledger writes resumed');
+        this.failing = false;
+        backoff = BACKOFF_MS.first;
+        if (read < DRAIN_BATCH) await this.pause(IDLE_POLL_MS);
+      } catch (error) {
+        this.metrics.writeFailures.inc();
+        if (!this.failing) {
+          // Once per outage: the entries wait in the queue (docs/operations.md, "Ledger").
+          this.logger.warn(`ledger entries wait in the queue: ${error instanceof Error ? error.message : 'error'}`);
+        }
+        this.failing = true;
+        await this.pause(backoff);
+        backoff = Math.min(backoff * 2, BACKOFF_MS.max);
+      }
+    }
+  }
+
+  /** Waits `ms`, or less when stop() wakes it. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.wake?.(), ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = null;
+        resolve();
+      };
+    });
+  }
+}

@@ -1,0 +1,32 @@
+import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
+
+export type EntryKind = 'settled' | 'overdue' | 'reconciled';
+export type Charged = 'yes' | 'no' | 'possibly';
+export type EntryStatus = 'succeeded' | 'failed' | 'unknown';
+
+/**
+ * One ledger entry (docs/api.md §7): a fact about one inquiry. No personal data beyond the
+ * end user's SHA-256; the upstream `data` travels beside it sealed and is stored apart.
+ */
+export interface LedgerEntry {
+  trackId: string;
+  kind: EntryKind;
+  clientId: string;
+  subjectSha256?: string;
+  operation: InquiryOperation;
+  requestHandlingType: RequestHandlingType;
+  status: EntryStatus;
+  charged: Charged;
+  costUnits: number;
+  /** ISO 8601. */
+  createdAt: string;
+  completedAt?: string;
+  /** The upstream `meta.code`. */
+  upstreamCode?: number;
+  requestId?: string;
+}
+
+/** An entry on its way to PostgreSQL, with the upstream `data` of a success. */
+export interface QueuedEntry extends LedgerEntry {
+  data?: unknown;
+}

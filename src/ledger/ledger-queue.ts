@@ -1,0 +1,107 @@
+import type { InquiryPrices } from '../accounting/inquiry-prices.js';
+import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
+import type { Charged, QueuedEntry } from './ledger-entry.js';
+
+/**
+ * What the ledger reads of an inquiry record (inquiry/inquiry-record.ts, which sits above
+ * this layer and matches this shape).
+ */
+export interface InquiryFactsInput {
+  trackId: string;
+  clientId: string;
+  subjectSha256?: string;
+  operation: InquiryOperation;
+  requestHandlingType: RequestHandlingType;
+  status: string;
+  createdAt: string;
+  deadlineAt?: string;
+  completedAt?: string;
+  upstream?: { code?: number };
+  data?: unknown;
+  charged?: Charged;
+  requestId?: string;
+}
+
+/** One entry read from the queue, with the id that acknowledges it. */
+export interface QueueMessage {
+  id: string;
+  entry: QueuedEntry;
+}
+
+/**
+ * Past the inquiry's deadline, its `unknown` entry waits this much longer: more than the
+ * inquiry's own margin (inquiry-deadline.ts, 2 s), so a settlement written just in time
+ * removes the duty first.
+ */
+export const OVERDUE_MARGIN_MS = 10_000;
+
+/** Without a deadline (records written before deadlines existed): owed after this long. */
+const FALLBACK_DEADLINE_MS = 10 * 60_000;
+
+/**
+ * The durable way from a settled inquiry to PostgreSQL (docs/architecture.md, "The ledger"):
+ * a duty written with the record's create (an `unknown` entry, owed once the deadline has
+ * passed), replaced at settlement by the entry itself; entries are read in batches, written
+ * to PostgreSQL, and acknowledged. Implementations: Redis (a stream with a consumer group)
+ * and in-process memory.
+ */
+export abstract class LedgerQueue {
+  constructor(protected readonly prices: InquiryPrices) {}
+
+  /** With the record's create: the entry owed if the inquiry never settles. */
+  abstract owe(record: InquiryFactsInput): Promise<void>;
+  /** With the record's settle: the entry itself, and the duty lifted. */
+  abstract settled(record: InquiryFactsInput): Promise<void>;
+  /** With the record's discard (refused before anything was sent): no entry is owed. */
+  abstract discard(trackId: string): Promise<void>;
+  /** Moves up to `limit` duties past due to the queue (atomically: one replica each); how many. */
+  abstract claimOverdue(now: number, limit: number): Promise<number>;
+  /** Up to `count` entries to write: this consumer's unacknowledged ones first, then a dead consumer's, then new. */
+  abstract read(count: number): Promise<QueueMessage[]>;
+  abstract ack(ids: readonly string[]): Promise<void>;
+  /** Entries waiting, and the age in seconds of the oldest (0 when none). */
+  abstract backlog(now: number): Promise<{ depth: number; oldestAgeSeconds: number }>;
+
+  /** The `unknown` entry owed for a record that never settles, and when it is due (epoch ms). */
+  protected dutyOf(record: InquiryFactsInput): { entry: QueuedEntry; dueAt: number } {
+    const deadline = record.deadlineAt
+      ? Date.parse(record.deadlineAt)
+      : Date.parse(record.createdAt) + FALLBACK_DEADLINE_MS;
+    return {
+      entry: {
+        ...this.common(record),
+        kind: 'overdue',
+        status: 'unknown',
+        charged: 'possibly',
+      },
+      dueAt: deadline + OVERDUE_MARGIN_MS,
+    };
+  }
+
+  /** The settled entry, with the upstream data (sealed on its way and in PostgreSQL). */
+  protected entryOf(record: InquiryFactsInput): QueuedEntry {
+    const status = record.status === 'succeeded' || record.status === 'failed' ? record.status : 'unknown';
+    return {
+      ...this.common(record),
+      kind: 'settled',
+      status,
+      charged: record.charged ?? (status === 'succeeded' ? 'yes' : 'possibly'),
+      ...(record.completedAt ? { completedAt: record.completedAt } : {}),
+      ...(record.upstream?.code !== undefined ? { upstreamCode: record.upstream.code } : {}),
+      ...(record.data !== undefined ? { data: record.data } : {}),
+    };
+  }
+
+  private common(record: InquiryFactsInput) {
+    return {
+      trackId: record.trackId,
+      clientId: record.clientId,
+      ...(record.subjectSha256 ? { subjectSha256: record.subjectSha256 } : {}),
+      operation: record.operation,
+      requestHandlingType: record.requestHandlingType,
+      costUnits: this.prices.unitsOf(record.operation, record.requestHandlingType),
+      createdAt: record.createdAt,
+      ...(record.requestId ? { requestId: record.requestId } : {}),
+    };
+  }
+}

@@ -1,0 +1,154 @@
+import type { LedgerDatabase, SqlQueries } from './ledger-database.js';
+
+/**
+ * Versioned migrations, applied in order, each once (table `ledger_migrations`). Never edit
+ * one that has shipped: add the next. Every replica runs them at start, under a transaction
+ * advisory lock: the first applies them, the others wait and then find nothing to do.
+ */
+const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+  {
+    version: 1,
+    name: 'entries and results, partitioned by month',
+    sql: `
+      -- Facts, appended (docs/api.md §7): one 'settled' or 'overdue' entry per inquiry, and a
+      -- 'reconciled' one when the provider's list resolves an unknown. The partition key
+      -- (created_at) is part of the key, as PostgreSQL requires; an inquiry's created_at never
+      -- changes, so the key is unique by (track_id, kind).
+      CREATE TABLE ledger_entries (
+        track_id uuid NOT NULL,
+        kind text NOT NULL CHECK (kind IN ('settled', 'overdue', 'reconciled')),
+        client_id text NOT NULL,
+        subject_sha256 text,
+        operation text NOT NULL,
+        request_handling_type text NOT NULL,
+        status text NOT NULL CHECK (status IN ('succeeded', 'failed', 'unknown')),
+        charged text NOT NULL CHECK (charged IN ('yes', 'no', 'possibly')),
+        cost_units integer NOT NULL,
+        created_at timestamptz NOT NULL,
+        completed_at timestamptz,
+        upstream_code integer,
+        request_id text,
+        recorded_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (track_id, kind, created_at)
+      ) PARTITION BY RANGE (created_at);
+      -- Export and usage read by time (keyset pages), reconciliation and reads by trackId (the key).
+      CREATE INDEX ledger_entries_created ON ledger_entries (created_at, track_id);
+      -- The sealed upstream data, kept for the (shorter) result retention: its own partitions,
+      -- dropped whole, so neither retention updates or deletes a row.
+      CREATE TABLE ledger_results (
+        track_id uuid NOT NULL,
+        created_at timestamptz NOT NULL,
+        sealed_data text NOT NULL,
+        PRIMARY KEY (track_id, created_at)
+      ) PARTITION BY RANGE (created_at);
+    `,
+  },
+];
+
+/** A key of its own for pg_advisory_xact_lock: 'vgw-ledger' as a 64-bit number. */
+const MIGRATION_LOCK = 0x7667776c6564676en;
+
+/** Applies what is missing, under the lock; returns the versions this call applied. */
+export async function migrate(db: LedgerDatabase): Promise<number[]> {
+  return db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK.toString()]);
+    await tx.query(`CREATE TABLE IF NOT EXISTS ledger_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const done = new Set(
+      (await tx.query<{ version: number }>('SELECT version FROM ledger_migrations')).map((row) => row.version),
+    );
+    const applied: number[] = [];
+    for (const migration of MIGRATIONS) {
+      if (done.has(migration.version)) continue;
+      await execute(tx, migration.sql);
+      await tx.query('INSERT INTO ledger_migrations (version, name) VALUES ($1, $2)', [
+        migration.version,
+        migration.name,
+      ]);
+      applied.push(migration.version);
+    }
+    return applied;
+  });
+}
+
+/** Statements one by one: a prepared (parameterised) query holds one statement only. */
+async function execute(tx: SqlQueries, sql: string): Promise<void> {
+  const statements = sql
+    .replace(/--.*$/gm, '')
+    .split(';')
+    .map((statement) => statement.trim())
+    .filter(Boolean);
+  for (const statement of statements) await tx.query(statement);
+}
+
+export const PARTITIONED_TABLES = ['ledger_entries', 'ledger_results'] as const;
+
+/** The first instant (UTC) of the month `offset` months after the one holding `at`. */
+export function monthStart(at: Date, offset = 0): Date {
+  return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + offset, 1));
+}
+
+function partitionName(table: string, month: Date): string {
+  return `${table}_${month.getUTCFullYear()}${String(month.getUTCMonth() + 1).padStart(2, '0')}`;
+}
+
+/**
+ * Creates the monthly partitions (UTC months) of both tables for each month holding one of
+ * `instants`, if missing. Concurrent replicas may race on one: the loser's error is ignored
+ * once the partition exists.
+ */
+export async function ensurePartitions(db: LedgerDatabase, instants: Iterable<Date>): Promise<void> {
+  const months = new Map<number, Date>();
+  for (const at of instants) {
+    const month = monthStart(at);
+    months.set(month.getTime(), month);
+  }
+  for (const month of months.values()) {
+    for (const table of PARTITIONED_TABLES) {
+      const sql = `CREATE TABLE IF NOT EXISTS ${partitionName(table, month)} PARTITION OF ${table}
+        FOR VALUES FROM ('${month.toISOString()}') TO ('${monthStart(month, 1).toISOString()}')`;
+      try {
+        await db.query(sql);
+      } catch (error) {
+        // 42P07 duplicate table / 23505 catalog race: another replica made it first.
+        const code = (error as { code?: string }).code;
+        if (code !== '42P07' && code !== '23505') throw error;
+      }
+    }
+  }
+}
+
+/**
+ * Retention (docs/operations.md, "Ledger"): drops every monthly partition whose whole month
+ * lies before `now` minus the retention (entries) or the result retention (sealed data).
+ * A DROP of a whole partition, cheap at any size; no row is updated or deleted.
+ */
+export async function dropExpiredPartitions(
+  db: LedgerDatabase,
+  now: Date,
+  retention: { entriesDays: number; resultsDays: number },
+): Promise<string[]> {
+  const dropped: string[] = [];
+  const cutoffs = {
+    ledger_entries: new Date(now.getTime() - retention.entriesDays * 86_400_000),
+    ledger_results: new Date(now.getTime() - retention.resultsDays * 86_400_000),
+  };
+  for (const table of PARTITIONED_TABLES) {
+    const partitions = await db.query<{ name: string }>(
+      `SELECT c.relname AS name FROM pg_inherits i
+         JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
+       WHERE p.relname = $1`,
+      [table],
+    );
+    for (const { name } of partitions) {
+      const match = /_(\d{4})(\d{2})$/.exec(name);
+      if (!match) continue;
+      const end = monthStart(new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, 1)), 1);
+      if (end <= cutoffs[table]) {
+        await db.query(`DROP TABLE IF EXISTS ${name}`);
+        dropped.push(name);
+      }
+    }
+  }
+  return dropped;
+}

@@ -1,0 +1,70 @@
+import { Logger, Module } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import { InquiryPrices } from '../accounting/inquiry-prices.js';
+import type { AppConfig } from '../config/app-config.js';
+import { RedisConnection } from '../store/redis-connection.js';
+import { StoreCipher } from '../store/store-cipher.js';
+import { StoreModule } from '../store/store.module.js';
+import { LedgerDatabase, PgLedgerDatabase, PgliteLedgerDatabase } from './ledger-database.js';
+import { LedgerDrainer } from './ledger-drainer.js';
+import { LEDGER_STATUS, LedgerStatusReporter } from './ledger-status.js';
+import { RESOLUTION_LISTENER, type ResolutionListener } from './resolution-listener.js';
+import { BudgetModule } from '../budget/budget.module.js';
+import { Budgets } from '../budget/budgets.js';
+import { LedgerMetrics } from './ledger-metrics.js';
+import { LedgerQueue } from './ledger-queue.js';
+import { LedgerReads } from './ledger-reads.js';
+import { LedgerStore } from './ledger.store.js';
+import { AdminController, CsvBodies } from './admin.controller.js';
+import { Reconciliations } from './reconciliation.js';
+import { CallerAuthModule } from '../caller-auth/caller-auth.module.js';
+import { MemoryLedgerQueue } from './memory-ledger.queue.js';
+import { RedisLedgerQueue } from './redis-ledger.queue.js';
+
+/** The ledger in PostgreSQL (docs/api.md §7): its queue, drainer, reads. */
+@Module({
+  imports: [StoreModule, CallerAuthModule, BudgetModule],
+  controllers: [AdminController],
+  providers: [
+    CsvBodies,
+    Reconciliations,
+    {
+      provide: LedgerDatabase,
+      inject: [ConfigService],
+      useFactory: (config: ConfigService<AppConfig, true>): LedgerDatabase => {
+        const { databaseUrl } = config.get('ledger', { infer: true });
+        if (databaseUrl) return new PgLedgerDatabase(databaseUrl.reveal());
+        new Logger('LedgerDatabase').warn(
+          'LEDGER_DATABASE_URL unset: the ledger is an embedded PostgreSQL (PGlite) in memory, lost with the process and fit for one replica only',
+        );
+        return new PgliteLedgerDatabase();
+      },
+    },
+    {
+      provide: LedgerQueue,
+      inject: [RedisConnection, StoreCipher, InquiryPrices],
+      useFactory: (redis: RedisConnection, cipher: StoreCipher, prices: InquiryPrices): LedgerQueue =>
+        redis.client ? new RedisLedgerQueue(redis.client, redis.keys, cipher, prices) : new MemoryLedgerQueue(prices),
+    },
+    {
+      provide: LedgerStore,
+      inject: [LedgerDatabase, StoreCipher, ConfigService],
+      useFactory: (db: LedgerDatabase, cipher: StoreCipher, config: ConfigService<AppConfig, true>) =>
+        new LedgerStore(db, cipher, config.get('ledger', { infer: true }).resultRetentionDays),
+    },
+    LedgerMetrics,
+    LedgerDrainer,
+    LedgerReads,
+    { provide: LEDGER_STATUS, useClass: LedgerStatusReporter },
+    // A reconciliation that resolves an `unknown` releases or confirms its budget units (docs/api.md §6).
+    {
+      provide: RESOLUTION_LISTENER,
+      inject: [Budgets],
+      useFactory: (budgets: Budgets): ResolutionListener => ({
+        resolved: (resolution) => budgets.resolveUnknown(resolution),
+      }),
+    },
+  ],
+  exports: [LedgerQueue, LedgerReads, LedgerStore, LedgerMetrics, LedgerDrainer, LEDGER_STATUS],
+})
+export class LedgerModule {}

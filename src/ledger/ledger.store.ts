@@ -1,0 +1,279 @@
+import type { StoreCipher } from '../store/store-cipher.js';
+import type { LedgerDatabase } from './ledger-database.js';
+import type { EntryStatus, LedgerEntry, QueuedEntry } from './ledger-entry.js';
+import { ensurePartitions, migrate } from './ledger-schema.js';
+
+interface EntryRow {
+  track_id: string;
+  kind: LedgerEntry['kind'];
+  client_id: string;
+  subject_sha256: string | null;
+  operation: LedgerEntry['operation'];
+  request_handling_type: LedgerEntry['requestHandlingType'];
+  status: EntryStatus;
+  charged: LedgerEntry['charged'];
+  cost_units: number;
+  created_at: Date;
+  completed_at: Date | null;
+  upstream_code: number | null;
+  request_id: string | null;
+}
+
+const ENTRY_COLUMNS = `track_id::text AS track_id, kind, client_id, subject_sha256, operation, request_handling_type,
+  status, charged, cost_units, created_at, completed_at, upstream_code, request_id`;
+
+function toEntry(row: EntryRow): LedgerEntry {
+  return {
+    trackId: row.track_id,
+    kind: row.kind,
+    clientId: row.client_id,
+    ...(row.subject_sha256 !== null ? { subjectSha256: row.subject_sha256 } : {}),
+    operation: row.operation,
+    requestHandlingType: row.request_handling_type,
+    status: row.status,
+    charged: row.charged,
+    costUnits: row.cost_units,
+    createdAt: new Date(row.created_at).toISOString(),
+    ...(row.completed_at !== null ? { completedAt: new Date(row.completed_at).toISOString() } : {}),
+    ...(row.upstream_code !== null ? { upstreamCode: row.upstream_code } : {}),
+    ...(row.request_id !== null ? { requestId: row.request_id } : {}),
+  };
+}
+
+/** The entry's fields as written to ledger_entries (JSON.stringify's allow-list: `data` stays out). */
+const ENTRY_KEYS: string[] = [
+  'trackId',
+  'kind',
+  'clientId',
+  'subjectSha256',
+  'operation',
+  'requestHandlingType',
+  'status',
+  'charged',
+  'costUnits',
+  'createdAt',
+  'completedAt',
+  'upstreamCode',
+  'requestId',
+];
+
+/** Where the results' AAD binds a sealed `data`: its trackId (a copy to another row does not open). */
+export function resultContext(trackId: string): string {
+  return `ledger:result:${trackId}`;
+}
+
+/** Keyset position of an export: the last row's (created_at, track_id, kind). */
+export interface ExportCursor {
+  createdAt: Date;
+  trackId: string;
+  kind: string;
+}
+
+export interface ExportFilter {
+  from: Date;
+  to: Date;
+  clientId?: string;
+  status?: EntryStatus;
+}
+
+/** The current state of one inquiry from its entries: the latest fact wins. */
+export interface InquiryFacts {
+  entries: LedgerEntry[];
+  /** The sealed upstream data, while the result retention keeps it. */
+  data?: unknown;
+}
+
+/** Rows per keyset page: a page is a few MiB at most, whatever the export's size. */
+export const PAGE_ROWS = 5_000;
+
+/**
+ * The ledger's reads and writes in PostgreSQL (or PGlite, same SQL). Writes are INSERTs only,
+ * `ON CONFLICT DO NOTHING`: the same entry written twice (two drainers, a redelivery) is one row.
+ */
+export class LedgerStore {
+  private migrated: Promise<unknown> | null = null;
+
+  constructor(
+    readonly db: LedgerDatabase,
+    private readonly cipher: StoreCipher,
+    private readonly resultRetentionDays: number,
+  ) {}
+
+  /** The schema, migrated once per process before the first statement (again after a failure). */
+  ready(): Promise<unknown> {
+    this.migrated ??= migrate(this.db).catch((error: unknown) => {
+      this.migrated = null;
+      throw error;
+    });
+    return this.migrated;
+  }
+
+  /** Inserts a batch in two statements (entries, then results); returns the entries newly written. */
+  async insert(entries: readonly QueuedEntry[]): Promise<number> {
+    if (entries.length === 0) return 0;
+    await this.ready();
+    try {
+      return await this.insertOnce(entries);
+    } catch (error) {
+      // 23514: no partition for a row's month (a fresh database, or a backlog across months).
+      if ((error as { code?: string }).code !== '23514') throw error;
+      await ensurePartitions(
+        this.db,
+        entries.map((entry) => new Date(entry.createdAt)),
+      );
+      return this.insertOnce(entries);
+    }
+  }
+
+  /**
+   * One parameter per statement, the batch as JSON (json_to_recordset): the server parses it,
+   * rather than the client escaping thirteen arrays (half the drainer's CPU per entry, measured:
+   * docs/performance.md, "Ledger").
+   */
+  private async insertOnce(entries: readonly QueuedEntry[]): Promise<number> {
+    const rows = await this.db.query<{ n: number }>(
+      `WITH written AS (
+         INSERT INTO ledger_entries (track_id, kind, client_id, subject_sha256, operation, request_handling_type,
+           status, charged, cost_units, created_at, completed_at, upstream_code, request_id)
+         SELECT "trackId", kind, "clientId", "subjectSha256", operation, "requestHandlingType", status, charged,
+           "costUnits", "createdAt", "completedAt", "upstreamCode", "requestId"
+         FROM json_to_recordset($1::json) AS x("trackId" uuid, kind text, "clientId" text, "subjectSha256" text,
+           operation text, "requestHandlingType" text, status text, charged text, "costUnits" int,
+           "createdAt" timestamptz, "completedAt" timestamptz, "upstreamCode" int, "requestId" text)
+         ON CONFLICT DO NOTHING RETURNING 1)
+       SELECT count(*)::int AS n FROM written`,
+      [JSON.stringify(entries, ENTRY_KEYS)],
+    );
+    const since = Date.now() - this.resultRetentionMs();
+    const results: Array<{ t: string; c: string; s: string }> = [];
+    for (const entry of entries) {
+      if (entry.data === undefined || Date.parse(entry.createdAt) <= since) continue;
+      results.push({
+        t: entry.trackId,
+        c: entry.createdAt,
+        s: this.cipher.seal(JSON.stringify(entry.data), resultContext(entry.trackId)),
+      });
+    }
+    if (results.length > 0) {
+      await this.db.query(
+        `INSERT INTO ledger_results (track_id, created_at, sealed_data)
+         SELECT t, c, s FROM json_to_recordset($1::json) AS x(t uuid, c timestamptz, s text) ON CONFLICT DO NOTHING`,
+        [JSON.stringify(results)],
+      );
+    }
+    return rows[0]?.n ?? 0;
+  }
+
+  private resultRetentionMs(): number {
+    return this.resultRetentionDays * 86_400_000;
+  }
+
+  /** Every entry of one inquiry, oldest fact first, and its data while kept; null when unknown. */
+  async facts(trackId: string): Promise<InquiryFacts | null> {
+    await this.ready();
+    const rows = await this.db.query<EntryRow>(
+      `SELECT ${ENTRY_COLUMNS} FROM ledger_entries WHERE track_id = $1 ORDER BY recorded_at, kind`,
+      [trackId],
+    );
+    if (rows.length === 0) return null;
+    const entries = rows.map(toEntry);
+    const since = new Date(Date.now() - this.resultRetentionMs());
+    const results = await this.db.query<{ sealed_data: string }>(
+      'SELECT sealed_data FROM ledger_results WHERE track_id = $1 AND created_at >= $2',
+      [trackId, since],
+    );
+    if (results.length === 0) return { entries };
+    return { entries, data: JSON.parse(this.cipher.open(results[0].sealed_data, resultContext(trackId))) };
+  }
+
+  /**
+   * One keyset page of an export, in (created_at, track_id, kind) order: the same SQL on
+   * PostgreSQL and PGlite, no server cursor, memory bounded by the page (PAGE_ROWS).
+   */
+  async page(filter: ExportFilter, after?: ExportCursor, limit = PAGE_ROWS): Promise<LedgerEntry[]> {
+    await this.ready();
+    const rows = await this.db.query<EntryRow>(
+      `SELECT ${ENTRY_COLUMNS} FROM ledger_entries
+       WHERE created_at >= $1 AND created_at < $2
+         AND ($3::text IS NULL OR client_id = $3) AND ($4::text IS NULL OR status = $4)
+         AND ($5::timestamptz IS NULL OR (created_at, track_id, kind) > ($5, $6::uuid, $7))
+       ORDER BY created_at, track_id, kind LIMIT $8`,
+      [
+        filter.from,
+        filter.to,
+        filter.clientId ?? null,
+        filter.status ?? null,
+        after?.createdAt ?? null,
+        after?.trackId ?? null,
+        after?.kind ?? null,
+        limit,
+      ],
+    );
+    return rows.map(toEntry);
+  }
+
+  /** Every entry of the filter, page by page: an async iterator that holds one page at a time. */
+  async *entries(filter: ExportFilter): AsyncGenerator<LedgerEntry> {
+    let after: ExportCursor | undefined;
+    for (;;) {
+      const page = await this.page(filter, after);
+      yield* page;
+      if (page.length < PAGE_ROWS) return;
+      const last = page[page.length - 1];
+      after = { createdAt: new Date(last.createdAt), trackId: last.trackId, kind: last.kind };
+    }
+  }
+}
+
+/** One row of GET /admin/usage (docs/api.md §7). */
+export interface UsageRow {
+  clientId: string;
+  /** The day (`2026-11-24`) or month (`2026-11`), in UTC. */
+  period: string;
+  inquiries: number;
+  succeeded: number;
+  failed: number;
+  unknown: number;
+  /** Cost units of inquiries charged or possibly charged (an `unknown` is kept as spent). */
+  unitsSpent: number;
+}
+
+/**
+ * Usage per client and UTC day or month, each inquiry counted once by its latest fact
+ * (a reconciliation over a settlement over an overdue entry). One aggregate: rows are
+ * clients × periods, small whatever the number of entries.
+ */
+export async function usage(store: LedgerStore, from: Date, to: Date, period: 'day' | 'month'): Promise<UsageRow[]> {
+  await store.ready();
+  const rows = await store.db.query<{
+    client_id: string;
+    period: string;
+    inquiries: number;
+    succeeded: number;
+    failed: number;
+    unknown: number;
+    units_spent: number;
+  }>(
+    `WITH latest AS (
+       SELECT DISTINCT ON (track_id) track_id, client_id, created_at, status, charged, cost_units
+       FROM ledger_entries WHERE created_at >= $1 AND created_at < $2
+       ORDER BY track_id, CASE kind WHEN 'reconciled' THEN 2 WHEN 'settled' THEN 1 ELSE 0 END DESC)
+     SELECT client_id, to_char(date_trunc($3, created_at AT TIME ZONE 'UTC'), $4) AS period,
+       count(*)::int AS inquiries,
+       (count(*) FILTER (WHERE status = 'succeeded'))::int AS succeeded,
+       (count(*) FILTER (WHERE status = 'failed'))::int AS failed,
+       (count(*) FILTER (WHERE status = 'unknown'))::int AS unknown,
+       (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::int AS units_spent
+     FROM latest GROUP BY 1, 2 ORDER BY 1, 2`,
+    [from, to, period, period === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM'],
+  );
+  return rows.map((row) => ({
+    clientId: row.client_id,
+    period: row.period,
+    inquiries: row.inquiries,
+    succeeded: row.succeeded,
+    failed: row.failed,
+    unknown: row.unknown,
+    unitsSpent: row.units_spent,
+  }));
+}

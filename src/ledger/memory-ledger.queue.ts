@@ -1,0 +1,73 @@
+import type { InquiryPrices } from '../accounting/inquiry-prices.js';
+import type { QueuedEntry } from './ledger-entry.js';
+import { LedgerQueue, type InquiryFactsInput, type QueueMessage } from './ledger-queue.js';
+
+/**
+ * The queue in the process (REDIS_URL unset: one replica, docs/decisions/0005): the same
+ * duties, entries and acknowledgements, lost with the process like the records themselves.
+ */
+export class MemoryLedgerQueue extends LedgerQueue {
+  private readonly duties = new Map<string, { entry: QueuedEntry; dueAt: number }>();
+  private readonly entries = new Map<string, { entry: QueuedEntry; at: number }>();
+  private next = 0;
+
+  constructor(prices: InquiryPrices) {
+    super(prices);
+  }
+
+  owe(record: InquiryFactsInput): Promise<void> {
+    this.duties.set(record.trackId, this.dutyOf(record));
+    return Promise.resolve();
+  }
+
+  settled(record: InquiryFactsInput): Promise<void> {
+    this.duties.delete(record.trackId);
+    this.push(this.entryOf(record));
+    return Promise.resolve();
+  }
+
+  discard(trackId: string): Promise<void> {
+    this.duties.delete(trackId);
+    return Promise.resolve();
+  }
+
+  claimOverdue(now: number, limit: number): Promise<number> {
+    let moved = 0;
+    for (const [trackId, duty] of this.duties) {
+      if (moved >= limit) break;
+      if (duty.dueAt > now) continue;
+      this.duties.delete(trackId);
+      this.push(duty.entry);
+      moved += 1;
+    }
+    return Promise.resolve(moved);
+  }
+
+  read(count: number): Promise<QueueMessage[]> {
+    const batch: QueueMessage[] = [];
+    // Entries of a batch that failed to be written are read again (one consumer: this process).
+    for (const [id, held] of this.entries) {
+      if (batch.length >= count) break;
+      batch.push({ id, entry: held.entry });
+    }
+    return Promise.resolve(batch);
+  }
+
+  ack(ids: readonly string[]): Promise<void> {
+    for (const id of ids) this.entries.delete(id);
+    return Promise.resolve();
+  }
+
+  backlog(now: number): Promise<{ depth: number; oldestAgeSeconds: number }> {
+    const oldest = this.entries.values().next().value;
+    return Promise.resolve({
+      depth: this.entries.size,
+      oldestAgeSeconds: oldest ? Math.max(0, (now - oldest.at) / 1000) : 0,
+    });
+  }
+
+  private push(entry: QueuedEntry): void {
+    this.next += 1;
+    this.entries.set(String(this.next), { entry, at: Date.now() });
+  }
+}

@@ -1,0 +1,279 @@
+/**
+ * Administration of the ledger (docs/api.md §6) on a gateway with OPS_PORT, its ledger on a
+ * PostgreSQL server started here: the export streamed as NDJSON or CSV, usage per client and
+ * UTC period, reconciliations of a provider's CSV (idempotent, unsent charges counted), and
+ * the credential rules (API keys with the ledger scopes only; a JWT is refused).
+ */
+import { randomUUID } from 'node:crypto';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { SignJWT, exportSPKI, generateKeyPair } from 'jose';
+import { Secret } from '../src/config/secret.js';
+import { PgLedgerDatabase } from '../src/ledger/ledger-database.js';
+import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
+import { LedgerStore } from '../src/ledger/ledger.store.js';
+import { StoreCipher } from '../src/store/store-cipher.js';
+import { apiKeysWith, startGateway, type RunningGateway } from './support/gateway.js';
+import { parseExposition } from './support/prometheus.js';
+import { PostgresServer } from './support/postgres-server.js';
+import { freePort } from './support/redis-server.js';
+import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
+
+const ADMIN = { clientId: 'finance', key: 'key-finance-0123456789', scopes: ['ledger:read', 'ledger:reconcile'] };
+const READER = { clientId: 'support', key: 'key-support-0123456789', scopes: ['ledger:read'] };
+const ISSUER = 'https://id.example.test';
+
+let postgres: PostgresServer;
+let sim: UpstreamSimulator;
+let gateway: RunningGateway;
+let ops: string;
+let db: PgLedgerDatabase;
+let store: LedgerStore;
+let jwt: string;
+
+function entry(overrides: Partial<QueuedEntry>): QueuedEntry {
+  return {
+    trackId: randomUUID(),
+    kind: 'settled',
+    clientId: 'svc-a',
+    operation: 'shahkar',
+    requestHandlingType: 'standard',
+    status: 'succeeded',
+    charged: 'yes',
+    costUnits: 1,
+    createdAt: '2035-03-10T10:00:00.000Z',
+    completedAt: '2035-03-10T10:00:01.000Z',
+    upstreamCode: 200,
+    requestId: 'r1',
+    ...overrides,
+  };
+}
+
+const succeeded = Array.from({ length: 5 }, (_, i) => entry({ createdAt: `2035-03-1${i}T10:00:00.000Z` }));
+const failed = entry({ status: 'failed', charged: 'no', clientId: 'svc-b', upstreamCode: 4001 });
+const unknown = entry({
+  kind: 'overdue',
+  status: 'unknown',
+  charged: 'possibly',
+  clientId: 'svc-b',
+  completedAt: undefined,
+});
+const advanced = entry({
+  requestHandlingType: 'advanced',
+  costUnits: 3,
+  createdAt: '2035-04-02T00:00:00.000Z',
+  clientId: 'svc-b',
+});
+
+beforeAll(async () => {
+  postgres = await PostgresServer.start();
+  sim = new UpstreamSimulator();
+  await sim.start(0);
+  const keys = await generateKeyPair('RS256', { extractable: true });
+  const opsPort = await freePort();
+  ops = `http://127.0.0.1:${opsPort}`;
+  gateway = await startGateway({
+    UPSTREAM_BASE_URL: sim.baseUrl,
+    API_KEYS: apiKeysWith(ADMIN, READER),
+    OPS_PORT: String(opsPort),
+    LEDGER_DATABASE_URL: postgres.url,
+    JWT_ISSUER: ISSUER,
+    JWT_AUDIENCE: 'verification-gateway',
+    JWT_PUBLIC_KEY: await exportSPKI(keys.publicKey),
+  });
+  jwt = await new SignJWT({ azp: 'finance', scope: 'ledger:read ledger:reconcile kyc:shahkar' })
+    .setProtectedHeader({ alg: 'RS256' })
+    .setSubject('user-1')
+    .setIssuer(ISSUER)
+    .setAudience('verification-gateway')
+    .setExpirationTime('5m')
+    .sign(keys.privateKey);
+  db = new PgLedgerDatabase(postgres.url);
+  store = new LedgerStore(db, new StoreCipher([{ id: 'k', key: new Secret(Buffer.alloc(32).toString('base64')) }]), 90);
+  await store.insert([...succeeded, failed, unknown, advanced]);
+});
+
+afterAll(async () => {
+  await gateway?.close();
+  await db?.close();
+  await sim?.stop();
+  await postgres?.stop();
+});
+
+const admin = (path: string, init: RequestInit & { key?: string } = {}) =>
+  fetch(`${ops}${path}`, { ...init, headers: { 'x-api-key': init.key ?? ADMIN.key, ...(init.headers ?? {}) } });
+
+describe('credentials', () => {
+  it('answers 401 without one, 403 for a JWT or a key without the scope, never on the public port', async () => {
+    expect((await fetch(`${ops}/admin/usage?from=2035-03-01&to=2035-04-01`)).status).toBe(401);
+    const byJwt = await fetch(`${ops}/admin/usage?from=2035-03-01&to=2035-04-01`, {
+      headers: { authorization: `Bearer ${jwt}` },
+    });
+    expect(byJwt.status).toBe(403);
+    expect(byJwt.headers.get('content-type')).toContain('application/problem+json');
+    const reader = await admin('/admin/reconciliations', {
+      key: READER.key,
+      method: 'POST',
+      headers: { 'content-type': 'text/csv' },
+      body: 'trackId\n',
+    });
+    expect(reader.status).toBe(403);
+    expect(
+      (await fetch(`${gateway.url}/admin/usage?from=2035-03-01&to=2035-04-01`, { headers: { 'x-api-key': ADMIN.key } }))
+        .status,
+    ).toBe(404);
+  });
+
+  it('refuses bad dates with a problem', async () => {
+    const bad = await admin('/admin/ledger?from=yesterday&to=2035-04-01');
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ code: 'validation_failed' });
+  });
+});
+
+describe('GET /admin/ledger', () => {
+  it('streams NDJSON by default, filtered by client and status', async () => {
+    const all = await admin('/admin/ledger?from=2035-03-01&to=2035-04-01');
+    expect(all.headers.get('content-type')).toContain('application/x-ndjson');
+    const lines = (await all.text())
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as QueuedEntry);
+    expect(lines.map((l) => l.trackId).sort()).toEqual([...succeeded, failed, unknown].map((e) => e.trackId).sort());
+    const svcB = await admin('/admin/ledger?from=2035-03-01&to=2035-04-01&clientId=svc-b&status=unknown');
+    expect(
+      (await svcB.text())
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as QueuedEntry).trackId),
+    ).toEqual([unknown.trackId]);
+  });
+
+  it('answers CSV with a header row on Accept: text/csv', async () => {
+    const res = await admin('/admin/ledger?from=2035-04-01&to=2035-05-01', { headers: { accept: 'text/csv' } });
+    expect(res.headers.get('content-type')).toContain('text/csv');
+    const [header, row, end] = (await res.text()).split('\r\n');
+    expect(header).toBe(
+      'trackId,kind,clientId,subjectSha256,operation,requestHandlingType,status,charged,costUnits,createdAt,completedAt,upstreamCode,requestId',
+    );
+    expect(row.startsWith(`${advanced.trackId},settled,svc-b,,shahkar,advanced,succeeded,yes,3,`)).toBe(true);
+    expect(end).toBe('');
+  });
+});
+
+describe('GET /admin/usage', () => {
+  it('counts per client and UTC month', async () => {
+    const res = await admin('/admin/usage?from=2035-03-01&to=2035-05-01&period=month');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({
+      timeZone: 'UTC',
+      period: 'month',
+      from: '2035-03-01T00:00:00.000Z',
+      to: '2035-05-01T00:00:00.000Z',
+      usage: [
+        { clientId: 'svc-a', period: '2035-03', inquiries: 5, succeeded: 5, failed: 0, unknown: 0, unitsSpent: 5 },
+        { clientId: 'svc-b', period: '2035-03', inquiries: 2, succeeded: 0, failed: 1, unknown: 1, unitsSpent: 1 },
+        { clientId: 'svc-b', period: '2035-04', inquiries: 1, succeeded: 1, failed: 0, unknown: 0, unitsSpent: 3 },
+      ],
+    });
+  });
+});
+
+describe('POST /admin/reconciliations', () => {
+  it('sorts the list against the ledger, resolves unknowns once, and counts unsent charges', async () => {
+    const stranger = randomUUID();
+    // The provider charged four of ours (one unknown), one we never sent; not succeeded[4].
+    const csv = [
+      'amount,trackId',
+      ...[...succeeded.slice(0, 3), unknown].map((e) => `1,${e.trackId}`),
+      `1,${stranger}`,
+    ].join('\n');
+    const send = () =>
+      admin('/admin/reconciliations?from=2035-03-01&to=2035-04-01', {
+        method: 'POST',
+        headers: { 'content-type': 'text/csv' },
+        body: `${csv}\n`,
+      });
+    const first = await send();
+    expect(first.status).toBe(200);
+    const report = (await first.json()) as Record<string, { count: number; trackIds: string[] }>;
+    expect(report.resolved).toMatchObject({ count: 1, trackIds: [unknown.trackId] });
+    expect(report.chargedNotInLedger).toMatchObject({ count: 1, trackIds: [stranger] });
+    expect(report.chargedAndRecorded.count).toBe(3);
+    expect(report.recordedNotCharged.trackIds).toContain(succeeded[4].trackId);
+    const facts = await store.facts(unknown.trackId);
+    expect(facts?.entries.map((e) => [e.kind, e.status, e.charged])).toEqual([
+      ['overdue', 'unknown', 'possibly'],
+      ['reconciled', 'succeeded', 'yes'],
+    ]);
+    const metrics = parseExposition(await (await fetch(`${ops}/metrics`)).text());
+    expect(metrics.value('vgw_reconciliation_unsent_charges_total')).toBe(1);
+
+    const [{ n: before }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM ledger_entries');
+    const second = (await (await send()).json()) as Record<string, { count: number }>;
+    expect(second.resolved.count).toBe(0);
+    expect(second.chargedAndRecorded.count).toBe(4);
+    const [{ n: after }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM ledger_entries');
+    expect(after).toBe(before);
+  });
+
+  it('refuses a file without a trackId column', async () => {
+    const res = await admin('/admin/reconciliations', {
+      method: 'POST',
+      headers: { 'content-type': 'text/csv' },
+      body: 'id\nx\n',
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ code: 'validation_failed' });
+  });
+});
+
+describe('a hundred thousand entries', () => {
+  const many = Array.from({ length: 100_000 }, (_, i) =>
+    entry({ createdAt: new Date(Date.UTC(2036, 0, 1) + i * 1000).toISOString(), clientId: `svc-${i % 3}` }),
+  );
+
+  beforeAll(async () => {
+    for (let i = 0; i < many.length; i += 10_000) await store.insert(many.slice(i, i + 10_000));
+  });
+
+  it('exports them streamed, each once, in bounded memory', async () => {
+    // Live heap, not garbage: measured after a collection, every 100 chunks read.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    gc();
+    const heapBefore = process.memoryUsage().heapUsed;
+    const res = await admin('/admin/ledger?from=2036-01-01&to=2036-02-01');
+    let lines = 0;
+    let chunks = 0;
+    let peak = 0;
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      for (const byte of chunk) if (byte === 10) lines += 1;
+      if (++chunks % 100 === 0) {
+        gc();
+        peak = Math.max(peak, process.memoryUsage().heapUsed - heapBefore);
+      }
+    }
+    expect(lines).toBe(many.length);
+    // Server and reader share this process; the whole export weighs ~35 MiB of text (and far
+    // more as objects): a few pages in flight at most.
+    expect(peak).toBeLessThan(24 * 2 ** 20);
+  });
+
+  it('reconciles a list of them streamed', async () => {
+    const body = ['trackId', ...many.map((e) => e.trackId)].join('\n');
+    const res = await admin('/admin/reconciliations?from=2036-01-01&to=2036-02-01', {
+      method: 'POST',
+      headers: { 'content-type': 'text/csv' },
+      body,
+    });
+    expect(res.status).toBe(200);
+    const report = (await res.json()) as Record<string, { count: number; trackIds: string[]; truncated: boolean }>;
+    expect(report.rows).toBe(many.length);
+    expect(report.chargedAndRecorded).toMatchObject({ count: many.length, truncated: true });
+    expect(report.chargedAndRecorded.trackIds).toHaveLength(1_000);
+    expect(report.chargedNotInLedger.count).toBe(0);
+    expect(report.recordedNotCharged.count).toBe(0);
+  });
+});

@@ -1,0 +1,208 @@
+/**
+ * The way from Redis to PostgreSQL (src/ledger/): real redis-server and PostgreSQL servers.
+ * Exactly once by trackId when two drainers work at once, when a drainer dies holding a batch
+ * it never acknowledged, and when duties of inquiries that never settled fall due on several
+ * replicas at once; nothing written while PostgreSQL is down is lost.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { InquiryPrices } from '../src/accounting/inquiry-prices.js';
+import { DEFAULT_INQUIRY_PRICES } from '../src/config/budget-config.js';
+import { Secret } from '../src/config/secret.js';
+import { PgLedgerDatabase } from '../src/ledger/ledger-database.js';
+import { LedgerDrainer } from '../src/ledger/ledger-drainer.js';
+import { LedgerMetrics } from '../src/ledger/ledger-metrics.js';
+import type { InquiryFactsInput } from '../src/ledger/ledger-queue.js';
+import { LedgerStore } from '../src/ledger/ledger.store.js';
+import { MemoryLedgerQueue } from '../src/ledger/memory-ledger.queue.js';
+import { RedisLedgerQueue } from '../src/ledger/redis-ledger.queue.js';
+import { GatewayMetrics } from '../src/observability/metrics.js';
+import { RedisKeys } from '../src/store/redis-keys.js';
+import { StoreCipher } from '../src/store/store-cipher.js';
+import { PostgresServer } from './support/postgres-server.js';
+import { RedisServer } from './support/redis-server.js';
+
+const cipher = new StoreCipher([{ id: 'k1', key: new Secret(Buffer.alloc(32, 3).toString('base64')) }]);
+const prices = new InquiryPrices({ get: () => DEFAULT_INQUIRY_PRICES } as never);
+const config = { get: () => ({ retentionDays: 1826, resultRetentionDays: 90 }) } as never;
+
+let redis: RedisServer;
+let postgres: PostgresServer;
+const clients: Redis[] = [];
+const dbs: PgLedgerDatabase[] = [];
+let prefixes = 0;
+
+beforeAll(async () => {
+  [redis, postgres] = await Promise.all([RedisServer.start(), PostgresServer.start()]);
+});
+afterAll(async () => {
+  await Promise.all(dbs.map((db) => db.close().catch(() => undefined)));
+  clients.forEach((client) => client.disconnect());
+  await Promise.all([redis?.stop(), postgres?.stop()]);
+});
+
+/** One replica's parts on a key prefix shared by the replicas of one test. */
+function replica(prefix: string, claimIdleMs?: number) {
+  const client = new Redis(redis.url);
+  clients.push(client);
+  const db = new PgLedgerDatabase(postgres.url);
+  dbs.push(db);
+  const queue = new RedisLedgerQueue(client, new RedisKeys(prefix), cipher, prices, claimIdleMs);
+  const store = new LedgerStore(db, cipher, 90);
+  const drainer = new LedgerDrainer(config, db, queue, store, new LedgerMetrics(new GatewayMetrics()));
+  return { client, db, queue, store, drainer };
+}
+
+function record(overrides: Partial<InquiryFactsInput> = {}): InquiryFactsInput {
+  const now = Date.now();
+  return {
+    trackId: randomUUID(),
+    clientId: 'svc-a',
+    subjectSha256: 'b'.repeat(64),
+    operation: 'iban',
+    requestHandlingType: 'advanced',
+    status: 'succeeded',
+    createdAt: new Date(now).toISOString(),
+    deadlineAt: new Date(now + 60_000).toISOString(),
+    completedAt: new Date(now + 300).toISOString(),
+    upstream: { code: 200 },
+    data: { depositOwners: [{ firstName: 'Ali' }] },
+    charged: 'yes',
+    requestId: 'req-x',
+    ...overrides,
+  };
+}
+
+/** Rows per trackId for these inquiries, by kind. */
+async function rows(db: PgLedgerDatabase, trackIds: string[]): Promise<Map<string, string[]>> {
+  const found = await db.query<{ track_id: string; kind: string }>(
+    'SELECT track_id::text, kind FROM ledger_entries WHERE track_id = ANY($1::uuid[])',
+    [trackIds],
+  );
+  const byTrackId = new Map<string, string[]>();
+  for (const row of found) byTrackId.set(row.track_id, [...(byTrackId.get(row.track_id) ?? []), row.kind]);
+  return byTrackId;
+}
+
+async function drainAll(...drainers: LedgerDrainer[]): Promise<void> {
+  await Promise.all(
+    drainers.map(async (drainer) => {
+      while ((await drainer.drainOnce()) > 0);
+    }),
+  );
+}
+
+describe('the ledger queue in Redis', () => {
+  it('writes every settled inquiry exactly once with two drainers at once, data sealed all the way', async () => {
+    const prefix = `q${prefixes++}`;
+    const [a, b] = [replica(prefix), replica(prefix)];
+    const settled = Array.from({ length: 2_500 }, () => record());
+    for (const r of settled) await a.queue.owe(r);
+    await Promise.all(settled.map((r) => a.queue.settled(r)));
+    // On the stream, sealed: no personal data in clear.
+    const [[, fields]] = await a.client.xrange(new RedisKeys(prefix).ledger('entries'), '-', '+', 'COUNT', 1);
+    expect(fields.join(' ')).not.toContain('Ali');
+    await drainAll(a.drainer, b.drainer);
+    const found = await rows(
+      a.db,
+      settled.map((r) => r.trackId),
+    );
+    expect(found.size).toBe(settled.length);
+    expect([...found.values()].every((kinds) => kinds.length === 1 && kinds[0] === 'settled')).toBe(true);
+    expect(await a.queue.backlog(Date.now())).toEqual({ depth: 0, oldestAgeSeconds: 0 });
+    // Settled: the duty is lifted, no `unknown` entry follows.
+    expect(await a.queue.claimOverdue(Date.now() + 3_600_000, 10_000)).toBe(0);
+    const facts = await a.store.facts(settled[0].trackId);
+    expect(facts?.entries[0]).toMatchObject({ costUnits: 3, charged: 'yes', requestId: 'req-x', upstreamCode: 200 });
+    expect(facts?.data).toEqual({ depositOwners: [{ firstName: 'Ali' }] });
+  });
+
+  it('takes over the unacknowledged batch of a drainer that died after reading it', async () => {
+    const prefix = `q${prefixes++}`;
+    const dying = replica(prefix);
+    const survivor = replica(prefix, 200);
+    const settled = Array.from({ length: 50 }, () => record());
+    await Promise.all(settled.map((r) => dying.queue.settled(r)));
+    expect(await dying.queue.read(1_000)).toHaveLength(50); // read, then killed: never written or acknowledged
+    await new Promise((resolve) => setTimeout(resolve, 250)); // the idle time a consumer is taken for dead after
+    await drainAll(survivor.drainer);
+    const found = await rows(
+      survivor.db,
+      settled.map((r) => r.trackId),
+    );
+    expect(found.size).toBe(50);
+    expect(await survivor.queue.backlog(Date.now())).toMatchObject({ depth: 0 });
+  });
+
+  it('turns duties past due into one unknown, possibly charged entry each, claimed by one replica', async () => {
+    const prefix = `q${prefixes++}`;
+    const replicas = [replica(prefix), replica(prefix), replica(prefix)];
+    const past = Date.now() - 120_000;
+    const lost = Array.from({ length: 300 }, () =>
+      record({
+        status: 'pending',
+        createdAt: new Date(past).toISOString(),
+        deadlineAt: new Date(past + 1_000).toISOString(),
+      }),
+    );
+    const settling = record({ status: 'pending' });
+    for (const r of [...lost, settling]) await replicas[0].queue.owe(r);
+    const claimed = await Promise.all(replicas.map((r) => r.queue.claimOverdue(Date.now(), 100)));
+    expect(claimed.reduce((sum, n) => sum + n, 0)).toBe(300);
+    await drainAll(...replicas.map((r) => r.drainer));
+    const found = await rows(
+      replicas[0].db,
+      [...lost, settling].map((r) => r.trackId),
+    );
+    expect(found.size).toBe(300);
+    expect(found.has(settling.trackId)).toBe(false); // its deadline has not passed
+    const facts = await replicas[0].store.facts(lost[0].trackId);
+    expect(facts?.entries).toEqual([
+      expect.objectContaining({ kind: 'overdue', status: 'unknown', charged: 'possibly', costUnits: 3 }),
+    ]);
+    expect(facts?.data).toBeUndefined();
+  });
+
+  it('keeps entries while PostgreSQL is down and writes them once it is back', async () => {
+    const prefix = `q${prefixes++}`;
+    const a = replica(prefix);
+    await a.store.ready();
+    await postgres.kill();
+    const settled = Array.from({ length: 200 }, () => record());
+    await Promise.all(settled.map((r) => a.queue.settled(r)));
+    await expect(a.drainer.drainOnce()).rejects.toThrow();
+    expect((await a.queue.backlog(Date.now())).depth).toBe(200);
+    await postgres.restart();
+    await drainAll(a.drainer);
+    expect(
+      (
+        await rows(
+          a.db,
+          settled.map((r) => r.trackId),
+        )
+      ).size,
+    ).toBe(200);
+    expect((await a.queue.backlog(Date.now())).depth).toBe(0);
+  });
+});
+
+describe('the ledger queue in the process (REDIS_URL unset)', () => {
+  it('owes, settles, claims overdue duties and acknowledges like the Redis one', async () => {
+    const queue = new MemoryLedgerQueue(prices);
+    const settled = record();
+    const lost = record({ status: 'pending', deadlineAt: new Date(Date.now() - 60_000).toISOString() });
+    await queue.owe(settled);
+    await queue.owe(lost);
+    await queue.settled(settled);
+    expect(await queue.claimOverdue(Date.now(), 10)).toBe(1);
+    const batch = await queue.read(10);
+    expect(batch.map((m) => [m.entry.trackId, m.entry.kind])).toEqual([
+      [settled.trackId, 'settled'],
+      [lost.trackId, 'overdue'],
+    ]);
+    expect(await queue.read(10)).toHaveLength(2); // not acknowledged: read again
+    await queue.ack(batch.map((m) => m.id));
+    expect(await queue.backlog(Date.now())).toEqual({ depth: 0, oldestAgeSeconds: 0 });
+  });
+});

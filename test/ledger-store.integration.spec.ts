@@ -1,0 +1,150 @@
+/**
+ * The ledger's SQL against a real PostgreSQL server (started here) and against PGlite: the
+ * same migrations and statements on both (docs/decisions/0010-ledger-postgresql-client.md).
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Secret } from '../src/config/secret.js';
+import { PgLedgerDatabase, PgliteLedgerDatabase, type LedgerDatabase } from '../src/ledger/ledger-database.js';
+import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
+import { dropExpiredPartitions, ensurePartitions, migrate, monthStart } from '../src/ledger/ledger-schema.js';
+import { LedgerStore } from '../src/ledger/ledger.store.js';
+import { StoreCipher } from '../src/store/store-cipher.js';
+import { PostgresServer } from './support/postgres-server.js';
+
+const cipher = new StoreCipher([{ id: 'k1', key: new Secret(Buffer.alloc(32, 7).toString('base64')) }]);
+
+function entry(overrides: Partial<QueuedEntry> = {}): QueuedEntry {
+  return {
+    trackId: randomUUID(),
+    kind: 'settled',
+    clientId: 'svc-a',
+    operation: 'shahkar',
+    requestHandlingType: 'standard',
+    status: 'succeeded',
+    charged: 'yes',
+    costUnits: 1,
+    createdAt: new Date().toISOString(),
+    completedAt: new Date().toISOString(),
+    upstreamCode: 200,
+    requestId: 'req-1',
+    ...overrides,
+  };
+}
+
+let server: PostgresServer;
+beforeAll(async () => {
+  server = await PostgresServer.start();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+describe('migrations', () => {
+  it('applies each version once when several replicas start at once (advisory lock)', async () => {
+    const dbs = Array.from({ length: 5 }, () => new PgLedgerDatabase(server.url, { max: 1 }));
+    try {
+      const applied = await Promise.all(dbs.map((db) => migrate(db)));
+      expect(applied.flat().sort()).toEqual([1]);
+      const rows = await dbs[0].query<{ version: number }>('SELECT version FROM ledger_migrations');
+      expect(rows).toEqual([{ version: 1 }]);
+    } finally {
+      await Promise.all(dbs.map((db) => db.close()));
+    }
+  });
+});
+
+describe.each([
+  ['PostgreSQL server', () => Promise.resolve(new PgLedgerDatabase(server.url) as LedgerDatabase)],
+  ['PGlite', () => PgliteLedgerDatabase.open() as Promise<LedgerDatabase>],
+])('the ledger store on %s', (_name, open) => {
+  let db: LedgerDatabase;
+  let store: LedgerStore;
+  beforeAll(async () => {
+    db = await open();
+    await migrate(db);
+    store = new LedgerStore(db, cipher, 90);
+  });
+  afterAll(async () => {
+    await db.close();
+  });
+
+  it('writes an entry once however often it is inserted, creating its month partition when missing', async () => {
+    const first = entry({ createdAt: '2031-03-05T10:00:00.000Z', data: { matched: true } });
+    expect(await store.insert([first])).toBe(1);
+    expect(await store.insert([first, first])).toBe(0);
+    const facts = await store.facts(first.trackId);
+    expect(facts?.entries).toHaveLength(1);
+    const { data: _data, ...fields } = first;
+    expect(facts?.entries[0]).toEqual(fields);
+  });
+
+  it('keeps the data sealed in the table and opens it on read', async () => {
+    const settled = entry({ data: { firstName: 'Ali' } });
+    await store.insert([settled]);
+    const [row] = await db.query<{ sealed_data: string }>(
+      'SELECT sealed_data FROM ledger_results WHERE track_id = $1',
+      [settled.trackId],
+    );
+    expect(row.sealed_data).toMatch(/^enc:v1:k1:/);
+    expect(row.sealed_data).not.toContain('Ali');
+    expect((await store.facts(settled.trackId))?.data).toEqual({ firstName: 'Ali' });
+  });
+
+  it('keeps a later fact (a reconciliation) beside the first, by kind', async () => {
+    const overdue = entry({ kind: 'overdue', status: 'unknown', charged: 'possibly', completedAt: undefined });
+    const resolution = {
+      ...overdue,
+      kind: 'reconciled' as const,
+      status: 'succeeded' as const,
+      charged: 'yes' as const,
+    };
+    expect(await store.insert([overdue, resolution, resolution])).toBe(2);
+    const facts = await store.facts(overdue.trackId);
+    expect(facts?.entries.map((e) => e.kind).sort()).toEqual(['overdue', 'reconciled']);
+  });
+
+  it('exports in keyset pages, every row once, in order, filtered', async () => {
+    const from = new Date('2032-06-01T00:00:00Z');
+    const rows = Array.from({ length: 12_345 }, (_, i) =>
+      entry({
+        createdAt: new Date(from.getTime() + Math.floor(i / 3) * 1000).toISOString(),
+        clientId: i % 5 === 0 ? 'svc-b' : 'svc-a',
+      }),
+    );
+    for (let i = 0; i < rows.length; i += 2_000) await store.insert(rows.slice(i, i + 2_000));
+    const seen: string[] = [];
+    for await (const row of store.entries({ from, to: new Date('2032-07-01T00:00:00Z') })) seen.push(row.trackId);
+    expect(seen).toHaveLength(rows.length);
+    expect(new Set(seen).size).toBe(rows.length);
+    let svcB = 0;
+    for await (const row of store.entries({ from, to: new Date('2032-07-01T00:00:00Z'), clientId: 'svc-b' })) {
+      expect(row.clientId).toBe('svc-b');
+      svcB += 1;
+    }
+    expect(svcB).toBe(rows.filter((r) => r.clientId === 'svc-b').length);
+  });
+
+  it('drops whole partitions past the retentions: results first, entries later', async () => {
+    const now = new Date('2040-01-15T00:00:00Z');
+    const old = entry({ createdAt: '2039-06-10T00:00:00.000Z', data: { x: 1 } });
+    const recent = entry({ createdAt: '2039-12-20T00:00:00.000Z', data: { x: 2 } });
+    await ensurePartitions(db, [new Date(old.createdAt), new Date(recent.createdAt), now]);
+    await store.insert([old, recent]);
+    const dropped = await dropExpiredPartitions(db, now, { entriesDays: 365, resultsDays: 90 });
+    expect(dropped).toContain('ledger_results_203906');
+    expect(dropped).not.toContain('ledger_results_203912');
+    expect(dropped).not.toContain('ledger_entries_203906');
+    const results = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM ledger_results WHERE track_id = $1', [
+      old.trackId,
+    ]);
+    expect(results[0].n).toBe(0);
+    const later = await dropExpiredPartitions(db, new Date('2040-08-01T00:00:00Z'), {
+      entriesDays: 365,
+      resultsDays: 90,
+    });
+    expect(later).toContain('ledger_entries_203906');
+    expect(await store.facts(old.trackId)).toBeNull();
+    expect(monthStart(now, -1).toISOString()).toBe('2039-12-01T00:00:00.000Z');
+  });
+});
