@@ -29,13 +29,7 @@ import { startTracing, type GatewayTracing } from './observability/tracing.js';
 import { setupOpenApi } from './openapi.js';
 import { installOpsListener } from './http/ops-listener.js';
 import { ShutdownState } from './health/shutdown.state.js';
-import {
-  clientErrorHandler,
-  frameworkErrors,
-  rejectConnect,
-  rejectMissingHost,
-  rejectNonJsonBody,
-} from './problem/framework-errors.js';
+import { clientErrorHandler, frameworkErrors, rejectConnect, rejectMissingHost } from './problem/framework-errors.js';
 import { ProblemFilter } from './problem/problem.filter.js';
 
 export interface GatewayOptions {
@@ -165,7 +159,12 @@ export async function createGateway(
   });
   const fastify = app.getHttpAdapter().getInstance();
   fastify.addHook('onRequest', rejectMissingHost);
-  fastify.addHook('onRequest', rejectNonJsonBody);
+  // Every body reaches the guards, then the route's validation step, which answers a wrong
+  // Content-Type (docs/api.md §3): without this catch-all, fastify itself would answer 415 for a
+  // media type it has no parser for, or a body without Content-Type (`*` is also the parser of the
+  // latter), before any guard runs. Read as a buffer, so the body limit applies (413). A route
+  // that takes another media type registers its own parser, which is chosen before this one.
+  fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
   fastify.server.on('connect', rejectConnect);
   if (config.http.opsPort !== undefined) {
     installOpsListener(app, {

@@ -10,7 +10,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
+import 'reflect-metadata';
 import { parse } from 'yaml';
+import { loadConfig } from '../src/config/load-config.js';
 import { nextEvent } from './support/events.js';
 import { freePort } from './support/redis-server.js';
 
@@ -80,6 +82,15 @@ describe('compose.yaml (local stack)', () => {
     // Published on loopback only, on the ports the gateway listens on.
     expect(gateway.ports).toEqual([`127.0.0.1:${env.PORT}:${env.PORT}`, `127.0.0.1:${env.OPS_PORT}:${env.OPS_PORT}`]);
     expect(simulator.ports).toEqual([`127.0.0.1:4010:${simulator.environment!.SIMULATOR_PORT}`]);
+  });
+
+  it('builds the gateway with a BUILD_COMMIT its configuration accepts, as the Dockerfile’s default is', () => {
+    // `${BUILD_COMMIT:-unknown}` as compose interpolates it when the variable is unset.
+    const composed = gateway.build!.args!.BUILD_COMMIT.replace(/^\$\{\w+:-(.*)\}$/, '$1');
+    const dockerDefault = /^ARG BUILD_COMMIT=(.*)$/m.exec(read('Dockerfile'))![1];
+    for (const commit of [composed, dockerDefault]) {
+      expect(loadConfig({ ...gateway.environment, BUILD_COMMIT: commit }).build.commit).toBe(commit);
+    }
   });
 
   it('sets only the variables the simulator’s entry point reads', () => {

@@ -131,6 +131,35 @@ describe('errors before routing are problem+json; slow clients are cut off', () 
     expect(served.status).toBe(200);
   });
 
+  it.each([
+    ['no credential', 401, 'unauthenticated', ''],
+    ['a credential without the scope', 403, 'forbidden', `X-Api-Key: ${TEST_CLIENTS.none.key}\r\n`],
+  ])('a text/plain body with %s → %i %s: the credential is checked before the body', async (_n, status, code, auth) => {
+    const body = JSON.stringify(SHAHKAR);
+    const answer = await raw(port, [
+      `POST /v1/kyc/shahkar HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${auth}Content-Type: text/plain\r\n` +
+        `Content-Length: ${body.length}\r\n\r\n${body}`,
+    ]);
+    expectProblem(answer, status, code);
+  });
+
+  it.each([
+    ['text/plain', 'Content-Type: text/plain\r\n', false],
+    ['text/plain, chunked', 'Content-Type: text/plain\r\n', true],
+    ['no Content-Type', '', false],
+    ['a form, chunked', 'Content-Type: application/x-www-form-urlencoded\r\n', true],
+  ])('a 20 KB body (%s) → 413 payload_too_large', async (_name, header, chunked) => {
+    const body = 'x'.repeat(20 * 1024);
+    const framing = chunked
+      ? `Transfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`
+      : `Content-Length: ${body.length}\r\n\r\n${body}`;
+    const answer = await raw(port, [
+      `POST /v1/kyc/shahkar HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Api-Key: ${TEST_CLIENTS.full.key}\r\n` +
+        `${header}${framing}`,
+    ]);
+    expectProblem(answer, 413, 'payload_too_large');
+  });
+
   it('a body of another type to an unknown path is still 404 not_found', async () => {
     const answer = await raw(port, [post('/v1/kyc/unknown', 'Content-Type: text/plain\r\n')]);
     expectProblem(answer, 404, 'not_found');

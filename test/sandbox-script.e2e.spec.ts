@@ -18,9 +18,12 @@ import { freePort } from './support/redis-server.js';
 const ROOT = new URL('..', import.meta.url).pathname;
 const API_KEY = 'sandbox-script-test-key';
 
-/** `npm run --silent sandbox:jwt -- <args>`: the token it prints. */
-async function mintToken(...args: string[]): Promise<string> {
-  const { stdout } = await promisify(execFile)('npm', ['run', '--silent', 'sandbox:jwt', '--', ...args], { cwd: ROOT });
+/** `PORT=<port> npm run --silent sandbox:jwt -- <args>`: the token it prints. */
+async function mintToken(port: number, ...args: string[]): Promise<string> {
+  const { stdout } = await promisify(execFile)('npm', ['run', '--silent', 'sandbox:jwt', '--', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: String(port) },
+  });
   return stdout.trim();
 }
 
@@ -93,7 +96,7 @@ describe('npm run sandbox', () => {
       await inquire('/v1/kyc/iban', { iban: 'IR820540102680020817909002' }, { 'x-api-key': `${API_KEY}-shahkar-only` }),
     ).toMatchObject({ status: 403, body: { code: 'forbidden' } });
 
-    const token = await mintToken('--scope', 'kyc:shahkar', '--sub', 'user-42');
+    const token = await mintToken(port, '--scope', 'kyc:shahkar', '--sub', 'user-42');
     const bearer = { authorization: `Bearer ${token}` };
     expect(await inquire('/v1/kyc/shahkar', { nationalCode: '0499370899', mobileNumber }, bearer)).toMatchObject({
       status: 200,
@@ -113,5 +116,7 @@ describe('npm run sandbox', () => {
     await expect(fetch(`http://127.0.0.1:${port}/health/live`)).rejects.toThrow();
     await expect(fetch(`http://127.0.0.1:${simulatorPort}/__simulator/state`)).rejects.toThrow();
     expect(groupAlive(npm.pid!)).toBe(false);
+    // Its signing key went with it: no token for a sandbox that no longer runs.
+    await expect(mintToken(port)).rejects.toMatchObject({ stderr: expect.stringContaining('start the sandbox first') });
   }, 150_000);
 });

@@ -261,8 +261,11 @@ export class EnvironmentVariables {
   @WholeNumber(1024, 1024 * 1024, 'bytes')
   BODY_LIMIT_BYTES = 16 * 1024;
 
-  /** Not in the contract's table: the commit the image was built from (label of vgw_build_info). */
+  /**
+   * Not in the contract's table: the commit the image was built from (label of vgw_build_info).
+   * `unknown` is the Dockerfile's default and compose's when no hash is passed (docs/operations.md).
+   */
   @IsOptional()
-  @Matches(/^[0-9a-f]{7,40}$/i, { message: 'must be a git commit hash (7 to 40 hex digits)' })
+  @Matches(/^(?:[0-9a-f]{7,40}|unknown)$/i, { message: 'must be a git commit hash (7 to 40 hex digits) or unknown' })
   BUILD_COMMIT?: string;
 }

@@ -63,9 +63,12 @@ function describeInvalid(value: string | undefined, constraints: Record<string, 
 export function loadConfig(env: Env): AppConfig {
   const problems: string[] = [];
   const resolved = resolveFileVariables(env, problems);
+  // One message per variable: NAME is not also "not set" when NAME_FILE could not be read.
+  const reported = new Set(problems.map((p) => p.split(':')[0].replace(/_FILE$/, '')));
 
   const vars = plainToInstance(EnvironmentVariables, resolved, { exposeDefaultValues: true });
   for (const error of validateSync(vars, { forbidUnknownValues: false })) {
+    if (reported.has(error.property)) continue;
     problems.push(`${error.property}: ${describeInvalid(resolved[error.property], error.constraints)}`);
   }
   const bad = new Set(problems.map((p) => p.split(':')[0]));

@@ -2,7 +2,6 @@ import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sendProblem } from './problem.filter.js';
 import { ProblemException } from './problem.js';
-import { notJsonMediaType } from './to-problem.js';
 
 /**
  * Errors raised before any route runs, so that they too are problem+json (docs/behaviour.md, "HTTP edges"):
@@ -47,37 +46,6 @@ export function rejectMissingHost(request: FastifyRequest, reply: FastifyReply, 
       'The HTTP request is malformed.',
     ),
   );
-}
-
-/** What a request body must be declared as (docs/api.md §3, `validation_failed`). */
-const JSON_MEDIA_TYPE = 'application/json';
-/**
- * The Fastify route config key by which a route that takes another body than JSON names its
- * media type, e.g. `@RouteConfig({ [BODY_MEDIA_TYPE]: 'text/csv' })` on the reconciliation upload.
- */
-export const BODY_MEDIA_TYPE = 'bodyMediaType';
-const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
-
-/**
- * A body sent without `Content-Type: application/json` (curl's `-d` alone sends
- * `application/x-www-form-urlencoded`; some clients send none or `text/plain`) is answered
- * 400 `validation_failed` naming Content-Type, before any parser reads it: otherwise a JSON body
- * read as a form or as text would be reported as "must be a JSON object" although it is one
- * (docs/api.md §3). A route that takes another media type names it in its config
- * (BODY_MEDIA_TYPE). Unknown routes still answer 404.
- */
-export function rejectNonJsonBody(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
-  if (!BODY_METHODS.has(request.method) || request.is404 || !hasBody(request)) return done();
-  const contentType = request.headers['content-type'];
-  const mediaType = contentType?.split(';', 1)[0].trim().toLowerCase();
-  const expected = (request.routeOptions.config as { [BODY_MEDIA_TYPE]?: string })[BODY_MEDIA_TYPE] ?? JSON_MEDIA_TYPE;
-  if (mediaType === expected) return done();
-  sendProblem(reply, notJsonMediaType(contentType === undefined, expected));
-}
-
-function hasBody(request: FastifyRequest): boolean {
-  const length = request.headers['content-length'];
-  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /**

@@ -44,6 +44,12 @@ const WHEN: Record<ProblemCode, string> = {
   internal: '`internal`: anything else; no internal detail in the body',
 };
 
+/** The text after the code (`\`code\`: `), whole: it may hold colons of its own (a header line). */
+function whenSummary(code: ProblemCode): string {
+  const when = WHEN[code];
+  return when.slice(when.indexOf(': ') + 2);
+}
+
 type Headers = Record<string, HeaderObject | ReferenceObject>;
 
 /** Response headers, by status, beside the ones every response has (see src/openapi.ts). */
@@ -58,7 +64,7 @@ export function problemResponse(statusCodes: ProblemCode[], headers?: Headers): 
       [PROBLEM_CONTENT_TYPE]: {
         schema: { $ref: getSchemaPath(ProblemSchema) },
         examples: Object.fromEntries(
-          statusCodes.map((code) => [code, { summary: WHEN[code].split(': ')[1], value: problemExample(code) }]),
+          statusCodes.map((code) => [code, { summary: whenSummary(code), value: problemExample(code) }]),
         ),
       },
     },

@@ -52,7 +52,8 @@ function fromFastifyError(error: FastifyLikeError): ProblemException {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ProblemException('payload_too_large', 'The request body is larger than allowed.');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      // Normally answered before parsing by rejectNonJsonBody (framework-errors.ts), in the same words.
+      // A Content-Type that is not a media type at all: fastify refuses it before parsing. Any
+      // other media type is parsed and answered by the route's validation step, in the same words.
       return notJsonMediaType(false);
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return ProblemException.validation(
@@ -95,7 +96,7 @@ function defaultDetail(code: ProblemCode): string {
   }
 }
 
-/** The answer for a body whose Content-Type is missing or not application/json. */
+/** The answer for a body whose Content-Type is missing or not the route's (`mediaType`). */
 export function notJsonMediaType(missing: boolean, mediaType = 'application/json'): ProblemException {
   return ProblemException.validation(
     [

@@ -1,10 +1,12 @@
 /**
  * The sandbox's JWT caller (docs/local-stack.md, "Sandbox callers"): a key pair generated at each
  * sandbox start, its public key given to the gateway as JWT_PUBLIC_KEY, its private key kept in
- * `.build/` (git-ignored) for `npm run sandbox:jwt` to mint tokens with. A restart makes a new
- * pair, so tokens of an earlier run are refused (401).
+ * `.build/` (git-ignored) for `npm run sandbox:jwt` to mint tokens with: one file per gateway
+ * port, so sandboxes on other ports keep theirs, removed when the sandbox stops, so no token is
+ * minted for a sandbox that no longer runs. A restart makes a new pair, so tokens of an earlier
+ * run are refused (401).
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SignJWT, exportPKCS8, exportSPKI, generateKeyPair, importPKCS8 } from 'jose';
@@ -12,8 +14,10 @@ import { SignJWT, exportPKCS8, exportSPKI, generateKeyPair, importPKCS8 } from '
 export const SANDBOX_JWT_ISSUER = 'https://sandbox.verification-gateway.invalid/';
 export const SANDBOX_JWT_AUDIENCE = 'verification-gateway';
 const ALGORITHM = 'ES256';
-/** Both scripts run from .build/test/sandbox/: the key sits at .build/sandbox-jwt-signing-key.pem. */
-const SIGNING_KEY_FILE = fileURLToPath(new URL('../../sandbox-jwt-signing-key.pem', import.meta.url));
+/** Both scripts run from .build/test/sandbox/: the key sits at .build/sandbox-jwt-signing-key-<port>.pem. */
+function signingKeyFile(port: number): string {
+  return fileURLToPath(new URL(`../../sandbox-jwt-signing-key-${port}.pem`, import.meta.url));
+}
 
 export interface SandboxTokenClaims {
   /** The app (`azp`): the gateway's client id is `jwt:<clientId>`. */
@@ -33,21 +37,41 @@ export const DEFAULT_TOKEN_CLAIMS: SandboxTokenClaims = {
   lifetimeSeconds: 3600,
 };
 
-/** A fresh key pair: the private key written for `sandbox:jwt`, the public key's PEM returned. */
-export async function createSandboxSigningKey(): Promise<string> {
-  const { publicKey, privateKey } = await generateKeyPair(ALGORITHM, { extractable: true });
-  mkdirSync(dirname(SIGNING_KEY_FILE), { recursive: true });
-  writeFileSync(SIGNING_KEY_FILE, await exportPKCS8(privateKey), { mode: 0o600 });
-  return exportSPKI(publicKey);
+/** A sandbox's key pair: the public key's PEM for the gateway, the private key for `sandbox:jwt`. */
+export interface SandboxSigningKey {
+  publicKeyPem: string;
+  /** Writes the private key for the gateway on `port` (once it listens there). */
+  publish(port: number): Promise<void>;
+  /** Removes the file `publish` wrote (the sandbox stops). */
+  withdraw(): void;
 }
 
-/** A token the running sandbox accepts, signed with the key of its last start. */
-export async function mintSandboxToken(claims: SandboxTokenClaims = DEFAULT_TOKEN_CLAIMS): Promise<string> {
+export async function createSandboxSigningKey(): Promise<SandboxSigningKey> {
+  const { publicKey, privateKey } = await generateKeyPair(ALGORITHM, { extractable: true });
+  let written: string | undefined;
+  return {
+    publicKeyPem: await exportSPKI(publicKey),
+    async publish(port: number) {
+      written = signingKeyFile(port);
+      mkdirSync(dirname(written), { recursive: true });
+      writeFileSync(written, await exportPKCS8(privateKey), { mode: 0o600 });
+    },
+    withdraw() {
+      if (written !== undefined) rmSync(written, { force: true });
+    },
+  };
+}
+
+/** A token the sandbox running on `port` accepts, signed with the key of its start. */
+export async function mintSandboxToken(
+  port: number,
+  claims: SandboxTokenClaims = DEFAULT_TOKEN_CLAIMS,
+): Promise<string> {
   let pem: string;
   try {
-    pem = readFileSync(SIGNING_KEY_FILE, 'utf8');
+    pem = readFileSync(signingKeyFile(port), 'utf8');
   } catch {
-    throw new Error('no sandbox signing key: start the sandbox first (npm run sandbox)');
+    throw new Error(`no sandbox signing key for port ${port}: start the sandbox first (npm run sandbox)`);
   }
   return new SignJWT({ scope: claims.scope, azp: claims.clientId })
     .setProtectedHeader({ alg: ALGORITHM })

@@ -39,6 +39,7 @@ async function main(): Promise<void> {
     inputOutcomes: SANDBOX_INPUT_OUTCOMES,
   });
   const upstreamUrl = await simulator.start(Number(process.env.SIMULATOR_PORT ?? 4010));
+  const signingKey = await createSandboxSigningKey();
 
   const env = {
     LOG_LEVEL: 'info',
@@ -51,7 +52,7 @@ async function main(): Promise<void> {
       { clientId: 'sandbox', keySha256: sha256(apiKey), scopes: ALL_SCOPES },
       { clientId: 'sandbox-shahkar-only', keySha256: sha256(narrowKey), scopes: ['kyc:shahkar'] },
     ]),
-    JWT_PUBLIC_KEY: await createSandboxSigningKey(),
+    JWT_PUBLIC_KEY: signingKey.publicKeyPem,
     JWT_JWKS_URL: undefined,
     JWT_ISSUER: SANDBOX_JWT_ISSUER,
     JWT_AUDIENCE: SANDBOX_JWT_AUDIENCE,
@@ -72,6 +73,7 @@ async function main(): Promise<void> {
   }
   const { app, config } = gateway;
   await app.listen({ port: config.http.port, host: '127.0.0.1' });
+  await signingKey.publish(config.http.port);
   const url = `http://127.0.0.1:${config.http.port}`;
   const inputs = Object.entries(SANDBOX_INPUT_OUTCOMES).map(([input, outcome]) => `${input} (${outcome})`);
   const today = new Date().toISOString().slice(0, 10);
@@ -83,7 +85,7 @@ async function main(): Promise<void> {
       `Upstream simulator on ${upstreamUrl} (state: ${upstreamUrl}/__simulator/state)`,
       `API key (every scope): ${apiKey}`,
       `API key (kyc:shahkar only): ${narrowKey}`,
-      `JWT (an app's end user; more with npm run --silent sandbox:jwt): ${await mintSandboxToken()}`,
+      `JWT (an app's end user; more with npm run --silent sandbox:jwt): ${await mintSandboxToken(config.http.port)}`,
       `Test inputs: ${inputs.join(', ')}; any other valid input matches.`,
       '',
       `  curl -s -X POST ${url}/v1/kyc/shahkar -H 'X-Api-Key: ${apiKey}' -H 'Content-Type: application/json' \\`,
@@ -97,6 +99,7 @@ async function main(): Promise<void> {
   );
 
   const stop = async () => {
+    signingKey.withdraw();
     await app.close();
     await simulator.stop();
     process.exit(0);

@@ -11,6 +11,7 @@ import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { IDEMPOTENCY_KEY_HEADER_IN } from '../../vocabulary/headers.js';
 import { ProblemException, type FieldError } from '../../problem/problem.js';
+import { notJsonMediaType } from '../../problem/to-problem.js';
 import { MESSAGES } from './decorators.js';
 
 const BODY_FIELD = 'body';
@@ -235,6 +236,20 @@ export function validateIdempotencyKey(value: string | string[] | undefined): st
   return value;
 }
 
+const JSON_MEDIA_TYPE = 'application/json';
+
+/**
+ * A body not sent as `Content-Type: application/json` (none; curl's `-d` alone sends a form's;
+ * some clients send `text/plain`) is refused naming Content-Type, rather than as "must be a JSON
+ * object" although it may be one (docs/api.md §3). Checked here, after the guards, so that an
+ * unauthenticated caller gets 401/403 whatever it sent.
+ */
+export function checkJsonMediaType(body: unknown, contentType: string | undefined): void {
+  if (body === undefined) return; // no body: validateInquiryBody says it is missing
+  if (contentType?.split(';', 1)[0].trim().toLowerCase() === JSON_MEDIA_TYPE) return;
+  throw notJsonMediaType(contentType === undefined, JSON_MEDIA_TYPE);
+}
+
 /**
  * The whole inquiry request: body and `Idempotency-Key` checked together, so that one
  * answer lists every bad field, the header included (docs/api.md §3). Returns the
@@ -265,12 +280,14 @@ export function validateInquiryRequest<T extends object>(
 /**
  * The inquiry handlers' input as one parameter (`@ValidInquiry(ShahkarRequestDto)`): the body as
  * the normalised DTO and the `Idempotency-Key`, validated together by `validateInquiryRequest`
- * (a pipe on `@Body()` cannot see the header, and one answer must list every bad field).
- * Resolved after the guards, so an unauthenticated caller learns nothing about its input.
+ * (a pipe on `@Body()` cannot see the header, and one answer must list every bad field), once
+ * the body is known to be sent as JSON (`checkJsonMediaType`). Resolved after the guards, so an
+ * unauthenticated caller learns nothing about its input.
  */
 export const ValidInquiry = createParamDecorator(
   (dto: ClassConstructor<object>, context: ExecutionContext): ReturnType<typeof validateInquiryRequest> => {
     const request = context.switchToHttp().getRequest<FastifyRequest>();
+    checkJsonMediaType(request.body, request.headers['content-type']);
     return validateInquiryRequest(dto, request.body, request.headers[IDEMPOTENCY_KEY_HEADER_IN]);
   },
 );
