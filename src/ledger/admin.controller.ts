@@ -12,11 +12,9 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { RouteConfig } from '@nestjs/platform-fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../caller-auth/caller.js';
 import { CallerAuthGuard, CurrentCaller, RequireScopes } from '../caller-auth/caller-auth.guard.js';
-import { BODY_MEDIA_TYPE } from '../problem/framework-errors.js';
 import { ProblemException } from '../problem/problem.js';
 import type { EntryStatus, LedgerEntry } from './ledger-entry.js';
 import { LedgerStore, usage, type ExportFilter } from './ledger.store.js';
@@ -140,8 +138,6 @@ export class AdminController {
   }
 
   @Post('reconciliations')
-  // The one route whose body is not JSON: the Content-Type check before parsing expects CSV here.
-  @RouteConfig({ [BODY_MEDIA_TYPE]: CSV })
   @HttpCode(200)
   @ApiReconciliation()
   @RequireScopes('ledger:read', 'ledger:reconcile')
