@@ -28,6 +28,7 @@ import { requestIdFrom } from './observability/request-context.js';
 import { startTracing, type GatewayTracing } from './observability/tracing.js';
 import { setupOpenApi } from './openapi.js';
 import { installOpsListener } from './http/ops-listener.js';
+import { closeLingeringConnections } from './http/lingering-connections.js';
 import { ShutdownState } from './health/shutdown.state.js';
 import { clientErrorHandler, frameworkErrors, rejectConnect, rejectMissingHost } from './problem/framework-errors.js';
 import { ProblemFilter } from './problem/problem.filter.js';
@@ -166,6 +167,12 @@ export async function createGateway(
   // that takes another media type registers its own parser, which is chosen before this one.
   fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
   fastify.server.on('connect', rejectConnect);
+  // When the server closes (after the shutdown sequence's drain), connections that would hold
+  // its close until their timeout are closed (lingering-connections.ts).
+  fastify.addHook('preClose', (done) => {
+    closeLingeringConnections(fastify.server);
+    done();
+  });
   if (config.http.opsPort !== undefined) {
     installOpsListener(app, {
       port: config.http.opsPort,

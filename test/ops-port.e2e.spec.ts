@@ -3,7 +3,7 @@
  * operators, and 404 on the main port an Ingress publishes; inquiries and probes on the main
  * port only; requests on both ports logged and counted alike; both ports closed on shutdown.
  */
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { loadConfig, ConfigError } from '../src/config/load-config.js';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
@@ -30,6 +30,15 @@ function accepting(port: number): Promise<boolean> {
       resolve(true);
     });
     socket.once('error', () => resolve(false));
+  });
+}
+
+/** A connection that sends nothing (as a browser's spare connection). */
+function connected(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => resolve(socket));
+    socket.once('error', reject);
   });
 }
 
@@ -192,6 +201,19 @@ describe('OPS_PORT', () => {
     await other.close();
     expect([await accepting(mainPort), await accepting(port)]).toEqual([false, false]);
   });
+
+  it('closes both ports on shutdown although connections that never sent a request are open', async () => {
+    // A browser (the console) opens spare connections ahead of need; Node's close() waits for
+    // them until their timeout, which once held a shutdown for 70 s.
+    const port = await freePort();
+    const other = await startGateway({ UPSTREAM_BASE_URL: sim.baseUrl, OPS_PORT: String(port) });
+    const mainPort = Number(new URL(other.url).port);
+    const idle = await Promise.all([mainPort, port].map((p) => connected(p)));
+    const closedByServer = idle.map((socket) => new Promise<void>((resolve) => socket.once('close', () => resolve())));
+    await other.close();
+    await Promise.all(closedByServer);
+    expect([await accepting(mainPort), await accepting(port)]).toEqual([false, false]);
+  }, 15_000);
 
   it('refuses an OPS_PORT equal to PORT, or not a port, naming the variable', () => {
     const base = {

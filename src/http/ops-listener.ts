@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { clientErrorHandler, rejectConnect } from '../problem/framework-errors.js';
+import { closeLingeringConnections } from './lingering-connections.js';
 
 /**
  * The routes operators and Prometheus use, by their registered path (a route's definition, never
@@ -85,7 +86,8 @@ export function installOpsListener(app: NestFastifyApplication, settings: OpsLis
   });
   fastify.addHook('onClose', (_instance, done) => {
     if (!server.listening) return done();
-    // Idle keep-alive connections (Prometheus keeps one) are closed by close() itself.
     server.close(() => done());
+    // Idle keep-alive connections (Prometheus keeps one), and a browser's unused ones (the console).
+    closeLingeringConnections(server);
   });
 }
