@@ -25,9 +25,9 @@ COPY scripts/slim-runtime-deps.sh ./scripts/
 COPY src ./src
 # The console's page files (src/console/assets/: HTML, CSS, browser modules) are no TypeScript:
 # copied beside the compiled module that serves them. Its chart library (uplot) is a runtime
-# dependency, so the prune below keeps it.
+# dependency, so the prune below keeps it. Copied by node: a minimal base has no coreutils.
 RUN npx tsc -p tsconfig.build.json \
- && cp -r src/console/assets dist/console/assets \
+ && node -e 'require("node:fs").cpSync("src/console/assets", "dist/console/assets", { recursive: true })' \
  && npm prune --omit=dev --ignore-scripts \
  && sh scripts/slim-runtime-deps.sh \
  && npm cache clean --force

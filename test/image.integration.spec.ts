@@ -125,7 +125,7 @@ describe('the image runtime stage, replayed', () => {
     expect(RUNTIME_STAGE).toMatch(/^ENV NODE_OPTIONS="[^"]+"$/m);
     expect(RUNTIME_STAGE).toMatch(/^COPY --from=build \/app\/node_modules \.\/node_modules$/m);
     expect(DOCKERFILE).toContain('sh scripts/slim-runtime-deps.sh');
-    expect(DOCKERFILE).toContain('cp -r src/console/assets dist/console/assets');
+    expect(DOCKERFILE).toContain('cpSync("src/console/assets", "dist/console/assets"');
   });
 
   it('holds production code only: no TypeScript, test tooling, tests, simulator or bench', () => {
@@ -166,10 +166,14 @@ describe('the image runtime stage, replayed', () => {
     const { stdout } = await serveAndStop(gateway, port);
     const lines = stdout.trim().split('\n');
     for (const line of lines) expect(() => JSON.parse(line) as unknown).not.toThrow();
-    expect(JSON.parse(lines[lines.length - 2])).toMatchObject({
-      context: 'Shutdown',
-      msg: 'SIGTERM: draining, then exiting',
-    });
+    // The signal's line, then the shutdown sequence's steps (src/http/shutdown-sequence.ts), then 'stopped'.
+    const shutdown = lines
+      .map((line) => JSON.parse(line) as { context?: string; msg?: string })
+      .filter((line) => line.context === 'Shutdown')
+      .map((line) => line.msg);
+    expect(shutdown[0]).toBe('SIGTERM: draining, then exiting');
+    expect(shutdown.slice(1, -1).every((msg) => msg?.startsWith('step: '))).toBe(true);
+    expect(shutdown.at(-1)).toBe('stopped');
     expect(JSON.parse(lines[lines.length - 1])).toMatchObject({ context: 'Shutdown', msg: 'stopped' });
     expect(files(app).sort()).toEqual(before);
   });
