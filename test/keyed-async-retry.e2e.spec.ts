@@ -56,7 +56,14 @@ async function commandsDuring<T>(work: () => Promise<T>): Promise<{ result: T; c
   return { result, commands };
 }
 
-const total = (commands: Record<string, number>) => Object.values(commands).reduce((a, b) => a + b, 0);
+/**
+ * The commands a keyed retry's loop sends (the spin of issue 24 was SET, GET, SUBSCRIBE and
+ * UNSUBSCRIBE by the thousand); the ledger drainer's background polling of its own keys is not
+ * the retry's.
+ */
+const RETRY_COMMANDS = ['get', 'set', 'subscribe', 'unsubscribe'];
+const total = (commands: Record<string, number>) =>
+  RETRY_COMMANDS.reduce((sum, name) => sum + (commands[name] ?? 0), 0);
 
 beforeAll(async () => {
   redis = await RedisServer.start();

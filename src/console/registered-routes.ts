@@ -23,8 +23,9 @@ export class RegisteredRoutes {
   private readonly seen = new Set<string>();
 
   constructor(adapterHost: HttpAdapterHost) {
-    const fastify = adapterHost.httpAdapter.getInstance<FastifyInstance>();
-    fastify.addHook('onRoute', (route) => {
+    // A Nest application without an HTTP server (a testing module) serves no route at all.
+    const fastify = adapterHost.httpAdapter?.getInstance<FastifyInstance>();
+    fastify?.addHook('onRoute', (route) => {
       const methods = Array.isArray(route.method) ? route.method : [route.method];
       for (const method of methods) this.seen.add(`${method} ${route.url}`);
     });
