@@ -1,4 +1,4 @@
-// Rendering of the admin routes' answers (docs/api.md §6). Built with DOM calls and textContent
+// Rendering of the admin routes' answers (docs/api.md §4 and §7). Built with DOM calls and textContent
 // only: nothing an answer holds is ever parsed as HTML.
 
 /** An element with attributes (`class`, `data-*`, properties such as `hidden`) and children. */
@@ -22,7 +22,7 @@ export function note(text, kind = 'note') {
 
 const FULL = { dateStyle: 'medium', timeStyle: 'medium' };
 /** A budget's reset: within weeks, so no year and no seconds (the table stays narrow). */
-const SHORT = { month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit' };
+const SHORT = { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' };
 
 /** `when` as the operator's local time, with the ISO form in a tooltip-free <time>. */
 export function time(iso, short = false) {
