@@ -1,14 +1,16 @@
 /**
  * The operators' console (docs/operations.md, "The console") in a real browser: Debian's
- * Chromium driven by playwright-core against a gateway with a real redis-server and the upstream
+ * Chromium driven by playwright-core against a gateway with a real redis-server, the run's
+ * PostgreSQL for its ledger (test/support/ledger-postgres.js), a budget and the upstream
  * simulator, on the ops listener. The key is typed in, kept in sessionStorage and never in a URL
- * or a log line; the "Now" panel follows the token and the breaker as the simulator fails; a
- * wrong key is told so; no console error the test cannot account for; axe-core finds no serious
- * or critical accessibility fault at 1280×800 nor at 390 px. Screenshots go to os.tmpdir().
- *
- * The ledger and budget panels answer "not available in this build" here: their routes come with
- * the ledger and budgets (docs/api.md §6); the spec is extended when they are merged.
+ * or a log line; a budget bar moves after inquiries; one inquiry is found by trackId once the
+ * drainer has written it; a reconciliation CSV is sent and its report shown; the "Now" panel
+ * follows the token and the breaker as the simulator fails; a wrong key is told so; no console
+ * error the test cannot account for; axe-core finds no serious or critical accessibility fault at
+ * 1280×800 nor at 390 px. Screenshots go to os.tmpdir().
  */
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -16,9 +18,12 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { Page } from 'playwright-core';
+import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
+import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { JsonLogger } from '../src/observability/json-logger.js';
 import { CHECK_SHAHKAR_PATH, GET_TOKEN_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { launchChromium, chromium, type Browser } from './support/chromium.js';
+import { nextEvent } from './support/events.js';
 import { SHAHKAR } from './support/fixtures.js';
 import {
   TEST_CLIENTS,
@@ -37,7 +42,12 @@ const OPERATOR = {
   key: 'key-ops-console-0123456789',
   scopes: ['ledger:read', 'ledger:reconcile'],
 };
+/** A client of its own (the run's PostgreSQL is shared with other specs): its budget and usage are this test's alone. */
+const SHOP = { clientId: 'console-shop', key: 'key-console-shop-0123456789', scopes: ['kyc:shahkar'] };
+const SHOP_DAILY_UNITS = 10;
 const WRONG_KEY = 'key-wrong-console-0123456789';
+/** The run's PostgreSQL when its binaries are installed (ledger-postgres.js), else PGlite in the process. */
+const LEDGER_DATABASE = process.env.VGW_TEST_LEDGER_DATABASE_URL ? 'postgres' : 'embedded';
 const SCREENSHOTS = join(tmpdir(), 'vgw-console-screenshots');
 
 /** Every line the gateway logs, as written (JSON), to look for the keys in. */
@@ -66,6 +76,21 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
   let page: Page;
   /** Console errors and uncaught exceptions of the page, in order. */
   const pageErrors: string[] = [];
+  /** `written` with each batch the gateway's drainer has inserted into PostgreSQL. */
+  const drained = new EventEmitter();
+  /** Resolves once every one of `trackIds` has a ledger entry in PostgreSQL (bounded, not a sleep). */
+  const written = async (trackIds: string[]) => {
+    const waiting = new Set(trackIds);
+    await nextEvent<QueuedEntry[]>(
+      drained,
+      'written',
+      (batch) => {
+        for (const entry of batch) waiting.delete(entry.trackId);
+        return waiting.size === 0;
+      },
+      30_000,
+    );
+  };
 
   beforeAll(async () => {
     mkdirSync(SCREENSHOTS, { recursive: true });
@@ -79,12 +104,24 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
         UPSTREAM_BASE_URL: sim.baseUrl,
         REDIS_URL: redis.url,
         OPS_PORT: String(opsPort),
-        API_KEYS: apiKeysWith(OPERATOR),
+        API_KEYS: apiKeysWith(OPERATOR, SHOP),
+        BUDGETS: JSON.stringify([
+          { clientId: SHOP.clientId, daily: SHOP_DAILY_UNITS },
+          { clientId: '*', daily: 100_000 },
+        ]),
         // The breaker stays open for the test's look at it.
         UPSTREAM_CIRCUIT_RESET_MS: '60000',
       },
       { logger: new JsonLogger('info', lines) },
     );
+    // The drainer's writes observed (the same store instance it inserts through; the rows are real).
+    const store = gateway.app.get(LedgerStore);
+    const insert = store.insert.bind(store);
+    store.insert = async (entries) => {
+      const inserted = await insert(entries);
+      drained.emit('written', entries);
+      return inserted;
+    };
     await untilStarted(gateway.app);
     await untilStoreReady(gateway);
     consoleUrl = `http://127.0.0.1:${opsPort}/console`;
@@ -131,7 +168,8 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
       circuit: { state: 'closed' },
       redis: { mode: 'standalone', reachable: true },
       heldLongPolls: 0,
-      ledger: null,
+      ledger: { database: LEDGER_DATABASE, databaseReachable: true },
+      routes: { ledger: true, usage: true, budgets: true, reconciliations: true },
       build: { version: expect.any(String) as unknown },
     });
   });
@@ -146,7 +184,7 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     await page.screenshot({ path: join(SCREENSHOTS, 'wrong-key.png') });
   });
 
-  it('with a key typed in (keyboard only), shows the state, and follows the breaker and the token as the upstream fails', async () => {
+  it('with a key typed in (keyboard only), shows the state of this replica', async () => {
     await page.goto(consoleUrl);
     // Tab from the top of the page to the key field, type, Enter.
     for (let i = 0; i < 5 && (await page.evaluate('document.activeElement?.id')) !== 'api-key'; i++) {
@@ -159,17 +197,73 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     expect(await untilText(page, '#now-token-state', /^valid$/)).toBe('valid');
     expect(await page.innerText('#now-circuit')).toBe('closed');
     expect(await page.innerText('#now-redis')).toBe('reachable (standalone)');
-    expect(await page.innerText('#now-postgres')).toBe('not configured');
+    expect(await page.innerText('#now-postgres')).toBe(`reachable (${LEDGER_DATABASE})`);
+    expect(await page.innerText('#now-queue')).toMatch(/^\d+ waiting, oldest \d+ s$/);
     expect(await page.innerText('#now-held')).toBe('0');
-    // Routes this build lacks are named, not called.
-    expect(await untilText(page, '#budgets', /Not available in this build/)).toContain('GET /admin/budgets');
-    expect(await page.innerText('#usage')).toContain('GET /admin/usage');
-    expect(await page.innerText('#unknowns')).toContain('GET /admin/ledger');
+    // The money panels drawn from the real routes: this client's budget, at 0 of 10 units.
+    await page.locator(`#budgets tr[data-client="${SHOP.clientId}"] meter`).waitFor({ timeout: 20_000 });
+    expect(await page.locator('#budgets tr[data-client="*"] meter').count()).toBe(1);
     // The key: in this tab's sessionStorage, never in the address.
     expect(page.url()).toBe(consoleUrl);
     expect(await page.evaluate<string[]>('Object.values(sessionStorage)')).toEqual([OPERATOR.key]);
     await page.screenshot({ path: join(SCREENSHOTS, 'console-1280.png'), fullPage: true });
+  }, 60_000);
 
+  it('shows a budget bar move after inquiries, their usage, one inquiry by trackId and a reconciliation report', async () => {
+    const bar = `#budgets tr[data-client="${SHOP.clientId}"][data-window="daily"] meter`;
+    expect(await page.getAttribute(bar, 'value')).toBe('0');
+    expect(await page.getAttribute(bar, 'max')).toBe(String(SHOP_DAILY_UNITS));
+
+    // Three inquiries; their entries reach PostgreSQL through the drainer, awaited here.
+    const answers: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const answer = await callGateway(gateway.url, 'POST', '/v1/kyc/shahkar', { apiKey: SHOP.key, json: SHAHKAR });
+      expect(answer.status).toBe(200);
+      answers.push(answer.body.trackId as string);
+    }
+    await written(answers);
+
+    await page.click('#money-refresh');
+    // Reserved at the call, spent at settlement: 3 units of 10.
+    await page.locator(`${bar}[value="3"]`).waitFor({ timeout: 20_000 });
+    expect(await page.getAttribute(bar, 'aria-label')).toBe(`${SHOP.clientId}, daily: 3 of ${SHOP_DAILY_UNITS} units`);
+    // The chart: drawn by uPlot (a canvas) with 30-day totals per client, from GET /admin/usage.
+    await page.locator('#usage canvas').first().waitFor();
+    expect(await untilText(page, '#usage .legend li', new RegExp(`^${SHOP.clientId}: `))).toBe(`${SHOP.clientId}: 3`);
+    expect(await untilText(page, '#unknowns-count', /awaiting reconciliation in the last 30 days\.$/)).toMatch(/^\d+ /);
+
+    const [trackId] = answers;
+    await page.fill('#track-id', trackId.toUpperCase());
+    // The server picks the inquiry's entries: the page asks for that trackId, not the period.
+    const lookup = page.waitForRequest((request) => new URL(request.url()).searchParams.get('trackId') === trackId);
+    await page.press('#track-id', 'Enter');
+    expect(new URL((await lookup).url()).pathname).toBe('/admin/ledger');
+    expect(await untilText(page, '#inquiry-status', /charged/)).toBe('succeeded (charged: yes)');
+    expect(await page.locator('#inquiry-result tbody tr').count()).toBe(1);
+    const inquiry = await page.innerText('#inquiry-result');
+    expect(inquiry).toContain(trackId);
+    expect(inquiry).toContain(SHOP.clientId);
+    expect(inquiry).not.toContain(SHAHKAR.nationalCode);
+    expect(inquiry).not.toContain(SHAHKAR.mobileNumber);
+
+    // The provider's list: the first inquiry and one this gateway never sent.
+    const stranger = randomUUID();
+    await page.setInputFiles('#reconcile-file', {
+      name: 'provider.csv',
+      mimeType: 'text/csv',
+      buffer: Buffer.from(`trackId,amount\n${trackId},1\n${stranger},1\n`),
+    });
+    await page.click('#reconcile-form button[type=submit]');
+    await page.locator('#reconcile-report').waitFor({ timeout: 20_000 });
+    expect(await page.innerText('#reconcile-report tr[data-finding="chargedAndRecorded"]')).toMatch(/\t1$/);
+    expect(await page.innerText('#reconcile-report tr[data-finding="chargedNotInLedger"]')).toMatch(
+      /never sent by this gateway.*\t1$/,
+    );
+    expect(await page.innerText('#reconcile-report')).toContain(stranger);
+    await page.screenshot({ path: join(SCREENSHOTS, 'console-money.png'), fullPage: true });
+  }, 60_000);
+
+  it('follows the breaker and the token as the upstream fails', async () => {
     // The breaker: upstream 5xx answers until it opens.
     for (let sent = 0; sent < 30; sent++) {
       sim.injectFault({ path: CHECK_SHAHKAR_PATH, kind: 'http500' });
@@ -189,155 +283,6 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     expect(await untilText(page, '#now-token-failures', /^[1-9]/)).toMatch(/upstream/);
     expect(await untilText(page, '#now-token-state', /^expired$/)).toBe('expired');
     await page.screenshot({ path: join(SCREENSHOTS, 'console-failing.png'), fullPage: true });
-  }, 60_000);
-
-  it('shows budgets, usage, unknowns, one inquiry and a reconciliation report (stand-in answers until the ledger and budgets are merged)', async () => {
-    // STAND-INS: this branch has no /admin/ledger, /admin/usage, /admin/budgets nor
-    // /admin/reconciliations. The browser is given answers in their documented shapes
-    // (docs/api.md §6) so the page's handling of them is proven here; once merged, this test is
-    // to run against the real routes (real PostgreSQL) and these routes are to go.
-    const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
-    const clients = Array.from({ length: 10 }, (_, i) => `svc-${String(i).padStart(2, '0')}`);
-    const budgets = {
-      budgets: [
-        {
-          clientId: '*',
-          budgets: [
-            {
-              window: 'daily',
-              limitUnits: 1000,
-              spentUnits: 850,
-              reservedUnits: 3,
-              remainingUnits: 147,
-              resetsAt: `${day(-1)}T00:00:00.000Z`,
-            },
-          ],
-        },
-      ].concat(
-        clients.map((clientId, i) => ({
-          clientId,
-          budgets: [
-            {
-              window: 'monthly',
-              limitUnits: 2000,
-              spentUnits: 150 * i,
-              reservedUnits: 0,
-              remainingUnits: 2000 - 150 * i,
-              resetsAt: `${day(-20)}T00:00:00.000Z`,
-            },
-          ],
-        })),
-      ),
-    };
-    const usage = {
-      timeZone: 'UTC',
-      period: 'day',
-      usage: clients.flatMap((clientId, c) =>
-        Array.from({ length: 30 }, (_, d) => ({
-          clientId,
-          period: day(d),
-          inquiries: 100 + c * 10 + d,
-          succeeded: 90 + c * 10 + d,
-          failed: 9,
-          unknown: d === 3 ? 1 : 0,
-          unitsSpent: 95 + c * 10 + d,
-        })),
-      ),
-    };
-    const trackId = '0b9a3c52-8d4e-4f7a-9c1e-2f5d6a7b8c9d';
-    const entry = (id: string, kind: string, status: string, charged: string) => ({
-      trackId: id,
-      kind,
-      clientId: 'svc-03',
-      subjectSha256: 'a'.repeat(64),
-      operation: 'shahkar',
-      requestHandlingType: 'standard',
-      status,
-      charged,
-      costUnits: 1,
-      createdAt: `${day(3)}T10:00:00.000Z`,
-      completedAt: `${day(3)}T10:00:01.000Z`,
-      upstreamCode: 14,
-      requestId: 'req-console-1',
-    });
-    const ndjson = (entries: object[]) => entries.map((e) => `${JSON.stringify(e)}\n`).join('');
-    const uploads: Array<{ type: string | undefined; key: string | undefined; body: string }> = [];
-    await page.route('**/admin/status', async (route) => {
-      const response = await route.fetch();
-      const status = (await response.json()) as { routes: Record<string, boolean> };
-      for (const name of Object.keys(status.routes)) status.routes[name] = true;
-      await route.fulfill({ response, json: status });
-    });
-    await page.route('**/admin/budgets', (route) => route.fulfill({ json: budgets }));
-    await page.route('**/admin/usage?*', (route) => route.fulfill({ json: usage }));
-    await page.route('**/admin/ledger?*', (route) => {
-      const unknownOnly = new URL(route.request().url()).searchParams.get('status') === 'unknown';
-      const entries = unknownOnly
-        ? [entry(trackId, 'settled', 'unknown', 'possibly')]
-        : [
-            entry('11111111-2222-4333-8444-555555555555', 'settled', 'succeeded', 'yes'),
-            entry(trackId, 'settled', 'unknown', 'possibly'),
-            entry(trackId, 'reconciled', 'succeeded', 'yes'),
-          ];
-      return route.fulfill({ contentType: 'application/x-ndjson', body: ndjson(entries) });
-    });
-    await page.route('**/admin/reconciliations', (route) => {
-      const headers = route.request().headers();
-      uploads.push({
-        type: headers['content-type'],
-        key: headers['x-api-key'],
-        body: route.request().postData() ?? '',
-      });
-      const list = (ids: string[]) => ({ count: ids.length, trackIds: ids, truncated: false });
-      return route.fulfill({
-        json: {
-          rows: 2,
-          chargedAndRecorded: list([trackId]),
-          chargedNotInLedger: list(['99999999-2222-4333-8444-555555555555']),
-          recordedNotCharged: list([]),
-          chargedButRecordedNotCharged: list([]),
-          resolved: list([trackId]),
-          period: null,
-        },
-      });
-    });
-
-    await page.reload();
-    // Budget bars: one <meter> per client and window, at spent + reserved.
-    await page.locator('#budgets meter').first().waitFor();
-    expect(await page.locator('#budgets meter').count()).toBe(11);
-    expect(await page.getAttribute('#budgets tr[data-client="*"] meter', 'value')).toBe('853');
-    expect(await page.getAttribute('#budgets tr[data-client="svc-03"] meter', 'aria-label')).toBe(
-      'svc-03, monthly: 450 of 2000 units',
-    );
-    // The chart: drawn by uPlot (a canvas) with a legend of 30-day totals per client.
-    await page.locator('#usage canvas').first().waitFor();
-    expect(await page.locator('#usage .legend li').count()).toBe(10);
-    await page.selectOption('#usage-measure', 'units');
-    expect(await page.innerText('#usage .legend li >> nth=0')).toMatch(/^svc-00: 3,285$/);
-    expect(await untilText(page, '#unknowns-count', /awaiting/)).toBe(
-      '10 awaiting reconciliation in the last 30 days.',
-    );
-
-    await page.fill('#track-id', trackId);
-    await page.press('#track-id', 'Enter');
-    expect(await untilText(page, '#inquiry-status', /charged/)).toBe('succeeded (charged: yes)');
-    expect(await page.locator('#inquiry-result tbody tr').count()).toBe(2);
-    expect(await page.innerText('#inquiry-result')).toContain('req-console-1');
-    expect(await page.innerText('#inquiry-result')).not.toContain('a'.repeat(13));
-
-    await page.setInputFiles('#reconcile-file', {
-      name: 'provider.csv',
-      mimeType: 'text/csv',
-      buffer: Buffer.from(`trackId\n${trackId}\n`),
-    });
-    await page.click('#reconcile-form button[type=submit]');
-    await page.locator('#reconcile-report').waitFor();
-    expect(uploads).toEqual([{ type: 'text/csv', key: OPERATOR.key, body: `trackId\n${trackId}\n` }]);
-    expect(await page.innerText('#reconcile-report tr[data-finding="chargedNotInLedger"]')).toMatch(
-      /never sent by this gateway.*\t1$/,
-    );
-    await page.screenshot({ path: join(SCREENSHOTS, 'console-money.png'), fullPage: true });
   }, 60_000);
 
   it('is readable on a 390-px phone screen, and axe-core finds no serious or critical fault', async () => {

@@ -360,6 +360,12 @@ describe('the live gateway against docs/openapi.json', () => {
       { method: 'GET', template: '/admin/ledger', ok: '?from=2020-01-01&to=2020-01-02', bad: '?from=x&to=2020-01-02' },
       {
         method: 'GET',
+        template: '/admin/ledger',
+        ok: '?from=2020-01-01&to=2020-01-02&trackId=0b9a3c52-8d4e-4f7a-9c1e-2f5d6a7b8c9d',
+        bad: '?from=2020-01-01&to=2020-01-02&trackId=not-a-uuid',
+      },
+      {
+        method: 'GET',
         template: '/admin/usage',
         ok: '?from=2020-01-01&to=2020-02-01&period=month',
         bad: '?from=2020-01-01&to=2020-02-01&period=week',

@@ -150,6 +150,16 @@ describe('GET /admin/ledger', () => {
     ).toEqual([unknown.trackId]);
   });
 
+  it("streams one inquiry's entries by trackId (any case), and refuses a trackId that is not a UUID", async () => {
+    const one = await admin(`/admin/ledger?from=2035-03-01&to=2035-04-01&trackId=${unknown.trackId.toUpperCase()}`);
+    expect(one.status).toBe(200);
+    const lines = (await one.text()).trim().split('\n');
+    expect(lines.map((l) => (JSON.parse(l) as QueuedEntry).trackId)).toEqual([unknown.trackId]);
+    const bad = await admin("/admin/ledger?from=2035-03-01&to=2035-04-01&trackId=1'%20OR%20'1'='1");
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ code: 'validation_failed', errors: [{ field: 'trackId' }] });
+  });
+
   it('answers CSV with a header row on Accept: text/csv', async () => {
     const res = await admin('/admin/ledger?from=2035-04-01&to=2035-05-01', { headers: { accept: 'text/csv' } });
     expect(res.headers.get('content-type')).toContain('text/csv');

@@ -66,6 +66,8 @@ describe('npm run sandbox', () => {
     const exited = nextEvent<number | null>(npm, 'exit', () => true, 120_000);
     await nextEvent(npm.stdout!, 'data', () => output.includes('Verification gateway sandbox on'), 100_000);
     expect((await fetch(`http://127.0.0.1:${port}/health/live`)).status).toBe(200);
+    expect(output).toContain(`Operators' console: http://127.0.0.1:${port}/console`);
+    expect((await fetch(`http://127.0.0.1:${port}/console`)).status).toBe(200);
 
     const inquire = async (path: string, body: object, auth: Record<string, string>) => {
       const response = await fetch(`http://127.0.0.1:${port}${path}`, {

@@ -10,7 +10,7 @@ import { GatewayStatusReader, type GatewayStatus } from './gateway-status.js';
 import { GatewayStatusSchema } from './gateway-status.openapi.js';
 
 /**
- * `GET /console` and its files (docs/api.md §6, docs/operations.md "The console"): the page needs
+ * `GET /console` and its files (docs/api.md §4, docs/operations.md "The console"): the page needs
  * no credential; every figure it shows comes from the authenticated admin routes, called with
  * the key the operator types in. Bound to the ops listener when OPS_PORT is set.
  */

@@ -8,7 +8,7 @@ import { UpstreamClient } from '../upstream/upstream.client.js';
 import { LEDGER_STATUS, type LedgerStatus, type LedgerStatusSource } from '../ledger/ledger-status.js';
 import { RegisteredRoutes, type AdminRoute } from './registered-routes.js';
 
-/** `GET /admin/status` (docs/api.md §6, "Administration"): this replica now, for the console's "Now" panel. */
+/** `GET /admin/status` (docs/api.md §4): this replica now, for the console's "Now" panel. */
 export interface GatewayStatus {
   checkedAt: string;
   build: { version: string; commit: string };

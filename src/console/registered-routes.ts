@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
 
-/** The administration routes the console reads, by what the page calls each (docs/api.md §6). */
+/** The administration routes the console reads, by what the page calls each (docs/api.md §7). */
 export const ADMIN_ROUTES = {
   ledger: 'GET /admin/ledger',
   usage: 'GET /admin/usage',

@@ -12,6 +12,7 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
+import { isUUID } from 'class-validator';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../caller-auth/caller.js';
 import { CallerAuthGuard, CurrentCaller, RequireScopes } from '../caller-auth/caller-auth.guard.js';
@@ -97,6 +98,13 @@ export class AdminController {
       if (!STATUSES.includes(query.status as EntryStatus))
         throw new ProblemException('validation_failed', 'status must be succeeded, failed or unknown.');
       filter.status = query.status as EntryStatus;
+    }
+    if (query.trackId !== undefined) {
+      if (!isUUID(query.trackId))
+        throw new ProblemException('validation_failed', 'trackId must be a UUID.', {
+          errors: [{ field: 'trackId', message: 'must be a UUID' }],
+        });
+      filter.trackId = query.trackId.toLowerCase();
     }
     const csv = (request.headers.accept ?? '').includes(CSV);
     const entries = this.store.entries(filter)[Symbol.asyncIterator]();

@@ -85,6 +85,12 @@ export function ApiLedgerExport(): MethodDecorator {
     TO,
     ApiQuery({ name: 'clientId', required: false, schema: { type: 'string' } }),
     ApiQuery({ name: 'status', required: false, schema: { type: 'string', enum: ['succeeded', 'failed', 'unknown'] } }),
+    ApiQuery({
+      name: 'trackId',
+      required: false,
+      description: "One inquiry's entries only (the console's lookup).",
+      schema: { type: 'string', format: 'uuid' },
+    }),
     ApiResponse({
       status: 200,
       description: 'One entry per line.',

@@ -74,6 +74,8 @@ export interface ExportFilter {
   to: Date;
   clientId?: string;
   status?: EntryStatus;
+  /** One inquiry's entries (the console's lookup): its primary key narrows each partition to a few rows. */
+  trackId?: string;
 }
 
 /** The current state of one inquiry from its entries: the latest fact wins. */
@@ -197,6 +199,7 @@ export class LedgerStore {
        WHERE created_at >= $1 AND created_at < $2
          AND ($3::text IS NULL OR client_id = $3) AND ($4::text IS NULL OR status = $4)
          AND ($5::timestamptz IS NULL OR (created_at, track_id, kind) > ($5, $6::uuid, $7))
+         AND ($9::uuid IS NULL OR track_id = $9)
        ORDER BY created_at, track_id, kind LIMIT $8`,
       [
         filter.from,
@@ -207,6 +210,7 @@ export class LedgerStore {
         after?.trackId ?? null,
         after?.kind ?? null,
         limit,
+        filter.trackId ?? null,
       ],
     );
     return rows.map(toEntry);

@@ -75,25 +75,28 @@ async function main(): Promise<void> {
   await app.listen({ port: config.http.port, host: '127.0.0.1' });
   await signingKey.publish(config.http.port);
   const url = `http://127.0.0.1:${config.http.port}`;
+  // /console, /admin/*, /metrics and /docs move to OPS_PORT when it is set (docs/operations.md).
+  const opsUrl = config.http.opsPort === undefined ? url : `http://127.0.0.1:${config.http.opsPort}`;
   const inputs = Object.entries(SANDBOX_INPUT_OUTCOMES).map(([input, outcome]) => `${input} (${outcome})`);
   const today = new Date().toISOString().slice(0, 10);
   const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
   console.log(
     [
       '',
-      `Verification gateway sandbox on ${url} (OpenAPI: ${url}/docs, metrics: ${url}/metrics)`,
+      `Verification gateway sandbox on ${url} (OpenAPI: ${opsUrl}/docs, metrics: ${opsUrl}/metrics)`,
       `Upstream simulator on ${upstreamUrl} (state: ${upstreamUrl}/__simulator/state)`,
       `API key (every scope): ${apiKey}`,
       `API key (kyc:shahkar only): ${narrowKey}`,
       `JWT (an app's end user; more with npm run --silent sandbox:jwt): ${await mintSandboxToken(config.http.port)}`,
+      `Operators' console: ${opsUrl}/console (type the first API key)`,
       `Test inputs: ${inputs.join(', ')}; any other valid input matches.`,
       '',
       `  curl -s -X POST ${url}/v1/kyc/shahkar -H 'X-Api-Key: ${apiKey}' -H 'Content-Type: application/json' \\`,
       `       -d '{"nationalCode":"0499370899","mobileNumber":"09121234567"}'`,
       '',
       `The ledger (${config.ledger.databaseUrl ? 'LEDGER_DATABASE_URL' : 'PGlite, in this process'}; an entry a moment after each inquiry):`,
-      `  curl -s '${url}/admin/ledger?from=${today}&to=${tomorrow}' -H 'X-Api-Key: ${apiKey}'`,
-      `  curl -s '${url}/admin/usage?from=${today}&to=${tomorrow}&period=day' -H 'X-Api-Key: ${apiKey}'`,
+      `  curl -s '${opsUrl}/admin/ledger?from=${today}&to=${tomorrow}' -H 'X-Api-Key: ${apiKey}'`,
+      `  curl -s '${opsUrl}/admin/usage?from=${today}&to=${tomorrow}&period=day' -H 'X-Api-Key: ${apiKey}'`,
       '',
     ].join('\n'),
   );

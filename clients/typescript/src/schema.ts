@@ -1722,6 +1722,8 @@ export interface operations {
                 to: string;
                 clientId?: string;
                 status?: "succeeded" | "failed" | "unknown";
+                /** @description One inquiry's entries only (the console's lookup). */
+                trackId?: string;
             };
             header?: {
                 /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */

@@ -1,4 +1,4 @@
-// Calls to the gateway's administration routes (docs/api.md §6) with the operator's key.
+// Calls to the gateway's administration routes (docs/api.md §4 and §7) with the operator's key.
 // The key lives in sessionStorage only (this tab, until it closes): never in a URL, a cookie or
 // localStorage, and it is sent in X-Api-Key, a header the access log never writes.
 

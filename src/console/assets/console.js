@@ -207,19 +207,14 @@ async function loadMoney() {
 
 async function findInquiry(event) {
   event.preventDefault();
-  const trackId = $('track-id').value.trim();
+  const trackId = $('track-id').value.trim().toLowerCase();
   if (!routes.ledger) return showIn('inquiry-result', absent('GET /admin/ledger'));
   showIn('inquiry-result', note(`Looking for ${trackId}…`));
   try {
     const entries = [];
-    // GET /admin/ledger has no trackId filter (docs/api.md §6): the period's entries stream past
-    // and are matched here; a client id narrows the stream on the server.
-    const query = { from: $('inquiry-from').value, to: isoDay(today() + DAY_MS) };
-    const clientId = $('inquiry-client').value.trim();
-    if (clientId) query.clientId = clientId;
-    await streamLedger(query, (entry) => {
-      if (entry.trackId === trackId) entries.push(entry);
-    });
+    // The server picks the inquiry's entries (`trackId`, docs/api.md §7): a few lines stream, not the period.
+    const query = { from: $('inquiry-from').value, to: isoDay(today() + DAY_MS), trackId };
+    await streamLedger(query, (entry) => void entries.push(entry));
     showIn('inquiry-result', entriesView(trackId, entries));
   } catch (error) {
     failed('inquiry-result', error);

@@ -1,4 +1,4 @@
-// Rendering of the admin routes' answers (docs/api.md §6). Built with DOM calls and textContent
+// Rendering of the admin routes' answers (docs/api.md §4 and §7). Built with DOM calls and textContent
 // only: nothing an answer holds is ever parsed as HTML.
 
 /** An element with attributes (`class`, `data-*`, properties such as `hidden`) and children. */
@@ -20,11 +20,15 @@ export function note(text, kind = 'note') {
   return h('p', { className: kind }, text);
 }
 
+const FULL = { dateStyle: 'medium', timeStyle: 'medium' };
+/** A budget's reset: within weeks, so no year and no seconds (the table stays narrow). */
+const SHORT = { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' };
+
 /** `when` as the operator's local time, with the ISO form in a tooltip-free <time>. */
-export function time(iso) {
+export function time(iso, short = false) {
   if (!iso) return '–';
   const date = new Date(iso);
-  return h('time', { dateTime: iso }, date.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' }));
+  return h('time', { dateTime: iso }, date.toLocaleString(undefined, short ? SHORT : FULL));
 }
 
 export function table(headings, rows, caption) {
@@ -81,9 +85,13 @@ export function budgetsView(answer) {
               title: label,
             }),
           ),
-          h('td', { className: 'num', 'data-field': 'spent' }, `${budget.spentUnits} / ${budget.limitUnits}`),
+          h(
+            'td',
+            { className: 'num', 'data-field': 'spent' },
+            `${budget.spentUnits.toLocaleString()} / ${budget.limitUnits.toLocaleString()}`,
+          ),
           number(budget.reservedUnits),
-          h('td', {}, time(budget.resetsAt)),
+          h('td', { className: 'when' }, time(budget.resetsAt, true)),
         ),
       );
     }
