@@ -8,6 +8,7 @@ import { Secret } from '../src/config/secret.js';
 import { PgLedgerDatabase, PgliteLedgerDatabase, type LedgerDatabase } from '../src/ledger/ledger-database.js';
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { dropExpiredPartitions, ensurePartitions, migrate, monthStart } from '../src/ledger/ledger-schema.js';
+import { LedgerReads } from '../src/ledger/ledger-reads.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { PostgresServer } from './support/postgres-server.js';
@@ -102,6 +103,29 @@ describe.each([
     expect(await store.insert([overdue, resolution, resolution])).toBe(2);
     const facts = await store.facts(overdue.trackId);
     expect(facts?.entries.map((e) => e.kind).sort()).toEqual(['overdue', 'reconciled']);
+  });
+
+  it.each([
+    ['settled written before overdue (two drainers, XAUTOCLAIM)', true],
+    ['overdue written before settled (the usual order)', false],
+  ])('reads an inquiry by its strongest fact, whatever the write order: %s', async (_order, settledFirst) => {
+    const settled = entry({ createdAt: '2031-03-05T10:00:00.000Z', completedAt: '2031-03-05T10:00:01.000Z' });
+    const overdue: QueuedEntry = {
+      ...settled,
+      kind: 'overdue',
+      status: 'unknown',
+      charged: 'possibly',
+      completedAt: undefined,
+      upstreamCode: undefined,
+    };
+    // Two statements: recorded_at (the transaction's time) orders them as written.
+    for (const written of settledFirst ? [settled, overdue] : [overdue, settled]) await store.insert([written]);
+    const view = await new LedgerReads(store).inquiry(settled.trackId);
+    expect(view).toMatchObject({
+      status: 'succeeded',
+      completedAt: '2031-03-05T10:00:01.000Z',
+      upstream: { code: 200 },
+    });
   });
 
   it('exports in keyset pages, every row once, in order, filtered', async () => {
