@@ -8,7 +8,10 @@ import { Secret } from '../src/config/secret.js';
 import { PgLedgerDatabase, PgliteLedgerDatabase, type LedgerDatabase } from '../src/ledger/ledger-database.js';
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { dropExpiredPartitions, ensurePartitions, migrate, monthStart } from '../src/ledger/ledger-schema.js';
+import { Readable } from 'node:stream';
 import { LedgerReads } from '../src/ledger/ledger-reads.js';
+import { Reconciliations } from '../src/ledger/reconciliation.js';
+import { ProblemException } from '../src/problem/problem.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { PostgresServer } from './support/postgres-server.js';
@@ -126,6 +129,15 @@ describe.each([
       completedAt: '2031-03-05T10:00:01.000Z',
       upstream: { code: 200 },
     });
+  });
+
+  it('refuses one overlong CSV record with a validation problem, not held whole (64 KiB field)', async () => {
+    const reconciliations = new Reconciliations(store, { unsentCharges: { inc: () => undefined } } as never);
+    const body = Readable.from([`trackId\n"${'a'.repeat(64 * 1024)}`, '"\n']);
+    const refused = await reconciliations.reconcile(body).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(ProblemException);
+    expect(refused).toMatchObject({ code: 'validation_failed' });
+    expect((refused as Error).message).toMatch(/CSV_MAX_RECORD_SIZE/);
   });
 
   it('exports in keyset pages, every row once, in order, filtered', async () => {

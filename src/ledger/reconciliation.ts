@@ -12,6 +12,11 @@ import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-
 export const LIST_CAP = 1_000;
 /** trackIds sent to PostgreSQL per statement while the file streams in. */
 const CHUNK = 5_000;
+/**
+ * The longest CSV record read (csv-parse `max_record_size`, characters): a trackId row is well
+ * under it, and one overlong record (a field without its end) is refused, 400, not held whole.
+ */
+const MAX_RECORD_CHARS = 1_024;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface ReconciliationList {
@@ -93,7 +98,15 @@ export class Reconciliations {
 
   /** Streams the CSV into the temporary table; returns the data rows read. */
   private async load(tx: SqlQueries, body: Readable): Promise<number> {
-    const parser = body.pipe(parse({ columns: true, skip_empty_lines: true, trim: true, bom: true }));
+    const parser = body.pipe(
+      parse({
+        columns: true,
+        skip_empty_lines: true,
+        trim: true,
+        bom: true,
+        max_record_size: MAX_RECORD_CHARS,
+      }),
+    );
     let rows = 0;
     let chunk: string[] = [];
     const flush = async () => {
