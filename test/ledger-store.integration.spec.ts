@@ -12,7 +12,8 @@ import { Readable } from 'node:stream';
 import { LedgerReads } from '../src/ledger/ledger-reads.js';
 import { Reconciliations } from '../src/ledger/reconciliation.js';
 import { ProblemException } from '../src/problem/problem.js';
-import { LedgerStore } from '../src/ledger/ledger.store.js';
+import { LedgerStore, usage } from '../src/ledger/ledger.store.js';
+import type { ResolutionListener } from '../src/ledger/resolution-listener.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { PostgresServer } from './support/postgres-server.js';
 
@@ -138,6 +139,66 @@ describe.each([
     expect(refused).toBeInstanceOf(ProblemException);
     expect(refused).toMatchObject({ code: 'validation_failed' });
     expect((refused as Error).message).toMatch(/CSV_MAX_RECORD_SIZE/);
+  });
+
+  describe('reconciliation', () => {
+    type Told = Parameters<ResolutionListener['resolved']>[0];
+    const metrics = { unsentCharges: { inc: () => undefined } } as never;
+    const csv = (...trackIds: string[]) => Readable.from([`trackId\n${trackIds.join('\n')}\n`]);
+    const unknownAt = (createdAt: string) =>
+      entry({ kind: 'overdue', status: 'unknown', charged: 'possibly', createdAt, completedAt: undefined });
+
+    it('resolves an unknown absent from the list of a named period as not charged; without a period leaves it', async () => {
+      const charged = entry({ createdAt: '2032-05-03T10:00:00.000Z' });
+      const absent = unknownAt('2032-05-04T10:00:00.000Z');
+      await store.insert([charged, absent]);
+      const told: Told[] = [];
+      const reconciliations = new Reconciliations(store, metrics, {
+        resolved: (r) => {
+          told.push(r);
+          return Promise.resolve();
+        },
+      });
+
+      const unnamed = await reconciliations.reconcile(csv(charged.trackId));
+      expect(unnamed).toMatchObject({ unknownsAbsentFromList: 'leftUnresolved', resolvedNotCharged: { count: 0 } });
+      expect((await store.facts(absent.trackId))?.entries).toHaveLength(1);
+      expect(told).toEqual([]);
+
+      const period = { from: new Date('2032-05-01T00:00:00Z'), to: new Date('2032-06-01T00:00:00Z') };
+      const named = await reconciliations.reconcile(csv(charged.trackId), undefined, period);
+      expect(named).toMatchObject({
+        unknownsAbsentFromList: 'resolvedNotCharged',
+        resolvedNotCharged: { count: 1, trackIds: [absent.trackId] },
+      });
+      expect((await store.facts(absent.trackId))?.entries.map((e) => [e.kind, e.status, e.charged])).toEqual([
+        ['overdue', 'unknown', 'possibly'],
+        ['reconciled', 'failed', 'no'],
+      ]);
+      expect(told).toEqual([expect.objectContaining({ trackId: absent.trackId, clientId: 'svc-a', charged: 'no' })]);
+      const [row] = await usage(store, period.from, period.to, 'month');
+      expect(row).toMatchObject({ inquiries: 2, failed: 1, unknown: 0, unitsSpent: 1 });
+    });
+
+    it('tells the resolutions a failed listener missed when the same file is sent again', async () => {
+      const unknown = unknownAt('2032-07-04T10:00:00.000Z');
+      await store.insert([unknown]);
+      const told: Told[] = [];
+      let failures = 1;
+      const reconciliations = new Reconciliations(store, metrics, {
+        resolved: (r) => {
+          if (failures-- > 0) return Promise.reject(new Error('Redis down'));
+          told.push(r);
+          return Promise.resolve();
+        },
+      });
+      await expect(reconciliations.reconcile(csv(unknown.trackId))).rejects.toThrow('Redis down');
+      const again = await reconciliations.reconcile(csv(unknown.trackId));
+      // Nothing appended the second time, yet the budget is told.
+      expect(again.resolved.count).toBe(0);
+      expect((await store.facts(unknown.trackId))?.entries).toHaveLength(2);
+      expect(told).toEqual([expect.objectContaining({ trackId: unknown.trackId, charged: 'yes' })]);
+    });
   });
 
   it('exports in keyset pages, every row once, in order, filtered', async () => {
