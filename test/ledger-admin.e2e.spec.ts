@@ -258,6 +258,9 @@ describe('POST /admin/reconciliations', () => {
     expect(second.chargedAndRecorded.count).toBe(4);
     const [{ n: after }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM ledger_entries');
     expect(after).toBe(before);
+    // The same unsent charge found again is not counted again.
+    const again = parseExposition(await (await fetch(`${ops}/metrics`)).text());
+    expect(again.value('vgw_reconciliation_unsent_charges_total')).toBe(1);
   });
 
   it('refuses a file without a trackId column', async () => {

@@ -50,9 +50,9 @@ describe('migrations', () => {
     const dbs = Array.from({ length: 5 }, () => new PgLedgerDatabase(server.url, { max: 1 }));
     try {
       const applied = await Promise.all(dbs.map((db) => migrate(db)));
-      expect(applied.flat().sort()).toEqual([1]);
-      const rows = await dbs[0].query<{ version: number }>('SELECT version FROM ledger_migrations');
-      expect(rows).toEqual([{ version: 1 }]);
+      expect(applied.flat().sort()).toEqual([1, 2]);
+      const rows = await dbs[0].query<{ version: number }>('SELECT version FROM ledger_migrations ORDER BY version');
+      expect(rows).toEqual([{ version: 1 }, { version: 2 }]);
     } finally {
       await Promise.all(dbs.map((db) => db.close()));
     }

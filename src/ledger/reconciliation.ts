@@ -83,7 +83,7 @@ export class Reconciliations {
     period?: { from: Date; to: Date },
   ): Promise<ReconciliationReport> {
     await this.store.ready();
-    const { report, span } = await this.store.db.transaction(async (tx) => {
+    const { report, span, newUnsent } = await this.store.db.transaction(async (tx) => {
       await tx.query('CREATE TEMP TABLE provider_list (track_id uuid PRIMARY KEY) ON COMMIT DROP');
       const rows = await this.load(tx, body);
       return this.compare(tx, rows, requestId, period);
@@ -91,11 +91,13 @@ export class Reconciliations {
     // After the commit: the resolutions are facts now; budgets may release or confirm units.
     if (span) await this.tell(span);
     if (report.chargedNotInLedger.count > 0) {
-      this.metrics.unsentCharges.inc(report.chargedNotInLedger.count);
+      // Only those no earlier reconciliation found: the same file twice counts them once.
+      this.metrics.unsentCharges.inc(newUnsent);
       this.logger.warn({
         msg: 'security: the provider charged trackIds this gateway never sent (credentials used elsewhere?)',
         event: 'reconciliation_unsent_charges',
         count: report.chargedNotInLedger.count,
+        newlyFound: newUnsent,
         trackIds: report.chargedNotInLedger.trackIds.slice(0, 20),
         requestId,
       });
@@ -184,7 +186,7 @@ export class Reconciliations {
     rows: number,
     requestId: string | undefined,
     given?: { from: Date; to: Date },
-  ): Promise<{ report: ReconciliationReport; span: { from: Date; to: Date } | null }> {
+  ): Promise<{ report: ReconciliationReport; span: { from: Date; to: Date } | null; newUnsent: number }> {
     const list = async (sql: string, params: unknown[] = []): Promise<ReconciliationList> => {
       const [{ n }] = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sql}) q`, params);
       const ids = await tx.query<{ track_id: string }>(
@@ -266,7 +268,16 @@ export class Reconciliations {
       unknownsAbsentFromList: given ? 'resolvedNotCharged' : 'leftUnresolved',
       period: period ? { from: period.from.toISOString(), to: period.to.toISOString() } : null,
     };
-    return { report, span: resolutionSpan };
+    const [{ n: newUnsent }] = await tx.query<{ n: number }>(
+      `WITH found AS (
+         INSERT INTO ledger_unsent_charges (track_id, request_id)
+         SELECT p.track_id, $1 FROM provider_list p
+         WHERE NOT EXISTS (SELECT 1 FROM ledger_entries e WHERE e.track_id = p.track_id)
+         ON CONFLICT DO NOTHING RETURNING 1)
+       SELECT count(*)::int AS n FROM found`,
+      [requestId ?? null],
+    );
+    return { report, span: resolutionSpan, newUnsent };
   }
 }
 
