@@ -14,7 +14,8 @@ import { PgLedgerDatabase } from '../src/ledger/ledger-database.js';
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
-import { apiKeysWith, startGateway, type RunningGateway } from './support/gateway.js';
+import { SHAHKAR } from './support/fixtures.js';
+import { apiKeysWith, callGateway, startGateway, TEST_CLIENTS, type RunningGateway } from './support/gateway.js';
 import { parseExposition } from './support/prometheus.js';
 import { PostgresServer } from './support/postgres-server.js';
 import { freePort } from './support/redis-server.js';
@@ -23,6 +24,8 @@ import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 const ADMIN = { clientId: 'finance', key: 'key-finance-0123456789', scopes: ['ledger:read', 'ledger:reconcile'] };
 const READER = { clientId: 'support', key: 'key-support-0123456789', scopes: ['ledger:read'] };
 const ISSUER = 'https://id.example.test';
+/** A mobile number the simulator rejects (422 upstream_rejected, after registering the trackId). */
+const REJECTED_MOBILE = '09129999999';
 
 let postgres: PostgresServer;
 let sim: UpstreamSimulator;
@@ -70,6 +73,9 @@ beforeAll(async () => {
   postgres = await PostgresServer.start();
   sim = new UpstreamSimulator();
   await sim.start(0);
+  sim.setFieldValidator((_path, body) =>
+    body.mobileNumber === REJECTED_MOBILE ? [{ field: 'mobileNumber', message: 'Not a subscriber' }] : [],
+  );
   const keys = await generateKeyPair('RS256', { extractable: true });
   const opsPort = await freePort();
   ops = `http://127.0.0.1:${opsPort}`;
@@ -78,6 +84,7 @@ beforeAll(async () => {
     API_KEYS: apiKeysWith(ADMIN, READER),
     OPS_PORT: String(opsPort),
     LEDGER_DATABASE_URL: postgres.url,
+    BUDGETS: JSON.stringify([{ clientId: TEST_CLIENTS.full.clientId, daily: 1000 }]),
     JWT_ISSUER: ISSUER,
     JWT_AUDIENCE: 'verification-gateway',
     JWT_PUBLIC_KEY: await exportSPKI(keys.publicKey),
@@ -190,6 +197,41 @@ describe('GET /admin/usage', () => {
   });
 });
 
+describe('usage and budgets', () => {
+  it('agree for a mix of succeeded and rejected inquiries: a failed one is charged no (rule 9)', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        callGateway(gateway.url, 'POST', '/v1/kyc/shahkar', {
+          apiKey: TEST_CLIENTS.full.key,
+          json: i % 2 === 0 ? SHAHKAR : { ...SHAHKAR, mobileNumber: REJECTED_MOBILE },
+        }),
+      ),
+    );
+    expect(answers.map((res) => res.status).sort()).toEqual([200, 200, 200, 200, 422, 422, 422, 422]);
+    const trackIds = answers.map((res) => String(res.body.trackId));
+    // The entries reach PostgreSQL through the queue: wait until all eight are written.
+    for (;;) {
+      const [{ n }] = await db.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM ledger_entries WHERE track_id = ANY($1::uuid[])',
+        [trackIds],
+      );
+      if (n === 8) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const rejected = await store.facts(trackIds[1]);
+    expect(rejected?.entries[0]).toMatchObject({ status: 'failed', charged: 'no' });
+    const budget = await callGateway(gateway.url, 'GET', '/v1/budget', { apiKey: TEST_CLIENTS.full.key });
+    const today = new Date().toISOString().slice(0, 10);
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+    const usage = (await (await admin(`/admin/usage?from=${today}&to=${tomorrow}`)).json()) as {
+      usage: Array<{ clientId: string; unitsSpent: number; failed: number }>;
+    };
+    const row = usage.usage.find((r) => r.clientId === TEST_CLIENTS.full.clientId);
+    expect(row).toMatchObject({ failed: 4, unitsSpent: 4 });
+    expect((budget.body.budgets as Array<{ spentUnits: number }>)[0].spentUnits).toBe(row?.unitsSpent);
+  }, 60_000);
+});
+
 describe('POST /admin/reconciliations', () => {
   it('sorts the list against the ledger, resolves unknowns once, and counts unsent charges', async () => {
     const stranger = randomUUID();
@@ -226,6 +268,9 @@ describe('POST /admin/reconciliations', () => {
     expect(second.chargedAndRecorded.count).toBe(4);
     const [{ n: after }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM ledger_entries');
     expect(after).toBe(before);
+    // The same unsent charge found again is not counted again.
+    const again = parseExposition(await (await fetch(`${ops}/metrics`)).text());
+    expect(again.value('vgw_reconciliation_unsent_charges_total')).toBe(1);
   });
 
   it('refuses a file without a trackId column', async () => {

@@ -8,7 +8,12 @@ import { Secret } from '../src/config/secret.js';
 import { PgLedgerDatabase, PgliteLedgerDatabase, type LedgerDatabase } from '../src/ledger/ledger-database.js';
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { dropExpiredPartitions, ensurePartitions, migrate, monthStart } from '../src/ledger/ledger-schema.js';
-import { LedgerStore } from '../src/ledger/ledger.store.js';
+import { Readable } from 'node:stream';
+import { LedgerReads } from '../src/ledger/ledger-reads.js';
+import { Reconciliations } from '../src/ledger/reconciliation.js';
+import { ProblemException } from '../src/problem/problem.js';
+import { LedgerStore, usage } from '../src/ledger/ledger.store.js';
+import type { ResolutionListener } from '../src/ledger/resolution-listener.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { PostgresServer } from './support/postgres-server.js';
 
@@ -45,9 +50,9 @@ describe('migrations', () => {
     const dbs = Array.from({ length: 5 }, () => new PgLedgerDatabase(server.url, { max: 1 }));
     try {
       const applied = await Promise.all(dbs.map((db) => migrate(db)));
-      expect(applied.flat().sort()).toEqual([1]);
-      const rows = await dbs[0].query<{ version: number }>('SELECT version FROM ledger_migrations');
-      expect(rows).toEqual([{ version: 1 }]);
+      expect(applied.flat().sort()).toEqual([1, 2]);
+      const rows = await dbs[0].query<{ version: number }>('SELECT version FROM ledger_migrations ORDER BY version');
+      expect(rows).toEqual([{ version: 1 }, { version: 2 }]);
     } finally {
       await Promise.all(dbs.map((db) => db.close()));
     }
@@ -102,6 +107,98 @@ describe.each([
     expect(await store.insert([overdue, resolution, resolution])).toBe(2);
     const facts = await store.facts(overdue.trackId);
     expect(facts?.entries.map((e) => e.kind).sort()).toEqual(['overdue', 'reconciled']);
+  });
+
+  it.each([
+    ['settled written before overdue (two drainers, XAUTOCLAIM)', true],
+    ['overdue written before settled (the usual order)', false],
+  ])('reads an inquiry by its strongest fact, whatever the write order: %s', async (_order, settledFirst) => {
+    const settled = entry({ createdAt: '2031-03-05T10:00:00.000Z', completedAt: '2031-03-05T10:00:01.000Z' });
+    const overdue: QueuedEntry = {
+      ...settled,
+      kind: 'overdue',
+      status: 'unknown',
+      charged: 'possibly',
+      completedAt: undefined,
+      upstreamCode: undefined,
+    };
+    // Two statements: recorded_at (the transaction's time) orders them as written.
+    for (const written of settledFirst ? [settled, overdue] : [overdue, settled]) await store.insert([written]);
+    const view = await new LedgerReads(store).inquiry(settled.trackId);
+    expect(view).toMatchObject({
+      status: 'succeeded',
+      completedAt: '2031-03-05T10:00:01.000Z',
+      upstream: { code: 200 },
+    });
+  });
+
+  it('refuses one overlong CSV record with a validation problem, not held whole (64 KiB field)', async () => {
+    const reconciliations = new Reconciliations(store, { unsentCharges: { inc: () => undefined } } as never);
+    const body = Readable.from([`trackId\n"${'a'.repeat(64 * 1024)}`, '"\n']);
+    const refused = await reconciliations.reconcile(body).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(ProblemException);
+    expect(refused).toMatchObject({ code: 'validation_failed' });
+    expect((refused as Error).message).toMatch(/CSV_MAX_RECORD_SIZE/);
+  });
+
+  describe('reconciliation', () => {
+    type Told = Parameters<ResolutionListener['resolved']>[0];
+    const metrics = { unsentCharges: { inc: () => undefined } } as never;
+    const csv = (...trackIds: string[]) => Readable.from([`trackId\n${trackIds.join('\n')}\n`]);
+    const unknownAt = (createdAt: string) =>
+      entry({ kind: 'overdue', status: 'unknown', charged: 'possibly', createdAt, completedAt: undefined });
+
+    it('resolves an unknown absent from the list of a named period as not charged; without a period leaves it', async () => {
+      const charged = entry({ createdAt: '2032-05-03T10:00:00.000Z' });
+      const absent = unknownAt('2032-05-04T10:00:00.000Z');
+      await store.insert([charged, absent]);
+      const told: Told[] = [];
+      const reconciliations = new Reconciliations(store, metrics, {
+        resolved: (r) => {
+          told.push(r);
+          return Promise.resolve();
+        },
+      });
+
+      const unnamed = await reconciliations.reconcile(csv(charged.trackId));
+      expect(unnamed).toMatchObject({ unknownsAbsentFromList: 'leftUnresolved', resolvedNotCharged: { count: 0 } });
+      expect((await store.facts(absent.trackId))?.entries).toHaveLength(1);
+      expect(told).toEqual([]);
+
+      const period = { from: new Date('2032-05-01T00:00:00Z'), to: new Date('2032-06-01T00:00:00Z') };
+      const named = await reconciliations.reconcile(csv(charged.trackId), undefined, period);
+      expect(named).toMatchObject({
+        unknownsAbsentFromList: 'resolvedNotCharged',
+        resolvedNotCharged: { count: 1, trackIds: [absent.trackId] },
+      });
+      expect((await store.facts(absent.trackId))?.entries.map((e) => [e.kind, e.status, e.charged])).toEqual([
+        ['overdue', 'unknown', 'possibly'],
+        ['reconciled', 'failed', 'no'],
+      ]);
+      expect(told).toEqual([expect.objectContaining({ trackId: absent.trackId, clientId: 'svc-a', charged: 'no' })]);
+      const [row] = await usage(store, period.from, period.to, 'month');
+      expect(row).toMatchObject({ inquiries: 2, failed: 1, unknown: 0, unitsSpent: 1 });
+    });
+
+    it('tells the resolutions a failed listener missed when the same file is sent again', async () => {
+      const unknown = unknownAt('2032-07-04T10:00:00.000Z');
+      await store.insert([unknown]);
+      const told: Told[] = [];
+      let failures = 1;
+      const reconciliations = new Reconciliations(store, metrics, {
+        resolved: (r) => {
+          if (failures-- > 0) return Promise.reject(new Error('Redis down'));
+          told.push(r);
+          return Promise.resolve();
+        },
+      });
+      await expect(reconciliations.reconcile(csv(unknown.trackId))).rejects.toThrow('Redis down');
+      const again = await reconciliations.reconcile(csv(unknown.trackId));
+      // Nothing appended the second time, yet the budget is told.
+      expect(again.resolved.count).toBe(0);
+      expect((await store.facts(unknown.trackId))?.entries).toHaveLength(2);
+      expect(told).toEqual([expect.objectContaining({ trackId: unknown.trackId, charged: 'yes' })]);
+    });
   });
 
   it('exports in keyset pages, every row once, in order, filtered', async () => {

@@ -425,7 +425,15 @@ export class InquiryService {
       completedAt: new Date().toISOString(),
       upstream: outcome.record.upstream,
       data: outcome.record.data,
-      charged: outcome.status === 'succeeded' ? 'yes' : outcome.notCharged ? 'no' : 'possibly',
+      // Only the final successful attempt is charged; a failed one releases what was reserved
+      // (docs/upstream-api.md §4.4 rule 9): `failed` is `no`, as budgets count it; only an
+      // `unknown` may have been charged (docs/api.md §7).
+      charged:
+        outcome.status === 'succeeded'
+          ? 'yes'
+          : outcome.status === 'unknown' && !outcome.notCharged
+            ? 'possibly'
+            : 'no',
       requestId: record.requestId,
     };
     // Owed until stored (or the record has expired): the caller is answered either way.

@@ -182,6 +182,8 @@ export function ApiReconciliation(): MethodDecorator {
               'recordedNotCharged',
               'chargedButRecordedNotCharged',
               'resolved',
+              'resolvedNotCharged',
+              'unknownsAbsentFromList',
               'period',
             ],
             properties: {
@@ -191,6 +193,13 @@ export function ApiReconciliation(): MethodDecorator {
               recordedNotCharged: LIST,
               chargedButRecordedNotCharged: LIST,
               resolved: LIST,
+              resolvedNotCharged: LIST,
+              unknownsAbsentFromList: {
+                type: 'string',
+                enum: ['resolvedNotCharged', 'leftUnresolved'],
+                description:
+                  '`unknown` entries absent from the list are resolved as not charged only when `from`/`to` name the period.',
+              },
               period: {
                 type: 'object',
                 nullable: true,

@@ -33,8 +33,11 @@ export class LedgerReads {
     return ledgerCall('ledger read', async () => {
       const facts = await this.store.facts(trackId);
       if (!facts) return null;
-      const first = facts.entries.find((entry) => entry.kind !== 'reconciled') ?? facts.entries[0];
+      // Entries come weakest fact first: the last decides the status; completedAt and the
+      // upstream's code come from the strongest fact of the call itself (a settlement over an
+      // overdue entry), never from a reconciliation, which copies them.
       const latest = facts.entries[facts.entries.length - 1];
+      const first = facts.entries.findLast((entry) => entry.kind !== 'reconciled') ?? latest;
       return {
         trackId: first.trackId,
         clientId: first.clientId,

@@ -43,6 +43,20 @@ const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> 
       ) PARTITION BY RANGE (created_at);
     `,
   },
+  {
+    version: 2,
+    name: 'unsent charges found by reconciliations',
+    sql: `
+      -- trackIds the provider charged that this gateway never sent, each once: the same file sent
+      -- again counts nothing new in vgw_reconciliation_unsent_charges_total (docs/api.md §7).
+      -- Rare (a security event each), so small and not partitioned; kept as evidence.
+      CREATE TABLE ledger_unsent_charges (
+        track_id uuid PRIMARY KEY,
+        found_at timestamptz NOT NULL DEFAULT now(),
+        request_id text
+      );
+    `,
+  },
 ];
 
 /** A key of its own for pg_advisory_xact_lock: 'vgw-ledger' as a 64-bit number. */

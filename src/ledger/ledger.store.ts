@@ -170,11 +170,16 @@ export class LedgerStore {
     return this.resultRetentionDays * 86_400_000;
   }
 
-  /** Every entry of one inquiry, oldest fact first, and its data while kept; null when unknown. */
+  /**
+   * Every entry of one inquiry, weakest fact first (overdue < settled < reconciled, then
+   * recorded_at: the rank usage uses), and its data while kept; null when unknown. Not write
+   * order: two drainers may record a settlement before the overdue entry (docs/api.md §7).
+   */
   async facts(trackId: string): Promise<InquiryFacts | null> {
     await this.ready();
     const rows = await this.db.query<EntryRow>(
-      `SELECT ${ENTRY_COLUMNS} FROM ledger_entries WHERE track_id = $1 ORDER BY recorded_at, kind`,
+      `SELECT ${ENTRY_COLUMNS} FROM ledger_entries WHERE track_id = $1
+       ORDER BY CASE kind WHEN 'reconciled' THEN 2 WHEN 'settled' THEN 1 ELSE 0 END, recorded_at`,
       [trackId],
     );
     if (rows.length === 0) return null;

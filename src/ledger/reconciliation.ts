@@ -12,6 +12,13 @@ import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-
 export const LIST_CAP = 1_000;
 /** trackIds sent to PostgreSQL per statement while the file streams in. */
 const CHUNK = 5_000;
+/** Resolutions read and told to the listener (budgets) per batch, after the commit. */
+const RESOLUTION_BATCH = 500;
+/**
+ * The longest CSV record read (csv-parse `max_record_size`, characters): a trackId row is well
+ * under it, and one overlong record (a field without its end) is refused, 400, not held whole.
+ */
+const MAX_RECORD_CHARS = 1_024;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface ReconciliationList {
@@ -33,6 +40,13 @@ export interface ReconciliationReport {
   chargedButRecordedNotCharged: ReconciliationList;
   /** `unknown` entries the list resolves: a `reconciled` entry (succeeded, charged) appended now. */
   resolved: ReconciliationList;
+  /**
+   * `unknown` entries within the given period (`from`/`to`) absent from the list: a `reconciled`
+   * entry (`failed`, charged `no`) appended now. Empty without a given period.
+   */
+  resolvedNotCharged: ReconciliationList;
+  /** What became of `unknown` entries absent from the list: resolved only when the request names its period. */
+  unknownsAbsentFromList: 'resolvedNotCharged' | 'leftUnresolved';
   /** The period the ledger side was read for (given, or the list's inquiries first to last), UTC; `to` exclusive. */
   period: { from: string; to: string } | null;
 }
@@ -69,21 +83,21 @@ export class Reconciliations {
     period?: { from: Date; to: Date },
   ): Promise<ReconciliationReport> {
     await this.store.ready();
-    const resolutions: Resolution[] = [];
-    const report = await this.store.db.transaction(async (tx) => {
+    const { report, span, newUnsent } = await this.store.db.transaction(async (tx) => {
       await tx.query('CREATE TEMP TABLE provider_list (track_id uuid PRIMARY KEY) ON COMMIT DROP');
       const rows = await this.load(tx, body);
-      const report = await this.compare(tx, rows, requestId, resolutions, period);
-      return report;
+      return this.compare(tx, rows, requestId, period);
     });
     // After the commit: the resolutions are facts now; budgets may release or confirm units.
-    for (const resolution of resolutions) await this.listener?.resolved(resolution);
+    if (span) await this.tell(span);
     if (report.chargedNotInLedger.count > 0) {
-      this.metrics.unsentCharges.inc(report.chargedNotInLedger.count);
+      // Only those no earlier reconciliation found: the same file twice counts them once.
+      this.metrics.unsentCharges.inc(newUnsent);
       this.logger.warn({
         msg: 'security: the provider charged trackIds this gateway never sent (credentials used elsewhere?)',
         event: 'reconciliation_unsent_charges',
         count: report.chargedNotInLedger.count,
+        newlyFound: newUnsent,
         trackIds: report.chargedNotInLedger.trackIds.slice(0, 20),
         requestId,
       });
@@ -93,7 +107,15 @@ export class Reconciliations {
 
   /** Streams the CSV into the temporary table; returns the data rows read. */
   private async load(tx: SqlQueries, body: Readable): Promise<number> {
-    const parser = body.pipe(parse({ columns: true, skip_empty_lines: true, trim: true, bom: true }));
+    const parser = body.pipe(
+      parse({
+        columns: true,
+        skip_empty_lines: true,
+        trim: true,
+        bom: true,
+        max_record_size: MAX_RECORD_CHARS,
+      }),
+    );
     let rows = 0;
     let chunk: string[] = [];
     const flush = async () => {
@@ -123,13 +145,48 @@ export class Reconciliations {
     return rows;
   }
 
+  /**
+   * Tells the listener (budgets) every resolution in `span`, read back from the `reconciled`
+   * entries in keyset batches (created_at, track_id): memory holds one batch, and a resend of
+   * the same file tells again what a failure (Redis down) left untold, though it appends
+   * nothing. Telling twice is harmless: a budget resolves a trackId once (its `resolved` marker).
+   * Reconciled entries in the span that this file did not resolve are facts too, told alike.
+   */
+  private async tell(span: { from: Date; to: Date }): Promise<void> {
+    if (!this.listener) return;
+    let after: { createdAt: Date; trackId: string } | null = null;
+    for (;;) {
+      const batch: ResolvedRow[] = await this.store.db.query<ResolvedRow>(
+        `SELECT track_id::text AS track_id, client_id, operation, request_handling_type, created_at, charged
+         FROM ledger_entries
+         WHERE kind = 'reconciled' AND created_at >= $1 AND created_at < $2
+           AND ($3::timestamptz IS NULL OR (created_at, track_id) > ($3, $4::uuid))
+         ORDER BY created_at, track_id LIMIT ${RESOLUTION_BATCH}`,
+        [span.from, span.to, after?.createdAt ?? null, after?.trackId ?? null],
+      );
+      for (const row of batch) {
+        if (row.charged === 'possibly') continue;
+        await this.listener.resolved({
+          trackId: row.track_id,
+          clientId: row.client_id,
+          operation: row.operation,
+          requestHandlingType: row.request_handling_type,
+          createdAt: new Date(row.created_at).toISOString(),
+          charged: row.charged,
+        });
+      }
+      if (batch.length < RESOLUTION_BATCH) return;
+      const last = batch[batch.length - 1];
+      after = { createdAt: new Date(last.created_at), trackId: last.track_id };
+    }
+  }
+
   private async compare(
     tx: SqlQueries,
     rows: number,
     requestId: string | undefined,
-    resolutions: Resolution[],
     given?: { from: Date; to: Date },
-  ): Promise<ReconciliationReport> {
+  ): Promise<{ report: ReconciliationReport; span: { from: Date; to: Date } | null; newUnsent: number }> {
     const list = async (sql: string, params: unknown[] = []): Promise<ReconciliationList> => {
       const [{ n }] = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sql}) q`, params);
       const ids = await tx.query<{ track_id: string }>(
@@ -148,40 +205,49 @@ export class Reconciliations {
       `${latestOfList.replace('SELECT l.*', 'SELECT l.track_id')} WHERE l.charged <> 'no' AND l.status <> 'unknown'`,
     );
     const unknown = await list(`${latestOfList.replace('SELECT l.*', 'SELECT l.track_id')} WHERE l.status = 'unknown'`);
-    const appended = await tx.query<{
-      track_id: string;
-      client_id: string;
-      operation: InquiryOperation;
-      request_handling_type: RequestHandlingType;
-      created_at: Date;
-    }>(
+    await tx.query(
       `INSERT INTO ledger_entries (track_id, kind, client_id, subject_sha256, operation, request_handling_type,
          status, charged, cost_units, created_at, completed_at, upstream_code, request_id)
        SELECT l.track_id, 'reconciled', l.client_id, l.subject_sha256, l.operation, l.request_handling_type,
          'succeeded', 'yes', l.cost_units, l.created_at, l.completed_at, l.upstream_code, $1
        FROM (${latestOfList}) l WHERE l.status = 'unknown'
-       ON CONFLICT DO NOTHING
-       RETURNING track_id::text, client_id, operation, request_handling_type, created_at`,
+       ON CONFLICT DO NOTHING`,
       [requestId ?? null],
     );
-    for (const row of appended) {
-      resolutions.push({
-        trackId: row.track_id,
-        clientId: row.client_id,
-        operation: row.operation,
-        requestHandlingType: row.request_handling_type,
-        createdAt: new Date(row.created_at).toISOString(),
-        charged: 'yes',
-      });
+    // With its period named, the provider's list is the whole of what it charged in it: an
+    // `unknown` of that period absent from the list was not charged (docs/api.md §7). Without
+    // one, absence proves nothing (the list may cover part of a period): left unresolved.
+    const absentUnknown = `SELECT l.* FROM (${LATEST.replace('ORDER BY', 'WHERE e.created_at >= $1 AND e.created_at < $2 ORDER BY')}) l
+       WHERE l.status = 'unknown' AND NOT EXISTS (SELECT 1 FROM provider_list p WHERE p.track_id = l.track_id)`;
+    let resolvedNotCharged: ReconciliationList = { count: 0, trackIds: [], truncated: false };
+    if (given) {
+      resolvedNotCharged = await list(absentUnknown.replace('SELECT l.*', 'SELECT l.track_id'), [given.from, given.to]);
+      await tx.query(
+        `INSERT INTO ledger_entries (track_id, kind, client_id, subject_sha256, operation, request_handling_type,
+           status, charged, cost_units, created_at, completed_at, upstream_code, request_id)
+         SELECT l.track_id, 'reconciled', l.client_id, l.subject_sha256, l.operation, l.request_handling_type,
+           'failed', 'no', l.cost_units, l.created_at, l.completed_at, l.upstream_code, $3
+         FROM (${absentUnknown}) l
+         ON CONFLICT DO NOTHING`,
+        [given.from, given.to, requestId ?? null],
+      );
     }
     const [span] = await tx.query<{ from: Date | null; to: Date | null }>(
       `SELECT min(e.created_at) AS from, max(e.created_at) AS to
        FROM provider_list p JOIN ledger_entries e ON e.track_id = p.track_id`,
     );
-    const period =
-      given ??
-      (span.from && span.to ? { from: new Date(span.from), to: new Date(new Date(span.to).getTime() + 1) } : null);
-    return {
+    const listed =
+      span.from && span.to ? { from: new Date(span.from), to: new Date(new Date(span.to).getTime() + 1) } : null;
+    const period = given ?? listed;
+    // The resolutions to tell: the listed inquiries' span and the given period, together.
+    const resolutionSpan =
+      given && listed
+        ? {
+            from: new Date(Math.min(given.from.getTime(), listed.from.getTime())),
+            to: new Date(Math.max(given.to.getTime(), listed.to.getTime())),
+          }
+        : period;
+    const report: ReconciliationReport = {
       rows,
       chargedAndRecorded,
       chargedNotInLedger: await list(
@@ -198,12 +264,31 @@ export class Reconciliations {
         `${latestOfList.replace('SELECT l.*', 'SELECT l.track_id')} WHERE l.charged = 'no'`,
       ),
       resolved: unknown,
+      resolvedNotCharged,
+      unknownsAbsentFromList: given ? 'resolvedNotCharged' : 'leftUnresolved',
       period: period ? { from: period.from.toISOString(), to: period.to.toISOString() } : null,
     };
+    const [{ n: newUnsent }] = await tx.query<{ n: number }>(
+      `WITH found AS (
+         INSERT INTO ledger_unsent_charges (track_id, request_id)
+         SELECT p.track_id, $1 FROM provider_list p
+         WHERE NOT EXISTS (SELECT 1 FROM ledger_entries e WHERE e.track_id = p.track_id)
+         ON CONFLICT DO NOTHING RETURNING 1)
+       SELECT count(*)::int AS n FROM found`,
+      [requestId ?? null],
+    );
+    return { report, span: resolutionSpan, newUnsent };
   }
 }
 
-type Resolution = Parameters<ResolutionListener['resolved']>[0];
+interface ResolvedRow {
+  track_id: string;
+  client_id: string;
+  operation: InquiryOperation;
+  request_handling_type: RequestHandlingType;
+  created_at: Date;
+  charged: 'yes' | 'no' | 'possibly';
+}
 
 function invalid(detail: string): ProblemException {
   return new ProblemException('validation_failed', detail);

@@ -2015,6 +2015,16 @@ export interface operations {
                             trackIds: string[];
                             truncated: boolean;
                         };
+                        resolvedNotCharged: {
+                            count: number;
+                            trackIds: string[];
+                            truncated: boolean;
+                        };
+                        /**
+                         * @description `unknown` entries absent from the list are resolved as not charged only when `from`/`to` name the period.
+                         * @enum {string}
+                         */
+                        unknownsAbsentFromList: "resolvedNotCharged" | "leftUnresolved";
                         period: {
                             /** Format: date-time */
                             from?: string;

@@ -248,6 +248,7 @@ const FINDINGS = {
   recordedNotCharged: 'recorded as charged, not on the list',
   chargedButRecordedNotCharged: 'on the list, recorded as not charged',
   resolved: 'unknown entries resolved (appended to the ledger)',
+  resolvedNotCharged: 'unknown entries of the period absent from the list: resolved as not charged',
 };
 
 const words = (name) => FINDINGS[name] ?? name.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
