@@ -17,8 +17,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../caller-auth/caller.js';
 import { CallerAuthGuard, CurrentCaller, RequireScopes } from '../caller-auth/caller-auth.guard.js';
 import { ProblemException } from '../problem/problem.js';
-import type { EntryStatus, LedgerEntry } from './ledger-entry.js';
-import { LedgerStore, usage, type ExportFilter } from './ledger.store.js';
+import type { EntryStatus } from './ledger-entry.js';
+import { ENTRY_FIELDS, LedgerStore, usage, type ExportFilter } from './ledger.store.js';
 import { Reconciliations } from './reconciliation.js';
 import { ledgerCall } from './ledger-call.js';
 import { ApiLedgerExport, ApiReconciliation, ApiUsage } from './admin.openapi.js';
@@ -27,23 +27,6 @@ const NDJSON = 'application/x-ndjson';
 const CSV = 'text/csv';
 const DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
 const STATUSES: readonly EntryStatus[] = ['succeeded', 'failed', 'unknown'];
-
-/** The export's columns, in the CSV's order (the fields of docs/api.md §7, plus the entry's kind). */
-const COLUMNS: ReadonlyArray<keyof LedgerEntry> = [
-  'trackId',
-  'kind',
-  'clientId',
-  'subjectSha256',
-  'operation',
-  'requestHandlingType',
-  'status',
-  'charged',
-  'costUnits',
-  'createdAt',
-  'completedAt',
-  'upstreamCode',
-  'requestId',
-];
 
 /** RFC 4180 field: quoted when it holds a comma, quote or line break; a leading =+-@ is neutralised (CSV injection). */
 function csvField(value: string | number | undefined): string {
@@ -112,13 +95,15 @@ export class AdminController {
     const first = await ledgerCall('ledger export', () => entries.next());
     const rest = { [Symbol.asyncIterator]: () => entries };
     const lines = async function* () {
-      if (csv) yield `${COLUMNS.join(',')}\r\n`;
+      if (csv) yield `${ENTRY_FIELDS.join(',')}\r\n`;
       if (first.done) return;
       yield csv
-        ? `${COLUMNS.map((column) => csvField(first.value[column])).join(',')}\r\n`
+        ? `${ENTRY_FIELDS.map((column) => csvField(first.value[column])).join(',')}\r\n`
         : `${JSON.stringify(first.value)}\n`;
       for await (const entry of rest) {
-        yield csv ? `${COLUMNS.map((column) => csvField(entry[column])).join(',')}\r\n` : `${JSON.stringify(entry)}\n`;
+        yield csv
+          ? `${ENTRY_FIELDS.map((column) => csvField(entry[column])).join(',')}\r\n`
+          : `${JSON.stringify(entry)}\n`;
       }
     };
     void reply

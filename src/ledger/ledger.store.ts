@@ -40,8 +40,11 @@ function toEntry(row: EntryRow): LedgerEntry {
   };
 }
 
-/** The entry's fields as written to ledger_entries (JSON.stringify's allow-list: `data` stays out). */
-const ENTRY_KEYS: string[] = [
+/**
+ * An entry's fields in a fixed order: the export's columns (the CSV header) and the allow-list
+ * of JSON.stringify when a batch is written to ledger_entries (`data` stays out).
+ */
+export const ENTRY_FIELDS: ReadonlyArray<keyof LedgerEntry> = [
   'trackId',
   'kind',
   'clientId',
@@ -144,7 +147,7 @@ export class LedgerStore {
            "createdAt" timestamptz, "completedAt" timestamptz, "upstreamCode" int, "requestId" text)
          ON CONFLICT DO NOTHING RETURNING 1)
        SELECT count(*)::int AS n FROM written`,
-      [JSON.stringify(entries, ENTRY_KEYS)],
+      [JSON.stringify(entries, ENTRY_FIELDS as string[])],
     );
     const since = Date.now() - this.resultRetentionMs();
     const results: Array<{ t: string; c: string; s: string }> = [];

@@ -1,18 +1,11 @@
-import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
+import type { UnknownResolution } from '../budget/budgets.js';
 
 /**
  * Told when a reconciliation resolves an `unknown` inquiry (docs/api.md §7), so that what was
  * held for it (a budget's units) can be released (`no`) or confirmed (`yes`). Optional.
  */
 export interface ResolutionListener {
-  resolved(resolution: {
-    trackId: string;
-    clientId: string;
-    operation: InquiryOperation;
-    requestHandlingType: RequestHandlingType;
-    createdAt: string;
-    charged: 'yes' | 'no';
-  }): Promise<void>;
+  resolved(resolution: UnknownResolution): Promise<void>;
 }
 
 export const RESOLUTION_LISTENER = Symbol('RESOLUTION_LISTENER');
