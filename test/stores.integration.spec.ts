@@ -219,16 +219,21 @@ describe.each(implementations)('%s stores', (_name, make) => {
       await idempotency.release('c1', 'k', 'other');
       expect(await idempotency.claim('c1', 'k', claim('t2'), 60)).toMatchObject({ trackId: 't1' });
       const response = { status: 200, contentType: 'application/json', body: { ok: true }, trackId: 't1' };
-      await idempotency.complete('c1', 'k', {
-        ...claim('other'),
-        state: 'done',
-        response: { ...response, trackId: 'other' },
-      });
+      // Resolves whether it stored: false for another trackId's claim, or one already done.
+      await expect(
+        idempotency.complete('c1', 'k', {
+          ...claim('other'),
+          state: 'done',
+          response: { ...response, trackId: 'other' },
+        }),
+      ).resolves.toBe(false);
       expect(await idempotency.claim('c1', 'k', claim('t3'), 60)).toEqual(claim('t1')); // not its claim: unchanged
-      await idempotency.complete('c1', 'k', { ...claim('t1'), state: 'done', response });
+      await expect(idempotency.complete('c1', 'k', { ...claim('t1'), state: 'done', response })).resolves.toBe(true);
       expect(await idempotency.claim('c1', 'k', claim('t3'), 60)).toEqual({ ...claim('t1'), state: 'done', response });
       // The first answer stored stays: a late second completion does not replace it.
-      await idempotency.complete('c1', 'k', { ...claim('t1'), state: 'done', response: { ...response, status: 504 } });
+      await expect(
+        idempotency.complete('c1', 'k', { ...claim('t1'), state: 'done', response: { ...response, status: 504 } }),
+      ).resolves.toBe(false);
       expect(await idempotency.claim('c1', 'k', claim('t3'), 60)).toEqual({ ...claim('t1'), state: 'done', response });
       await idempotency.release('c1', 'k', 't1');
       expect(await idempotency.claim('c1', 'k', claim('t4'), 60)).toBeNull();

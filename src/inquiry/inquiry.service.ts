@@ -292,9 +292,11 @@ export class InquiryService {
           const first = await this.records.get(error.trackId);
           if (first && first.status !== 'pending') {
             // Settled, its notice sent already: a timer, not the held wait, until the answer is
-            // stored or due to be made from the record (IdempotencyService.answerRepeat).
+            // stored (or released), or a success is due to be rebuilt from the record
+            // (IdempotencyService.answerRepeat); a failure's answer is only ever stored: polled.
             wait.release();
-            await delay(Math.max(MIN_CLAIM_RETRY_MS, Math.min(left, msUntilSettledAnswerDue(first))));
+            const due = first.status === 'succeeded' ? msUntilSettledAnswerDue(first) : UNSTORED_FAILURE_POLL_MS;
+            await delay(Math.max(MIN_CLAIM_RETRY_MS, Math.min(left, due)));
             continue;
           }
           woken = await wait.until(left);
@@ -460,6 +462,8 @@ export class InquiryService {
 
 /** The shortest pause between two claims of a keyed retry: no round runs without waiting. */
 const MIN_CLAIM_RETRY_MS = 50;
+/** How often a keyed async retry looks again for a settled failure's answer to be stored. */
+const UNSTORED_FAILURE_POLL_MS = 500;
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
