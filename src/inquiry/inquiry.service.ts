@@ -48,6 +48,8 @@ export interface InquiryResponse extends StoredResponse {
  */
 export interface AsyncPreference {
   waitMs: number;
+  /** Aborted when the caller hangs up: a keyed retry's held wait frees its slot at once. */
+  gone?: AbortSignal;
 }
 
 /** `GET /v1/inquiries/{trackId}`: the record as the caller may see it, and how long it was waited for. */
@@ -299,12 +301,14 @@ export class InquiryService {
             await delay(Math.max(MIN_CLAIM_RETRY_MS, Math.min(left, due)));
             continue;
           }
-          woken = await wait.until(left);
+          woken = await wait.until(left, prefer.gone);
         } finally {
           wait.release();
         }
-        // The wait ended (or the replica is shutting down): the same 202 as the first request got.
-        if (!woken) return { accepted: this.accepted(error.trackId, request.requestHandlingType) };
+        // The wait ended (or the caller hung up, or the replica is shutting down): the same 202
+        // as the first request got.
+        if (!woken || prefer.gone?.aborted)
+          return { accepted: this.accepted(error.trackId, request.requestHandlingType) };
       }
     }
   }
