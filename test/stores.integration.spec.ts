@@ -185,6 +185,9 @@ describe.each(implementations)('%s stores', (_name, make) => {
         completedAt: '2026-01-01T00:01:00.000Z',
       });
       expect(await inquiries.get('p1')).toMatchObject({ status: 'unknown' });
+      // A late owed settlement resolves the unknown (intended: a later fact wins, docs/behaviour.md).
+      await inquiries.settle({ ...record('p1'), status: 'succeeded', data: { isMatch: false } });
+      expect(await inquiries.get('p1')).toMatchObject({ status: 'succeeded', data: { isMatch: false } });
       await inquiries.create(record('s1'), 60);
       await inquiries.settle({ ...record('s1'), status: 'succeeded', data: { isMatch: true } });
       expect(await inquiries.concludeUnknown('s1', '2026-01-01T00:01:00.000Z')).toMatchObject({ status: 'succeeded' });
