@@ -22,22 +22,31 @@ async function main(): Promise<void> {
   // handler rather than enableShutdownHooks(), which re-sends the signal to itself afterwards:
   // as PID 1 in a container that signal is ignored, and the exit would hang on any live handle.
   const logger = new Logger('Shutdown');
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(signal, () => {
-      logger.log(`${signal}: draining, then exiting`);
-      app.close().then(
-        () => {
-          // The last line before exit: the logger's buffer is flushed at exit (json-logger.ts).
-          logger.log('stopped');
-          process.exit(0);
-        },
-        (error: unknown) => {
-          logger.error(`shutdown failed: ${error instanceof Error ? error.name : 'unknown error'}`);
-          process.exit(1);
-        },
-      );
-    });
-  }
+  // Listened to for the whole life of the process, not once: a second signal (an impatient
+  // operator's Ctrl-C, a supervisor repeating SIGTERM) would otherwise take Node's default
+  // action and kill the process mid-drain, losing the settlements owed to 202-accepted
+  // inquiries. Later signals are logged and ignored; SIGKILL remains the way to cut it short.
+  let shuttingDown = false;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (shuttingDown) {
+      logger.warn(`${signal}: already draining; ignored`);
+      return;
+    }
+    shuttingDown = true;
+    logger.log(`${signal}: draining, then exiting`);
+    app.close().then(
+      () => {
+        // The last line before exit: the logger's buffer is flushed at exit (json-logger.ts).
+        logger.log('stopped');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.error(`shutdown failed: ${error instanceof Error ? error.name : 'unknown error'}`);
+        process.exit(1);
+      },
+    );
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, onSignal);
   await app.listen({ port: config.http.port, host: '0.0.0.0' });
   // After listen: the line a supervisor (or a test) can wait for before sending traffic.
   // Names the ops port too when OPS_PORT moves /metrics and /docs off PORT (docs/operations.md).

@@ -245,9 +245,9 @@ describe('Helm chart', () => {
       'no Redis is configured but up to 6 replicas',
     ],
     [
-      'a grace period shorter than preStop + one upstream call',
-      ['--set', 'terminationGracePeriodSeconds=15'],
-      'terminationGracePeriodSeconds (15) must be larger than lifecycle.preStop.sleepSeconds (10) + the longest upstream call, upstream.timeoutMs or advancedTimeoutMs (30s)',
+      'a grace period shorter than preStop + the drain (45 s: it once passed)',
+      ['--set', 'terminationGracePeriodSeconds=45'],
+      "terminationGracePeriodSeconds (45) must be larger than lifecycle.preStop.sleepSeconds (10) + the shutdown drain's bound, 2 x upstream.advancedTimeoutMs + 4 x upstream.timeoutMs + 9 s (109s)",
     ],
     ['no callers', ['--set', 'apiKeys.existingSecret='], 'no callers are configured'],
     [

@@ -9,7 +9,7 @@
  * - The replica is shutting down, so a held wait ends at once: the retry gets the first
  *   request's 202 without spinning.
  *
- * And a held long-poll whose caller hangs up frees its slot at once (it was kept for the
+ * And a held long-poll (or a held keyed retry) whose caller hangs up frees its slot at once (it was kept for the
  * whole wait, so INQUIRY_MAX_HELD_WAITS could be filled by callers long gone).
  */
 import { randomUUID } from 'node:crypto';
@@ -44,7 +44,11 @@ function inquire(url: string, headers: Record<string, string>): Promise<Exchange
   return callGateway(url, 'POST', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key, json: SHAHKAR, headers });
 }
 
-/** Redis commands run while `work` runs (the counting commands themselves left out). */
+/**
+ * Redis commands run while `work` runs: the counting commands themselves left out, and the
+ * ledger drainer's background polling of its queue (streams, its retry set), which runs
+ * whatever the request does.
+ */
 async function commandsDuring<T>(work: () => Promise<T>): Promise<{ result: T; commands: Record<string, number> }> {
   await admin.config('RESETSTAT');
   const result = await work();
@@ -159,6 +163,43 @@ describe('a long-poll whose caller hung up', () => {
       });
       expect(next.status).toBe(200);
       expect(next.headers.get('preference-applied')).toBe('wait=1');
+    } finally {
+      sim.setLatency(0);
+    }
+  }, 30_000);
+
+  it('a keyed respond-async retry held on the first request frees its slot at once too', async () => {
+    const g = await gateway({ INQUIRY_MAX_HELD_WAITS: '1' });
+    const held = async () =>
+      Number(/^vgw_inquiry_waits_held (\d+)$/m.exec(await (await fetch(`${g.url}/metrics`)).text())![1]);
+    const until = async (what: string, check: () => Promise<boolean>) => {
+      const giveUpAt = Date.now() + 3_000;
+      while (!(await check())) {
+        if (Date.now() > giveUpAt) throw new Error(`not within 3 s: ${what}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    sim.setLatency(5_000);
+    try {
+      const key = randomUUID();
+      const accepted = await inquire(g.url, { 'idempotency-key': key, prefer: 'respond-async' });
+      expect(accepted.status).toBe(202);
+      const hangUp = new AbortController();
+      const retry = fetch(`${g.url}/v1/kyc/shahkar`, {
+        method: 'POST',
+        headers: {
+          'x-api-key': TEST_CLIENTS.full.key,
+          'content-type': 'application/json',
+          'idempotency-key': key,
+          prefer: 'respond-async, wait=30',
+        },
+        body: JSON.stringify(SHAHKAR),
+        signal: hangUp.signal,
+      }).catch((error: unknown) => error);
+      await until('the retry is held', async () => (await held()) === 1);
+      hangUp.abort();
+      expect(await retry).toMatchObject({ name: 'AbortError' });
+      await until('its slot is free', async () => (await held()) === 0);
     } finally {
       sim.setLatency(0);
     }

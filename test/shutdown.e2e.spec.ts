@@ -8,7 +8,8 @@
  * accepted inquiry still runs for seconds; a held long-poll is answered within 1 s; a new
  * inquiry during the drain is refused in problem+json (503, Retry-After) and nothing of it
  * reaches the upstream; the inquiries taken before the signal (one answered 202, one synchronous)
- * settle as the upstream saw them; the steps run in the listed order; the process exits 0.
+ * settle as the upstream saw them; the steps run in the listed order; a second SIGTERM 300 ms
+ * after the first is logged and ignored; the process exits 0.
  *
  * And while the HTTP server closes (a connection still active), a request is answered by the
  * gateway's own routes (problem+json), never by fastify's `return503OnClosing` JSON.
@@ -89,6 +90,14 @@ describe('SIGTERM runs the shutdown sequence in its order', () => {
 
       const signalled = Date.now();
       gateway.process.kill('SIGTERM');
+      // A second signal mid-drain (an operator or supervisor repeating it) is logged and
+      // ignored: it must not kill the process before what was accepted has settled.
+      const repeated = new Promise<void>((resolve) =>
+        setTimeout(() => {
+          gateway.process.kill('SIGTERM');
+          resolve();
+        }, 300),
+      );
 
       // Readiness: 503 within 1 s, and the answer closes its connection.
       let ready: Response | undefined;
@@ -116,6 +125,7 @@ describe('SIGTERM runs the shutdown sequence in its order', () => {
       expect(refused.headers.get('x-track-id')).toBeNull();
 
       // The synchronous inquiry is answered, the process exits 0 once the 202's has settled.
+      await repeated;
       const answered = await synchronous;
       expect(answered.status).toBe(200);
       expect(await gateway.exited).toBe(0);
@@ -134,6 +144,9 @@ describe('SIGTERM runs the shutdown sequence in its order', () => {
         .trim()
         .split('\n')
         .map((line) => JSON.parse(line) as { msg?: string; context?: string; trackId?: string });
+      expect(
+        lines.filter((l) => l.context === 'Shutdown' && l.msg === 'SIGTERM: already draining; ignored'),
+      ).toHaveLength(1);
       const steps = lines.filter((l) => l.context === 'Shutdown' && l.msg?.startsWith('step'));
       expect(steps.map((l) => l.msg!.replace(/ \(\d+ ms\)$/, ''))).toEqual(
         [...WHILE_SERVING, ...AFTER_SERVER_CLOSED].map((step) => `step: ${step.name}`),

@@ -185,6 +185,9 @@ describe.each(implementations)('%s stores', (_name, make) => {
         completedAt: '2026-01-01T00:01:00.000Z',
       });
       expect(await inquiries.get('p1')).toMatchObject({ status: 'unknown' });
+      // A late owed settlement resolves the unknown (intended: a later fact wins, docs/behaviour.md).
+      await inquiries.settle({ ...record('p1'), status: 'succeeded', data: { isMatch: false } });
+      expect(await inquiries.get('p1')).toMatchObject({ status: 'succeeded', data: { isMatch: false } });
       await inquiries.create(record('s1'), 60);
       await inquiries.settle({ ...record('s1'), status: 'succeeded', data: { isMatch: true } });
       expect(await inquiries.concludeUnknown('s1', '2026-01-01T00:01:00.000Z')).toMatchObject({ status: 'succeeded' });
@@ -219,16 +222,21 @@ describe.each(implementations)('%s stores', (_name, make) => {
       await idempotency.release('c1', 'k', 'other');
       expect(await idempotency.claim('c1', 'k', claim('t2'), 60)).toMatchObject({ trackId: 't1' });
       const response = { status: 200, contentType: 'application/json', body: { ok: true }, trackId: 't1' };
-      await idempotency.complete('c1', 'k', {
-        ...claim('other'),
-        state: 'done',
-        response: { ...response, trackId: 'other' },
-      });
+      // Resolves whether it stored: false for another trackId's claim, or one already done.
+      await expect(
+        idempotency.complete('c1', 'k', {
+          ...claim('other'),
+          state: 'done',
+          response: { ...response, trackId: 'other' },
+        }),
+      ).resolves.toBe(false);
       expect(await idempotency.claim('c1', 'k', claim('t3'), 60)).toEqual(claim('t1')); // not its claim: unchanged
-      await idempotency.complete('c1', 'k', { ...claim('t1'), state: 'done', response });
+      await expect(idempotency.complete('c1', 'k', { ...claim('t1'), state: 'done', response })).resolves.toBe(true);
       expect(await idempotency.claim('c1', 'k', claim('t3'), 60)).toEqual({ ...claim('t1'), state: 'done', response });
       // The first answer stored stays: a late second completion does not replace it.
-      await idempotency.complete('c1', 'k', { ...claim('t1'), state: 'done', response: { ...response, status: 504 } });
+      await expect(
+        idempotency.complete('c1', 'k', { ...claim('t1'), state: 'done', response: { ...response, status: 504 } }),
+      ).resolves.toBe(false);
       expect(await idempotency.claim('c1', 'k', claim('t3'), 60)).toEqual({ ...claim('t1'), state: 'done', response });
       await idempotency.release('c1', 'k', 't1');
       expect(await idempotency.claim('c1', 'k', claim('t4'), 60)).toBeNull();

@@ -17,7 +17,11 @@ import {
   type ClaimResult,
   type HeldKey,
 } from './idempotency.service.js';
+import { sha256 } from '../crypto/sha256.js';
+import { StoreUnavailableError } from '../store/store-unavailable.error.js';
+import type { UpstreamSuccess } from '../upstream/upstream.client.js';
 import type { InquiryRecord, StoredResponse } from './inquiry-record.js';
+import { successOutcome } from './inquiry-outcome.js';
 import { MemoryIdempotencyStore, MemoryInquiryStore } from './memory-inquiry.store.js';
 
 const TIMEOUT_MS = 1000;
@@ -181,6 +185,77 @@ describe('IdempotencyService', () => {
     claims.claim = () => Promise.resolve({ trackId: T3, fingerprint: FINGERPRINT, state: 'in_flight', claimedAt: 0 });
     const problem = await problemOf(service.claim(CALLER, 'key', T2, FINGERPRINT));
     expect(problem.toBody()).toMatchObject({ status: 503, code: 'store_unavailable' });
+  });
+
+  describe("a settled record whose answer is not stored yet (the writer's complete() owed)", () => {
+    // What the first caller got: upstream 400, 422 upstream_rejected, the record `failed`.
+    const REJECTED: StoredResponse = {
+      status: 422,
+      contentType: 'application/problem+json',
+      trackId: T1,
+      body: { code: 'upstream_rejected', status: 422, trackId: T1 },
+    };
+    /** T1's claim in flight, its record settled `status` (with the grace already spent). */
+    async function settledUnanswered(status: InquiryRecord['status'], data?: unknown): Promise<HeldKey> {
+      const key = held(await service.claim(CALLER, 'key', T1, FINGERPRINT));
+      const completedAt = new Date(now - SETTLED_ANSWER_GRACE_MS - 1_000).toISOString();
+      await records.create({ ...record(T1, status, data), completedAt }, 3600);
+      return key;
+    }
+
+    it('a failure is never answered from the record: in use until the exact answer is stored, then replayed', async () => {
+      const writer = await settledUnanswered('failed');
+      expect((await problemOf(service.claim(CALLER, 'key', T2, FINGERPRINT))).code).toBe('idempotency_key_in_use');
+      await service.complete(writer, REJECTED);
+      expect(await service.claim(CALLER, 'key', T3, FINGERPRINT)).toEqual({ replay: REJECTED });
+    });
+
+    it('a failure that charged nothing (503, key released) lets the next retry claim afresh', async () => {
+      const writer = await settledUnanswered('failed');
+      expect((await problemOf(service.claim(CALLER, 'key', T2, FINGERPRINT))).code).toBe('idempotency_key_in_use');
+      await service.release(writer);
+      expect(held(await service.claim(CALLER, 'key', T3, FINGERPRINT)).claim.trackId).toBe(T3);
+    });
+
+    it('a success is rebuilt after the grace exactly as the first caller got it', async () => {
+      const data = { isMatch: true };
+      const writer = await settledUnanswered('succeeded', data);
+      const first: StoredResponse = {
+        ...successOutcome(T1, { data, meta: { code: 0, message: 'ok' } } as unknown as UpstreamSuccess).response,
+        trackId: T1,
+      };
+      expect(await service.claim(CALLER, 'key', T2, FINGERPRINT)).toEqual({ replay: first });
+      await service.complete(writer, first); // the owed complete() lands late: refused, same answer anyway
+      expect(await service.claim(CALLER, 'key', T3, FINGERPRINT)).toEqual({ replay: first });
+    });
+
+    it("a conclusion that loses to the writer's complete() answers with the stored answer", async () => {
+      await abandonedClaim();
+      await records.create(record(T1, 'failed'), 3600);
+      // The claim as its writer holds it (claiming an existing key returns it, unchanged).
+      const writer: HeldKey = {
+        scope: '5:app-a',
+        keySha256: sha256('key'),
+        claim: (await claims.claim('5:app-a', sha256('key'), {} as never, 1))!,
+      };
+      const get = records.get.bind(records);
+      let reads = 0;
+      jest.spyOn(records, 'get').mockImplementation(async (id: string) => {
+        // The owed complete() lands between answerRepeat's read and concludeAbandoned's.
+        if (++reads === 2) await service.complete(writer, REJECTED);
+        return get(id);
+      });
+      expect(await service.claim(CALLER, 'key', T2, FINGERPRINT)).toEqual({ replay: REJECTED });
+      expect(await service.claim(CALLER, 'key', T3, FINGERPRINT)).toEqual({ replay: REJECTED });
+    });
+
+    it('a conclusion the store refuses is a store failure, never an answer stored from an unwritten state', async () => {
+      await abandonedClaim();
+      await records.create(record(T1, 'pending'), 3600);
+      records.concludeUnknown = () => Promise.reject(new StoreUnavailableError('inquiry conclude'));
+      await expect(service.claim(CALLER, 'key', T2, FINGERPRINT)).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect((await claims.claim('5:app-a', sha256('key'), {} as never, 1))?.state).toBe('in_flight');
+    });
   });
 
   it('a claim inside the lease is still in flight, never concluded', async () => {

@@ -20,9 +20,11 @@ export interface HeldKey {
 }
 
 /**
- * How long after its record settled a claim may still be `in_flight` while the settling request
- * stores its answer (the two writes go together, the record's first); past it the answer is
- * made from the record (IdempotencyService.answerRepeat).
+ * How long after its record settled `succeeded` a claim may still be `in_flight` while the
+ * settling request stores its answer (the two writes go together, the record's first); past it
+ * the answer is rebuilt from the record (IdempotencyService.answerRepeat). Only a success is
+ * rebuilt so early: its answer is exactly the record's data, so when the grace starts does not
+ * matter (an owed record landing with the grace already spent rebuilds the same answer).
  */
 export const SETTLED_ANSWER_GRACE_MS = 2_000;
 
@@ -34,7 +36,10 @@ export function msUntilSettledAnswerDue(record: { completedAt?: string }, now = 
   return Math.min(SETTLED_ANSWER_GRACE_MS, Math.max(0, completedAt + SETTLED_ANSWER_GRACE_MS - now));
 }
 
-/** Claims per request at most: each round after the first follows the release of an abandoned claim. */
+/**
+ * Claims per request at most: each round after the first follows the release of an abandoned
+ * claim, or a conclusion that lost to the answer stored meanwhile (read by the next round).
+ */
 const MAX_CLAIM_ROUNDS = 3;
 
 /** Claiming a key either makes it ours, or finds the answer an earlier request with it already has. */
@@ -96,9 +101,9 @@ export class IdempotencyService {
     return this.claims.release(scope, keySha256, claim.trackId);
   }
 
-  /** Stores the answer every later retry with the key replays. */
-  complete({ scope, keySha256, claim }: HeldKey, response: StoredResponse): Promise<void> {
-    return this.claims.complete(scope, keySha256, { ...claim, state: 'done', response });
+  /** Stores the answer every later retry with the key replays (unless one is stored already). */
+  async complete({ scope, keySha256, claim }: HeldKey, response: StoredResponse): Promise<void> {
+    await this.claims.complete(scope, keySha256, { ...claim, state: 'done', response });
   }
 
   /**
@@ -119,15 +124,20 @@ export class IdempotencyService {
       return earlier.response;
     }
     // A settled record whose answer is not stored (its complete() lost or still owed, or the
-    // process died between the two writes) is answered from the record once the settling
-    // request has had SETTLED_ANSWER_GRACE_MS to store it. A pending record with a deadline
-    // says exactly when its request can no longer be running (inquiry-deadline.ts); otherwise
-    // (no record yet, a record from before deadlines) the lease decides.
+    // process died between the two writes). A replay is the same status and body as the first
+    // answer (docs/api.md §2), and only a success can be rebuilt exactly from the record (200
+    // with its data, inquiry-outcome.ts): it is, once the settling request has had
+    // SETTLED_ANSWER_GRACE_MS to store it. A failure's answer is not in the record (422, 503
+    // whose key is released, 500, 502 …): the retry stays in flight (409; a respond-async retry
+    // waits) until the answer is stored or released, and only after the lease, when no request
+    // can still be storing it, is it concluded from the record (docs/behaviour.md). A pending
+    // record with a deadline says exactly when its request can no longer be running
+    // (inquiry-deadline.ts); otherwise (no record yet, a record from before deadlines) the lease decides.
     const record = await this.records.get(earlier.trackId);
     const leaseOver = earlier.claimedAt !== undefined && Date.now() - earlier.claimedAt > this.inFlightLeaseMs;
     const abandoned =
       record !== null && record.status !== 'pending'
-        ? leaseOver || msUntilSettledAnswerDue(record) === 0
+        ? leaseOver || (record.status === 'succeeded' && msUntilSettledAnswerDue(record) === 0)
         : record?.status === 'pending' && record.deadlineAt !== undefined
           ? statusNow(record) === 'unknown'
           : leaseOver;
@@ -142,7 +152,9 @@ export class IdempotencyService {
    * or the store failed just then). Without a record it never reached the upstream (the record
    * is written first): the claim is released. Otherwise it is never sent again: the answer is
    * made from its record (a success replayed, a failure 502, anything unfinished 504 and the
-   * record `unknown`, as it may have been charged) and stored for every later retry.
+   * record `unknown`, as it may have been charged) and stored for every later retry. When an
+   * answer was stored first (the writer's owed complete() landed meanwhile), that one is the
+   * answer: null, and the next claim round reads and replays it.
    */
   private async concludeAbandoned(
     scope: string,
@@ -157,13 +169,11 @@ export class IdempotencyService {
       return null;
     }
     // Concluded only while still pending: a settlement landing meanwhile is kept, and answered.
+    // A failed conclusion is a store failure (503, retried), never an answer from a state that
+    // was not written; a record gone meanwhile is found gone by the next round.
     const record =
-      read.status === 'pending'
-        ? ((await this.records.concludeUnknown(trackId, new Date().toISOString()).catch(() => null)) ?? {
-            ...read,
-            status: 'unknown' as const,
-          })
-        : read;
+      read.status === 'pending' ? await this.records.concludeUnknown(trackId, new Date().toISOString()) : read;
+    if (!record) return null;
     let response: StoredResponse;
     if (record.status === 'succeeded') {
       response = { status: 200, contentType: JSON_CONTENT_TYPE, trackId, body: succeededBody(trackId, record.data) };
@@ -178,8 +188,9 @@ export class IdempotencyService {
             );
       response = { ...problemResponse(problem), trackId };
     }
+    const stored = await this.claims.complete(scope, keySha256, { ...claim, state: 'done', response });
+    if (!stored) return null;
     this.logger.warn(`inquiry ${trackId}: abandoned in flight (record ${record.status}); answer concluded`);
-    await this.claims.complete(scope, keySha256, { ...claim, state: 'done', response }).catch(() => undefined);
     return response;
   }
 }

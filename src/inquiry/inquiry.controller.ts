@@ -110,7 +110,13 @@ export class InquiryController {
     if (inquiry.requestHandlingType === 'advanced') requireScope(caller, 'kyc:advanced');
     await this.quotas.consume(caller);
     const prefer = parsePrefer(request.headers[PREFER_HEADER_IN]);
-    const async = prefer.respondAsync ? { waitMs: (prefer.waitSeconds ?? 0) * 1000 } : undefined;
+    // A keyed retry held on an in-flight request frees its slot at once if its caller hangs up,
+    // as a long-poll does (INQUIRY_MAX_HELD_WAITS).
+    const gone = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) gone.abort();
+    });
+    const async = prefer.respondAsync ? { waitMs: (prefer.waitSeconds ?? 0) * 1000, gone: gone.signal } : undefined;
     send(reply, await this.inquiries.execute(caller, inquiry, idempotencyKey, requestFacts(request), async));
   }
 }

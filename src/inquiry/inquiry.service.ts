@@ -48,6 +48,8 @@ export interface InquiryResponse extends StoredResponse {
  */
 export interface AsyncPreference {
   waitMs: number;
+  /** Aborted when the caller hangs up: a keyed retry's held wait frees its slot at once. */
+  gone?: AbortSignal;
 }
 
 /** `GET /v1/inquiries/{trackId}`: the record as the caller may see it, and how long it was waited for. */
@@ -292,17 +294,21 @@ export class InquiryService {
           const first = await this.records.get(error.trackId);
           if (first && first.status !== 'pending') {
             // Settled, its notice sent already: a timer, not the held wait, until the answer is
-            // stored or due to be made from the record (IdempotencyService.answerRepeat).
+            // stored (or released), or a success is due to be rebuilt from the record
+            // (IdempotencyService.answerRepeat); a failure's answer is only ever stored: polled.
             wait.release();
-            await delay(Math.max(MIN_CLAIM_RETRY_MS, Math.min(left, msUntilSettledAnswerDue(first))));
+            const due = first.status === 'succeeded' ? msUntilSettledAnswerDue(first) : UNSTORED_FAILURE_POLL_MS;
+            await delay(Math.max(MIN_CLAIM_RETRY_MS, Math.min(left, due)));
             continue;
           }
-          woken = await wait.until(left);
+          woken = await wait.until(left, prefer.gone);
         } finally {
           wait.release();
         }
-        // The wait ended (or the replica is shutting down): the same 202 as the first request got.
-        if (!woken) return { accepted: this.accepted(error.trackId, request.requestHandlingType) };
+        // The wait ended (or the caller hung up, or the replica is shutting down): the same 202
+        // as the first request got.
+        if (!woken || prefer.gone?.aborted)
+          return { accepted: this.accepted(error.trackId, request.requestHandlingType) };
       }
     }
   }
@@ -468,6 +474,8 @@ export class InquiryService {
 
 /** The shortest pause between two claims of a keyed retry: no round runs without waiting. */
 const MIN_CLAIM_RETRY_MS = 50;
+/** How often a keyed async retry looks again for a settled failure's answer to be stored. */
+const UNSTORED_FAILURE_POLL_MS = 500;
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

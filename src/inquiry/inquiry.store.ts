@@ -35,9 +35,10 @@ export abstract class IdempotencyStore {
   ): Promise<IdempotencyClaim | null>;
   /**
    * Stores the final answer for replay, only while the claim is still the in-flight one made
-   * for the same trackId: the first answer stored is the one every retry gets.
+   * for the same trackId: the first answer stored is the one every retry gets. Resolves true
+   * when this answer was stored, false when the claim was no longer that in-flight one.
    */
-  abstract complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<void>;
+  abstract complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<boolean>;
   /** Frees a claim whose request provably reached nobody, so a retry may run it afresh. */
   abstract release(scope: string, keySha256: string, trackId: string): Promise<void>;
 }

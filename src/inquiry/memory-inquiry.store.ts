@@ -121,12 +121,12 @@ export class MemoryIdempotencyStore extends IdempotencyStore {
     });
   }
 
-  complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<void> {
+  complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<boolean> {
     const key = `${scope}:${keySha256}`;
     const existing = this.claims.get(key);
-    if (existing?.trackId === done.trackId && existing.state === 'in_flight')
-      this.claims.set(key, structuredClone(done), { noUpdateTTL: true });
-    return Promise.resolve();
+    if (existing?.trackId !== done.trackId || existing.state !== 'in_flight') return Promise.resolve(false);
+    this.claims.set(key, structuredClone(done), { noUpdateTTL: true });
+    return Promise.resolve(true);
   }
 
   release(scope: string, keySha256: string, trackId: string): Promise<void> {

@@ -140,10 +140,10 @@ export class RedisIdempotencyStore extends IdempotencyStore {
     });
   }
 
-  complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<void> {
+  complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<boolean> {
     return storeCall('idempotency complete', async () => {
       const key = this.keys.idempotency(scope, keySha256);
-      await this.scripts.vgwIdemComplete(key, done.trackId, this.serialise(done, key));
+      return (await this.scripts.vgwIdemComplete(key, done.trackId, this.serialise(done, key))) === 1;
     });
   }
 

@@ -322,10 +322,15 @@ would otherwise surface only as exit code 78 and a CrashLoopBackOff).
 {{- if ne $mode "none" }}
 {{- $sleep = .Values.lifecycle.preStop.sleepSeconds | int }}
 {{- end }}
-{{- $longestCallMs := max (.Values.upstream.timeoutMs | int) (.Values.upstream.advancedTimeoutMs | int) }}
-{{- $upstreamSeconds := div (add $longestCallMs 999) 1000 }}
-{{- if le (.Values.terminationGracePeriodSeconds | int) (add $sleep $upstreamSeconds | int) }}
-{{- fail (printf "terminationGracePeriodSeconds (%d) must be larger than lifecycle.preStop.sleepSeconds (%d) + the longest upstream call, upstream.timeoutMs or advancedTimeoutMs (%ds), or in-flight inquiries are killed mid-call" (.Values.terminationGracePeriodSeconds | int) $sleep $upstreamSeconds) }}
+{{- /* The drain's bound (src/inquiry/inquiry-deadline.ts): an advanced inquiry's deadline,
+  2 x advancedTimeoutMs + 4 x timeoutMs + 2 s of token wait, + the 2 s deadline margin; then the
+  owed settlements' flush, at most 5 s. */}}
+{{- $timeoutMs := max (.Values.upstream.timeoutMs | int) 1 }}
+{{- $advancedMs := max (.Values.upstream.advancedTimeoutMs | int) $timeoutMs }}
+{{- $drainMs := add (mul 2 $advancedMs) (mul 4 $timeoutMs) 4000 5000 }}
+{{- $drainSeconds := div (add $drainMs 999) 1000 }}
+{{- if le (.Values.terminationGracePeriodSeconds | int) (add $sleep $drainSeconds | int) }}
+{{- fail (printf "terminationGracePeriodSeconds (%d) must be larger than lifecycle.preStop.sleepSeconds (%d) + the shutdown drain's bound, 2 x upstream.advancedTimeoutMs + 4 x upstream.timeoutMs + 9 s (%ds), or accepted inquiries are killed mid-call" (.Values.terminationGracePeriodSeconds | int) $sleep $drainSeconds) }}
 {{- end }}
 {{- end }}
 
