@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import type { EventEmitter } from 'node:events';
 
 /**
@@ -23,5 +24,34 @@ export function nextEvent<T>(
       reject(new Error(`no matching '${name}' event within ${timeoutMs} ms`));
     }, timeoutMs);
     emitter.on(name, listener);
+  });
+}
+
+/**
+ * Resolves once a server process started by a test writes `ready` on `stream` (redis-server on
+ * stdout, postgres on stderr); rejects if it fails to start or exits first, with its last output.
+ * The stream keeps flowing afterwards, so a full pipe never stalls the server.
+ */
+export function untilProcessReady(
+  child: ChildProcess,
+  stream: 'stdout' | 'stderr',
+  ready: string,
+  name: string,
+): Promise<void> {
+  const output = child[stream];
+  let seen = '';
+  return new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString();
+      if (seen.includes(ready)) {
+        output?.off('data', onData);
+        child.stdout?.resume();
+        child.stderr?.resume();
+        resolve();
+      }
+    };
+    output?.on('data', onData);
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}: ${seen.slice(-500)}`)));
   });
 }

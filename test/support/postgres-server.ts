@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './redis-server.js';
+import { untilProcessReady } from './events.js';
 
 /** Debian's server binaries (`postgresql` package): the newest major installed. */
 function binDir(): string {
@@ -85,21 +86,7 @@ export class PostgresServer {
       { stdio: ['ignore', 'pipe', 'pipe'], ...this.user },
     );
     this.process = child;
-    let output = '';
-    await new Promise<void>((resolve, reject) => {
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString();
-        if (output.includes('database system is ready to accept connections')) {
-          child.stderr?.off('data', onData);
-          child.stderr?.resume();
-          child.stdout?.resume();
-          resolve();
-        }
-      };
-      child.stderr?.on('data', onData);
-      child.once('error', reject);
-      child.once('exit', (code) => reject(new Error(`postgres exited with ${code}: ${output.slice(-500)}`)));
-    });
+    await untilProcessReady(child, 'stderr', 'database system is ready to accept connections', 'postgres');
   }
 
   /** Hard kill, as a crash would: clients see their connections drop. */

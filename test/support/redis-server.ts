@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { redisTlsArgs, type TestCertificates } from './tls-certificates.js';
+import { untilProcessReady } from './events.js';
 
 /** A free loopback TCP port, as the OS hands it out. */
 export async function freePort(): Promise<number> {
@@ -76,20 +77,7 @@ export class RedisServer {
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.process = child;
-    let output = '';
-    await new Promise<void>((resolve, reject) => {
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString();
-        if (output.includes('Ready to accept connections')) {
-          child.stdout?.off('data', onData);
-          child.stdout?.resume();
-          resolve();
-        }
-      };
-      child.stdout?.on('data', onData);
-      child.once('error', reject);
-      child.once('exit', (code) => reject(new Error(`redis-server exited with ${code}: ${output.slice(-500)}`)));
-    });
+    await untilProcessReady(child, 'stdout', 'Ready to accept connections', 'redis-server');
   }
 
   /** Hard kill, as a crash would: clients see the connection drop. */
