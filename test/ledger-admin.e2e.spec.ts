@@ -12,6 +12,7 @@ import { SignJWT, exportSPKI, generateKeyPair } from 'jose';
 import { Secret } from '../src/config/secret.js';
 import { PgLedgerDatabase } from '../src/ledger/ledger-database.js';
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
+import { queuedEntry } from './support/ledger-entries.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { SHAHKAR } from './support/fixtures.js';
@@ -35,22 +36,9 @@ let db: PgLedgerDatabase;
 let store: LedgerStore;
 let jwt: string;
 
+/** Entries of March 2035, the fixed dates this spec's exports and usage read. */
 function entry(overrides: Partial<QueuedEntry>): QueuedEntry {
-  return {
-    trackId: randomUUID(),
-    kind: 'settled',
-    clientId: 'svc-a',
-    operation: 'shahkar',
-    requestHandlingType: 'standard',
-    status: 'succeeded',
-    charged: 'yes',
-    costUnits: 1,
-    createdAt: '2035-03-10T10:00:00.000Z',
-    completedAt: '2035-03-10T10:00:01.000Z',
-    upstreamCode: 200,
-    requestId: 'r1',
-    ...overrides,
-  };
+  return queuedEntry({ createdAt: '2035-03-10T10:00:00.000Z', completedAt: '2035-03-10T10:00:01.000Z', ...overrides });
 }
 
 const succeeded = Array.from({ length: 5 }, (_, i) => entry({ createdAt: `2035-03-1${i}T10:00:00.000Z` }));

@@ -2,11 +2,11 @@
  * The ledger's SQL against a real PostgreSQL server (started here) and against PGlite: the
  * same migrations and statements on both (docs/decisions/0010-ledger-postgresql-client.md).
  */
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Secret } from '../src/config/secret.js';
 import { PgLedgerDatabase, PgliteLedgerDatabase, type LedgerDatabase } from '../src/ledger/ledger-database.js';
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
+import { queuedEntry } from './support/ledger-entries.js';
 import { dropExpiredPartitions, ensurePartitions, migrate, monthStart } from '../src/ledger/ledger-schema.js';
 import { Readable } from 'node:stream';
 import { LedgerReads } from '../src/ledger/ledger-reads.js';
@@ -19,23 +19,7 @@ import { PostgresServer } from './support/postgres-server.js';
 
 const cipher = new StoreCipher([{ id: 'k1', key: new Secret(Buffer.alloc(32, 7).toString('base64')) }]);
 
-function entry(overrides: Partial<QueuedEntry> = {}): QueuedEntry {
-  return {
-    trackId: randomUUID(),
-    kind: 'settled',
-    clientId: 'svc-a',
-    operation: 'shahkar',
-    requestHandlingType: 'standard',
-    status: 'succeeded',
-    charged: 'yes',
-    costUnits: 1,
-    createdAt: new Date().toISOString(),
-    completedAt: new Date().toISOString(),
-    upstreamCode: 200,
-    requestId: 'req-1',
-    ...overrides,
-  };
-}
+const entry = queuedEntry;
 
 let server: PostgresServer;
 beforeAll(async () => {
