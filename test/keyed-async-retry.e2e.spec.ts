@@ -131,18 +131,24 @@ describe('keyed async retry while the claim is in flight', () => {
   }, 30_000);
 });
 
+/** Long-polls the gateway holds now (its metric). */
+async function heldWaits(url: string): Promise<number> {
+  return Number(/^vgw_inquiry_waits_held (\d+)$/m.exec(await (await fetch(`${url}/metrics`)).text())![1]);
+}
+
+/** Polls `check` (every 20 ms) until it holds; fails after 3 s, naming `what`. */
+async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  const giveUpAt = Date.now() + 3_000;
+  while (!(await check())) {
+    if (Date.now() > giveUpAt) throw new Error(`not within 3 s: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 describe('a long-poll whose caller hung up', () => {
   it('frees its slot at once, not at the end of its wait', async () => {
     const g = await gateway({ INQUIRY_MAX_HELD_WAITS: '1' });
-    const held = async () =>
-      Number(/^vgw_inquiry_waits_held (\d+)$/m.exec(await (await fetch(`${g.url}/metrics`)).text())![1]);
-    const until = async (what: string, check: () => Promise<boolean>) => {
-      const giveUpAt = Date.now() + 3_000;
-      while (!(await check())) {
-        if (Date.now() > giveUpAt) throw new Error(`not within 3 s: ${what}`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    };
+    const held = () => heldWaits(g.url);
     sim.setLatency(5_000);
     try {
       const accepted = await inquire(g.url, { prefer: 'respond-async' });
@@ -170,15 +176,7 @@ describe('a long-poll whose caller hung up', () => {
 
   it('a keyed respond-async retry held on the first request frees its slot at once too', async () => {
     const g = await gateway({ INQUIRY_MAX_HELD_WAITS: '1' });
-    const held = async () =>
-      Number(/^vgw_inquiry_waits_held (\d+)$/m.exec(await (await fetch(`${g.url}/metrics`)).text())![1]);
-    const until = async (what: string, check: () => Promise<boolean>) => {
-      const giveUpAt = Date.now() + 3_000;
-      while (!(await check())) {
-        if (Date.now() > giveUpAt) throw new Error(`not within 3 s: ${what}`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    };
+    const held = () => heldWaits(g.url);
     sim.setLatency(5_000);
     try {
       const key = randomUUID();
