@@ -4,9 +4,11 @@
  * settled with the upstream data, and the idempotency claim holding the replayable response.
  * Each write is measured as the store does it (JSON.stringify, then seal) against the reference
  * measured in the same run (JSON.stringify alone); reads likewise (open + JSON.parse against
- * JSON.parse). Fixed iteration counts, median of rounds.
+ * JSON.parse). Fixed iteration counts, median of rounds. A second reference: the same seal with
+ * the key as a Buffer (as the cipher held it before): on Node 24 createCipheriv turns a Buffer
+ * into a key object on every call, so the ring holds KeyObjects.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createCipheriv, randomBytes, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Secret } from '../src/config/secret.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
@@ -85,6 +87,20 @@ const perInquiryWrite = measure(() => {
 const perInquiryWriteReference = measure(() => {
   for (const value of writes) sink += JSON.stringify(value).length;
 });
+const bufferKey = randomBytes(32);
+const ivs = randomBytes(12 * 256);
+let ivAt = 0;
+/** StoreCipher.seal as it was with a Buffer key (same IV pool, AAD and output). */
+function sealWithBufferKey(plain: string): string {
+  const iv = ivs.subarray(ivAt, ivAt + 12);
+  ivAt = (ivAt + 12) % ivs.length;
+  const c = createCipheriv('aes-256-gcm', bufferKey, iv);
+  c.setAAD(Buffer.from(context, 'utf8'));
+  return `enc:v1:k0:${Buffer.concat([iv, c.update(plain, 'utf8'), c.final(), c.getAuthTag()]).toString('base64')}`;
+}
+const perInquiryWriteBufferKey = measure(() => {
+  for (const value of writes) sink += sealWithBufferKey(JSON.stringify(value)).length;
+});
 const readSettled = measure(() => {
   sink += (JSON.parse(cipher.open(sealedWrites[1], context)) as { status: string }).status.length;
 });
@@ -96,6 +112,7 @@ const bytesPlain = plainWrites.reduce((sum, v) => sum + v.length, 0);
 const bytesSealed = sealedWrites.reduce((sum, v) => sum + v.length, 0);
 const rows = [
   ['per inquiry, 3 writes (stringify + seal)', perInquiryWrite, perInquiryWriteReference],
+  ['the same, sealed with a Buffer key (before)', perInquiryWriteBufferKey, perInquiryWriteReference],
   ['one read of a settled record (open + parse)', readSettled, readSettledReference],
 ] as const;
 console.log(`\nEncryption at rest (AES-256-GCM, Node ${process.version}), ${ITERATIONS} × ${ROUNDS} rounds, median`);
