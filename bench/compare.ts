@@ -12,11 +12,17 @@
  * bench/lib/node-flags.ts), so that one build under two sets of flags can be compared too;
  * BENCH_COMPARE_RATE (requests/s): run A and B at the same time, each at this fixed rate,
  * instead of one after the other, so that drift in the machine's speed loads both alike.
+ * BENCH_SCENARIO_A: the scenario whose gateway settings build A runs with instead (e.g.
+ * `BENCH_SCENARIO_A="no key" BENCH_SCENARIOS="budgets configured" npm run bench:compare -- . .`:
+ * one build, without and with budgets, under the same load).
+ * The ledger's PostgreSQL is one the bench starts (as a deployment has it: a server of its own,
+ * not PGlite in the gateway's process) unless LEDGER_DATABASE_URL names one.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Redis } from 'ioredis';
+import { PostgresServer } from '../test/support/postgres-server.js';
 import { RedisServer } from '../test/support/redis-server.js';
 import {
   API_KEY,
@@ -59,6 +65,9 @@ async function main(): Promise<void> {
 
   const redisServer = await RedisServer.start();
   const redis = new Redis(redisServer.url);
+  // Inherited by the gateways' processes (bench/server-process.ts reads it).
+  const ledgerServer = process.env.LEDGER_DATABASE_URL ? undefined : await PostgresServer.start();
+  if (ledgerServer) process.env.LEDGER_DATABASE_URL = ledgerServer.url;
   const lines: string[] = [];
   try {
     const sim = await ServerProcess.start('simulator', { role: 'simulator', latencyMs: 0 });
@@ -69,15 +78,26 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'info',
       OTEL_SDK_DISABLED: 'true',
     };
+    const scenarioA = process.env.BENCH_SCENARIO_A?.trim().toLowerCase();
+    const settingsOfA = scenarioA ? SCENARIOS.find((s) => s.name.toLowerCase().includes(scenarioA)) : undefined;
+    if (scenarioA && !settingsOfA) throw new Error(`no scenario matches BENCH_SCENARIO_A=${scenarioA}`);
     for (const s of scenarios) {
-      const env = { ...baseEnv, ...s.gatewayEnv?.({ sinkUrl: 'http://127.0.0.1:9' }) };
+      const envOf = (scenario: (typeof SCENARIOS)[number]) => ({
+        ...baseEnv,
+        ...scenario.gatewayEnv?.({ sinkUrl: 'http://127.0.0.1:9' }),
+      });
       // One after the other: two Nest start-ups at once on a loaded machine take long.
       const gateways: ServerProcess[] = [];
       for (const [i, script] of scripts.entries()) {
         gateways.push(
           await ServerProcess.start(
             `gateway ${'AB'[i]}`,
-            { role: 'gateway', env, probeBody: INQUIRY_BODY, probeApiKey: API_KEY },
+            {
+              role: 'gateway',
+              env: envOf(i === 0 && settingsOfA ? settingsOfA : s),
+              probeBody: INQUIRY_BODY,
+              probeApiKey: API_KEY,
+            },
             { script, execArgv: nodeFlags[i] },
           ),
         );
@@ -169,6 +189,7 @@ async function main(): Promise<void> {
     killAllServers();
     redis.disconnect();
     await redisServer.stop();
+    await ledgerServer?.stop();
   }
   console.log(heading('A/B comparison'));
   for (const line of lines) console.log(line);

@@ -25,6 +25,7 @@ import os from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
+import { PostgresServer } from '../test/support/postgres-server.js';
 import { RedisServer } from '../test/support/redis-server.js';
 import { benchHttpOverhead, formatHttpOverhead, median, SCENARIOS, type HttpOverheadResult } from './http-overhead.js';
 import { heading, num, ratio } from './lib/format.js';
@@ -69,11 +70,13 @@ const WATCHDOG_MS =
 
 const log = (line: string) => console.log(line);
 let redis: RedisServer | undefined;
+let ledgerServer: PostgresServer | undefined;
 
 function emergencyStop(reason: string, exitCode: number): void {
   console.error(`\nbench: ${reason}; killing every server started by the bench`);
   killAllServers();
   void redis?.kill();
+  void ledgerServer?.kill();
   setTimeout(() => process.exit(exitCode), 200).unref();
 }
 
@@ -153,6 +156,12 @@ async function main(): Promise<void> {
 
   try {
     if (sections.has('1') || sections.has('2') || sections.has('4')) redis = await RedisServer.start();
+    // The ledger on a PostgreSQL server of its own, as deployed (not PGlite inside the measured
+    // process), unless LEDGER_DATABASE_URL names one; the gateways' processes inherit it.
+    if (sections.has('1') && !process.env.LEDGER_DATABASE_URL) {
+      ledgerServer = await PostgresServer.start();
+      process.env.LEDGER_DATABASE_URL = ledgerServer.url;
+    }
     if (sections.has('1')) {
       log('\n[1/4] gateway vs reference proxy ...');
       httpOverhead = await benchHttpOverhead({
@@ -189,6 +198,7 @@ async function main(): Promise<void> {
   } finally {
     killAllServers();
     await redis?.stop();
+    await ledgerServer?.stop();
   }
 
   const totalSeconds = (performance.now() - started) / 1000;
