@@ -222,6 +222,38 @@ describe('Helm chart', () => {
     );
   });
 
+  it('mounts the ledger database URL from its Secret as LEDGER_DATABASE_URL_FILE and opens egress to PostgreSQL', () => {
+    type Pod = {
+      containers: Array<{ env: Array<{ name: string; value?: string }> }>;
+      volumes: Array<{ name: string; projected?: { sources: Array<{ secret?: { name: string; items: unknown[] } }> } }>;
+    };
+    const ledger = (file: string) => {
+      const pod = deployment(rendered.get(file)!).spec.template.spec as unknown as Pod;
+      return {
+        env: pod.containers[0].env.find((e) => e.name === 'LEDGER_DATABASE_URL_FILE')?.value,
+        secret: pod.volumes
+          .find((v) => v.name === 'secrets')
+          ?.projected?.sources.find((s) =>
+            s.secret?.items.some((i) => (i as { path: string }).path === 'ledger-database-url'),
+          )?.secret,
+      };
+    };
+    expect(ledger('cluster-password-tls-values.yaml')).toEqual({
+      env: '/var/run/secrets/verification-gateway/ledger-database-url',
+      secret: { name: 'kyc-ledger-db', items: [{ key: 'uri', path: 'ledger-database-url' }] },
+    });
+    expect(ledger('single-replica-memory-values.yaml')).toEqual({ env: undefined, secret: undefined });
+    const policy = rendered
+      .get('chart-secret-redis-url-values.yaml')!
+      .find((o) => o.kind === 'NetworkPolicy') as unknown as {
+      spec: { egress: Array<{ to: unknown[]; ports: Array<{ port: number }> }> };
+    };
+    expect(policy.spec.egress).toContainEqual({
+      to: [{ ipBlock: { cidr: '10.20.0.0/24' } }],
+      ports: [{ port: 5433, protocol: 'TCP' }],
+    });
+  });
+
   it('uses the native preStop sleep from Kubernetes 1.30 and node by its absolute path before', async () => {
     const current = await template([...VALID, '--kube-version', '1.30.0']);
     expect(current.ok).toBe(true);
@@ -243,6 +275,25 @@ describe('Helm chart', () => {
       'an autoscaler without Redis',
       ['--set', 'autoscaling.enabled=true'],
       'no Redis is configured but up to 6 replicas',
+    ],
+    [
+      'several replicas with Redis but no ledger database',
+      ['--set', 'replicaCount=3', '--set', 'redis.url=redis://redis:6379'],
+      'no ledger database is configured but up to 3 replicas may run',
+    ],
+    [
+      'an autoscaler with Redis but no ledger database, naming the PostgreSQL egress when egress is restricted',
+      [
+        '--set',
+        'autoscaling.enabled=true',
+        '--set',
+        'redis.url=redis://redis:6379',
+        '--set',
+        'networkPolicy.enabled=true',
+        '--set',
+        'networkPolicy.egress.enabled=true',
+      ],
+      'Set ledger.existingSecret (a Secret with the PostgreSQL URL under ledger.existingSecretKey, mounted as LEDGER_DATABASE_URL_FILE) and networkPolicy.egress.postgres.to',
     ],
     [
       'a grace period shorter than preStop + the drain (45 s: it once passed)',

@@ -121,7 +121,7 @@ describe('Helm chart: the production path', () => {
     expect(ingress).toEqual({ name: 'http' });
   });
 
-  it('admits the ingress controller and Prometheus, and reaches Redis, the upstream and DNS on their ports', () => {
+  it('admits the ingress controller and Prometheus, and reaches Redis, PostgreSQL, the upstream and DNS on their ports', () => {
     const policy = byKind('NetworkPolicy').spec as Obj;
     const [callers, scrapes] = policy.ingress as Obj[];
     expect(callers.ports).toEqual([{ port: 'http', protocol: 'TCP' }]);
@@ -133,8 +133,15 @@ describe('Helm chart: the production path', () => {
     ]);
     expect(scrapes.ports).toEqual([{ port: 'ops', protocol: 'TCP' }]);
     const egressPorts = (policy.egress as Obj[]).map((rule) => (rule.ports as Obj[]).map((p) => p.port));
-    // DNS; Redis: the Sentinels' 26379 and the data nodes' 6379; upstream and JWKS over 443.
-    expect(egressPorts).toEqual([[53, 53], [26379, 6379], [443]]);
+    // DNS; Redis: the Sentinels' 26379 and the data nodes' 6379; the ledger's PostgreSQL on 5432;
+    // upstream and JWKS over 443.
+    expect(egressPorts).toEqual([[53, 53], [26379, 6379], [5432], [443]]);
+    expect((policy.egress as Obj[])[2].to).toEqual([
+      {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'postgres' } },
+        podSelector: { matchLabels: { 'app.kubernetes.io/name': 'postgresql' } },
+      },
+    ]);
   });
 
   it('derives egress ports from the URLs: an http://…:8080 upstream and a Redis on 6380 are reachable', async () => {
@@ -153,7 +160,7 @@ describe('Helm chart: the production path', () => {
     expect(result.error).toBe('');
     const policy = result.objects.find((o) => o.kind === 'NetworkPolicy') as Obj;
     const egressPorts = (policy.spec.egress as Obj[]).map((rule) => (rule.ports as Obj[]).map((p) => p.port));
-    expect(egressPorts).toEqual([[53, 53], [6380], [80, 8080]]);
+    expect(egressPorts).toEqual([[53, 53], [6380], [5432], [80, 8080]]);
   });
 
   it('refuses an Ingress behind a NetworkPolicy that names no ingress controller', async () => {

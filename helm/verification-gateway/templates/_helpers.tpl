@@ -262,6 +262,14 @@ would otherwise surface only as exit code 78 and a CrashLoopBackOff).
 {{- if not (regexMatch "^[A-Za-z0-9_.-]{1,32}$" (toString .Values.redis.keyPrefix)) }}
 {{- fail "redis.keyPrefix (REDIS_KEY_PREFIX) must be 1-32 of A-Z a-z 0-9 _ . -" }}
 {{- end }}
+{{- /* Ledger (after Redis: several replicas without Redis are reported first) */ -}}
+{{- if and (not .Values.ledger.existingSecret) (gt (include "verification-gateway.maxReplicas" . | int) 1) }}
+{{- $egress := "" }}
+{{- if and .Values.networkPolicy.enabled .Values.networkPolicy.egress.enabled }}
+{{- $egress = " and networkPolicy.egress.postgres.to (the PostgreSQL pods or CIDRs: egress is restricted)" }}
+{{- end }}
+{{- fail (printf "no ledger database is configured but up to %s replicas may run (replicaCount, or autoscaling.maxReplicas). Without ledger.existingSecret each pod keeps its own embedded ledger (PGlite) in its memory: the entries are spread over the pods and lost with each pod, at every restart and rollout, while the ledger is kept for years. Set ledger.existingSecret (a Secret with the PostgreSQL URL under ledger.existingSecretKey, mounted as LEDGER_DATABASE_URL_FILE)%s; or set replicaCount=1 (and autoscaling.enabled=false)." (include "verification-gateway.maxReplicas" .) $egress) }}
+{{- end }}
 {{- /* API keys */ -}}
 {{- if and (not .Values.apiKeys.existingSecret) .Values.apiKeys.entries }}
 {{- if not (kindIs "slice" .Values.apiKeys.entries) }}
