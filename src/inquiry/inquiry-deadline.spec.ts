@@ -36,7 +36,11 @@ describe('inquiry deadlines', () => {
     const deadline = Date.parse('2026-11-24T10:00:00Z');
     expect(statusNow(record('pending', deadline), deadline + DEADLINE_MARGIN_MS)).toBe('pending');
     expect(statusNow(record('pending', deadline), deadline + DEADLINE_MARGIN_MS + 1)).toBe('unknown');
-    expect(msUntilOverdue(record('pending', deadline), deadline)).toBe(DEADLINE_MARGIN_MS);
+    expect(msUntilOverdue(record('pending', deadline), deadline)).toBe(DEADLINE_MARGIN_MS + 1);
+    // Waited exactly that long, the record reads unknown.
+    const at = deadline + msUntilOverdue(record('pending', deadline), deadline);
+    expect(statusNow(record('pending', deadline), at)).toBe('unknown');
+    expect(msUntilOverdue(record('pending', deadline), at)).toBe(0);
     expect(msUntilOverdue(record('pending', deadline), deadline + 10 * DEADLINE_MARGIN_MS)).toBe(0);
   });
 

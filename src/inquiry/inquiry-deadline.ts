@@ -44,5 +44,6 @@ export function statusNow<R extends DatedRecord>(record: R, now = Date.now()): R
 /** Milliseconds until a pending record reads `unknown` (0 once it does; Infinity without a deadline). */
 export function msUntilOverdue(record: DatedRecord, now = Date.now()): number {
   if (record.deadlineAt === undefined) return Infinity;
-  return Math.max(0, Date.parse(record.deadlineAt) + DEADLINE_MARGIN_MS - now);
+  // The first millisecond at which statusNow reads `unknown` (it reads `pending` up to and including the margin's end).
+  return Math.max(0, Date.parse(record.deadlineAt) + DEADLINE_MARGIN_MS + 1 - now);
 }
