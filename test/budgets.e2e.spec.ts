@@ -12,6 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
 import { apiKeysWith, callGateway, TEST_CLIENTS, type Exchange } from './support/gateway.js';
 import { buildGateway, removeBuild, startGatewayProcess, type GatewayProcess } from './support/gateway-process.js';
 import { RedisServer } from './support/redis-server.js';
@@ -117,6 +118,19 @@ describe('budgets across three replicas', () => {
     expect(sim.inquiryCalls - callsBefore).toBe(50);
     expect(totalCharges() - chargesBefore).toBe(50);
     for (const res of admitted) expect(sim.chargesByTrackId.get(res.body.trackId as string)).toBe(1);
+    // The reservation ran with the ledger's duty (one script): a refused inquiry never owed an
+    // entry, and its record, written in the same batch, is deleted at once.
+    const client = new Redis(redis.url);
+    try {
+      expect(await client.zcard('{vgw:acct}:ledger:due')).toBe(0);
+      const records = async () => (await client.keys('{vgw:inq:*')).length;
+      const deadline = Date.now() + 5_000;
+      // The deletes leave with the 429s, not before them: polled, briefly.
+      while ((await records()) > 50 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(await records()).toBe(50);
+    } finally {
+      client.disconnect();
+    }
 
     const own = await budget(replicas[1].url, TEST_CLIENTS.basic.key);
     expect(own).toEqual({

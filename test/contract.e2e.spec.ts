@@ -339,9 +339,13 @@ describe('the live gateway against docs/openapi.json', () => {
     const exhausted = await call(gateway, 'POST', '/v1/kyc/shahkar', { apiKey: basic, json: SHAHKAR });
     expect([exhausted.status, exhausted.headers['x-track-id']]).toEqual([429, undefined]);
     expect(exhausted.text).toContain('budget_exhausted');
-    // Redis unreachable: the reservation cannot be made, refused like the record (nothing sent).
+    // Redis unreachable: the reservation rides the record's write, so it is refused like any
+    // record (nothing sent): 503 naming the trackId that was stamped (docs/api.md §3).
     const unreserved = await call(storeless, 'POST', '/v1/kyc/shahkar', { apiKey: basic, json: SHAHKAR });
-    expect([unreserved.status, unreserved.headers['x-track-id']]).toEqual([503, undefined]);
+    expect(unreserved.status).toBe(503);
+    expect(unreserved.headers['x-track-id']).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
     expect(unreserved.text).toContain('store_unavailable');
     for (const [template, key] of [
       ['/v1/budget', basic],

@@ -8,6 +8,9 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { InquiryPrices } from '../src/accounting/inquiry-prices.js';
+import { BudgetCalendar } from '../src/budget/budget-windows.js';
+import { BudgetStore, MemoryBudgetStore, type ReserveRequest } from '../src/budget/budget.store.js';
+import { RedisBudgetStore } from '../src/budget/redis-budget.store.js';
 import { DEFAULT_INQUIRY_PRICES } from '../src/config/budget-config.js';
 import { Secret } from '../src/config/secret.js';
 import { PgLedgerDatabase } from '../src/ledger/ledger-database.js';
@@ -17,6 +20,8 @@ import type { InquiryFactsInput } from '../src/ledger/ledger-queue.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { MemoryLedgerQueue } from '../src/ledger/memory-ledger.queue.js';
 import { RedisLedgerQueue } from '../src/ledger/redis-ledger.queue.js';
+import type { InquiryRecord } from '../src/inquiry/inquiry-record.js';
+import { RedisInquiryStore } from '../src/inquiry/redis-inquiry.store.js';
 import { GatewayMetrics } from '../src/observability/metrics.js';
 import { RedisKeys } from '../src/store/redis-keys.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
@@ -164,6 +169,25 @@ describe('the ledger queue in Redis', () => {
     expect(facts?.data).toBeUndefined();
   });
 
+  it('writes the batch it read even when claiming overdue duties fails (Redis refusing writes when out of memory)', async () => {
+    const a = replica(`q${prefixes++}`);
+    const settled = Array.from({ length: 20 }, () => record());
+    await Promise.all(settled.map((r) => a.queue.settled(r)));
+    // Out of memory, Redis refuses the claim's XADD but still serves reads and acknowledgements,
+    // and only writing and acknowledging entries frees memory.
+    a.queue.claimOverdue = () => Promise.reject(new Error('OOM command not allowed when used memory > maxmemory'));
+    expect(await a.drainer.drainOnce()).toBe(20);
+    expect(
+      (
+        await rows(
+          a.db,
+          settled.map((r) => r.trackId),
+        )
+      ).size,
+    ).toBe(20);
+    expect((await a.queue.backlog(Date.now())).depth).toBe(0);
+  });
+
   it('keeps entries while PostgreSQL is down and writes them once it is back', async () => {
     const prefix = `q${prefixes++}`;
     const a = replica(prefix);
@@ -189,7 +213,7 @@ describe('the ledger queue in Redis', () => {
 
 describe('the ledger queue in the process (REDIS_URL unset)', () => {
   it('owes, settles, claims overdue duties and acknowledges like the Redis one', async () => {
-    const queue = new MemoryLedgerQueue(prices);
+    const queue = new MemoryLedgerQueue(prices, new MemoryBudgetStore());
     const settled = record();
     const lost = record({ status: 'pending', deadlineAt: new Date(Date.now() - 60_000).toISOString() });
     await queue.owe(settled);
@@ -204,5 +228,131 @@ describe('the ledger queue in the process (REDIS_URL unset)', () => {
     expect(await queue.read(10)).toHaveLength(2); // not acknowledged: read again
     await queue.ack(batch.map((m) => m.id));
     expect(await queue.backlog(Date.now())).toEqual({ depth: 0, oldestAgeSeconds: 0 });
+  });
+});
+
+/**
+ * The inquiry's budget reservation travels with its duty, and the commit or release with its
+ * entry (ledger-queue.ts): one atomic operation each, so a duty exists only for an inquiry
+ * its budgets admitted, and no inquiry pays a round trip of its own for its budget.
+ */
+describe.each([
+  [
+    'redis',
+    () => {
+      const client = new Redis(redis.url);
+      clients.push(client);
+      const keys = new RedisKeys(`fused-${++prefixes}`);
+      return { queue: new RedisLedgerQueue(client, keys, cipher, prices), budgets: new RedisBudgetStore(client, keys) };
+    },
+  ],
+  [
+    'memory',
+    () => {
+      const budgets = new MemoryBudgetStore();
+      return { queue: new MemoryLedgerQueue(prices, budgets), budgets };
+    },
+  ],
+])('the %s ledger queue with a budget', (_name, make) => {
+  const now = Date.now();
+  const windows = new BudgetCalendar('UTC', 'gregory').windowsAt(now);
+  const reservation = (trackId: string, units = 2): ReserveRequest => ({
+    trackId,
+    units,
+    now,
+    concludeAt: now + 60_000,
+    windows,
+    budgets: [{ name: 'svc-a', daily: 5, monthly: -1 }],
+  });
+  const daily = async (budgets: BudgetStore) => (await budgets.read(windows, ['svc-a'], now)).get('svc-a|daily');
+
+  it('writes the duty only with an admitted reservation; the entry commits it, a discard releases it', async () => {
+    const { queue, budgets } = make();
+    const admitted = record({ status: 'pending', deadlineAt: new Date(now - 60_000).toISOString() });
+    const refused = record({ status: 'pending', deadlineAt: new Date(now - 60_000).toISOString() });
+    expect(await queue.owe(admitted, reservation(admitted.trackId))).toEqual({ admitted: true });
+    expect(await queue.owe(refused, reservation(refused.trackId, 4))).toMatchObject({
+      admitted: false,
+      budget: 'svc-a',
+      remaining: 3,
+    });
+    expect(await daily(budgets)).toEqual({ spent: 0, reserved: 2 });
+    // Both are past due: only the admitted one has a duty to become an `unknown` entry.
+    expect(await queue.claimOverdue(Date.now(), 10)).toBe(1);
+    const [overdue] = await queue.read(10);
+    expect(overdue.entry).toMatchObject({ trackId: admitted.trackId, kind: 'overdue', charged: 'possibly' });
+    await queue.ack([overdue.id]);
+
+    const settled = record();
+    expect(await queue.owe(settled, reservation(settled.trackId))).toEqual({ admitted: true });
+    expect(await daily(budgets)).toEqual({ spent: 0, reserved: 2 + 2 });
+    await queue.settled(settled, 'commit');
+    expect(await daily(budgets)).toEqual({ spent: 2, reserved: 2 });
+    const [entry] = await queue.read(10);
+    expect(entry.entry).toMatchObject({ trackId: settled.trackId, kind: 'settled' });
+
+    await queue.discard(admitted.trackId, true);
+    expect(await daily(budgets)).toEqual({ spent: 2, reserved: 0 });
+  });
+
+  it('reserves once per trackId: the same duty written again (re-sent after a reconnect) adds nothing', async () => {
+    const { queue, budgets } = make();
+    const inquiry = record({ status: 'pending' });
+    expect(await queue.owe(inquiry, reservation(inquiry.trackId))).toEqual({ admitted: true });
+    expect(await queue.owe(inquiry, reservation(inquiry.trackId))).toEqual({ admitted: true });
+    expect(await daily(budgets)).toEqual({ spent: 0, reserved: 2 });
+    await queue.settled(inquiry, 'commit');
+    expect(await daily(budgets)).toEqual({ spent: 2, reserved: 0 });
+  });
+});
+
+/**
+ * Standalone Redis: the record store writes the duty and the entry in the record's own script
+ * (RedisLedgerQueue.createWithRecord / settleWithRecord), the sealed record itself standing for
+ * both; the drainer derives the entries from it.
+ */
+describe('the record and its ledger duty in one script (standalone Redis)', () => {
+  it('derives the settled and the overdue entries from sealed records, and a refused reservation writes nothing', async () => {
+    const a = replica(`with-record-${++prefixes}`);
+    const keys = new RedisKeys(`with-record-${prefixes}`);
+    const records = new RedisInquiryStore(a.client, keys, cipher, a.queue);
+    expect(records.accountsWithRecord).toBe(true);
+    const now = Date.now();
+    const inquiry = (overrides: Partial<InquiryRecord>): InquiryRecord => ({
+      ...(record() as InquiryRecord),
+      fingerprint: 'f'.repeat(64),
+      costUnits: 7,
+      ...overrides,
+    });
+    const settled = inquiry({ status: 'pending' });
+    const lost = inquiry({ status: 'pending', deadlineAt: new Date(now - 60_000).toISOString() });
+    const windows = new BudgetCalendar('UTC', 'gregory').windowsAt(now);
+    const budget = (trackId: string): ReserveRequest => ({
+      trackId,
+      units: 7,
+      now,
+      concludeAt: now + 60_000,
+      windows,
+      budgets: [{ name: 'svc-a', daily: 10, monthly: -1 }],
+    });
+    expect(await records.create(settled, 60, budget(settled.trackId))).toEqual({ admitted: true });
+    const refused = inquiry({ status: 'pending' });
+    expect(await records.create(refused, 60, budget(refused.trackId))).toMatchObject({ admitted: false });
+    expect(await records.get(refused.trackId)).toBeNull();
+    await records.create(lost, 60);
+    await records.settle({ ...settled, status: 'succeeded', completedAt: new Date().toISOString() }, 60, 'commit');
+    const spent = await new RedisBudgetStore(a.client, keys).read(windows, ['svc-a'], now);
+    expect(spent.get('svc-a|daily')).toEqual({ spent: 7, reserved: 0 });
+
+    await drainAll(a.drainer);
+    const facts = await a.store.facts(settled.trackId);
+    expect(facts?.entries).toEqual([
+      expect.objectContaining({ kind: 'settled', status: 'succeeded', charged: 'yes', costUnits: 7 }),
+    ]);
+    expect(facts?.data).toEqual(settled.data);
+    expect((await a.store.facts(lost.trackId))?.entries).toEqual([
+      expect.objectContaining({ kind: 'overdue', status: 'unknown', charged: 'possibly', costUnits: 7 }),
+    ]);
+    expect(await a.store.facts(refused.trackId)).toBeNull();
   });
 });

@@ -20,6 +20,7 @@ import { RedisBudgetStore } from './redis-budget.store.js';
     },
     Budgets,
   ],
-  exports: [Budgets],
+  // The store too: the ledger's queue reserves and settles with the inquiry's duty and entry.
+  exports: [Budgets, BudgetStore],
 })
 export class BudgetModule {}

@@ -85,6 +85,8 @@ export class MemoryBudgetStore extends BudgetStore {
   reserve(request: ReserveRequest): Promise<ReserveResult> {
     const { now, units, windows } = request;
     this.sweep(now);
+    // Once per trackId, as the Redis script (a write it re-sends after a reconnect reserves nothing more).
+    if (this.reservations.has(request.trackId)) return Promise.resolve({ admitted: true });
     const day = this.window(windows.daily.id, windows.daily.resetsAt + WINDOW_GRACE_MS, now);
     const month = this.window(windows.monthly.id, windows.monthly.resetsAt + WINDOW_GRACE_MS, now);
     const checks = [

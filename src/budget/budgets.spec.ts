@@ -28,7 +28,22 @@ function config(entries: BudgetEntry[], file?: string): ConfigService<AppConfig,
 function budgets(entries: BudgetEntry[], file?: string) {
   const settings = config(entries, file);
   const metrics = new GatewayMetrics();
-  return { budgets: new Budgets(settings, new InquiryPrices(settings), new MemoryBudgetStore(), metrics), metrics };
+  const store = new MemoryBudgetStore();
+  const service = new Budgets(settings, new InquiryPrices(settings), store, metrics);
+  /** What the inquiry path does (through the ledger's queue): the reservation, or its refusal thrown. */
+  const reserve = async (
+    clientId: string,
+    operation: 'shahkar' | 'iban',
+    handling: 'standard' | 'advanced',
+    trackId: string,
+  ) => {
+    const request = service.reservationFor(clientId, operation, handling, trackId, Date.now() + 60_000);
+    if (!request) return undefined;
+    const result = await store.reserve(request);
+    if (!result.admitted) throw service.refusal(request, result);
+    return request;
+  };
+  return { budgets: service, metrics, store, reserve };
 }
 
 afterEach(() => {
@@ -38,18 +53,18 @@ afterEach(() => {
 describe('Budgets', () => {
   it('sends nothing for a client without a budget when only other clients have one', () => {
     const { budgets: none } = budgets([]);
-    expect(none.reserve('svc-a', 'shahkar', 'standard', 't', Date.now() + 1000)).toBeUndefined();
+    expect(none.reservationFor('svc-a', 'shahkar', 'standard', 't', Date.now() + 1000)).toBeUndefined();
     const { budgets: others } = budgets([{ clientId: 'svc-b', daily: 5 }]);
-    expect(others.reserve('svc-a', 'shahkar', 'standard', 't', Date.now() + 1000)).toBeUndefined();
+    expect(others.reservationFor('svc-a', 'shahkar', 'standard', 't', Date.now() + 1000)).toBeUndefined();
   });
 
   it('refuses with 429 budget_exhausted, Retry-After to the reset, and logs the exhaustion once', async () => {
     const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
-    const { budgets: service, metrics } = budgets([{ clientId: 'svc-a', daily: 4 }]);
-    await service.reserve('svc-a', 'shahkar', 'advanced', 't1', Date.now() + 60_000);
+    const { metrics, reserve } = budgets([{ clientId: 'svc-a', daily: 4 }]);
+    await reserve('svc-a', 'shahkar', 'advanced', 't1');
     const refusals: ProblemException[] = [];
     for (const id of ['t2', 't3']) {
-      await service.reserve('svc-a', 'shahkar', 'advanced', id, Date.now() + 60_000)!.catch((error: unknown) => {
+      await reserve('svc-a', 'shahkar', 'advanced', id).catch((error: unknown) => {
         refusals.push(error as ProblemException);
       });
     }
@@ -72,9 +87,9 @@ describe('Budgets', () => {
   });
 
   it('resolves an unknown: units not charged are given back to the window it counted in', async () => {
-    const { budgets: service } = budgets([{ clientId: '*', monthly: 10 }]);
-    const reservation = await service.reserve('svc-a', 'iban', 'standard', 'u1', Date.now() + 60_000);
-    await service.settle(reservation!, true);
+    const { budgets: service, store, reserve } = budgets([{ clientId: '*', monthly: 10 }]);
+    await reserve('svc-a', 'iban', 'standard', 'u1');
+    await store.settle('u1', 'commit', Date.now());
     expect((await service.view('*')).budgets[0]).toMatchObject({ spentUnits: 1, remainingUnits: 9 });
     const resolution = {
       trackId: 'u1',

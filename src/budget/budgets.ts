@@ -10,7 +10,13 @@ import { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException } from '../problem/problem.js';
 import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
 import { BUDGET_WINDOWS, BudgetCalendar, type BudgetWindow, type BudgetWindowName } from './budget-windows.js';
-import { BudgetStore, type BudgetLimits, type BudgetUsage } from './budget.store.js';
+import {
+  BudgetStore,
+  type BudgetLimits,
+  type BudgetUsage,
+  type ReserveRequest,
+  type ReserveResult,
+} from './budget.store.js';
 
 /** One budget's state, as `GET /v1/budget` shows it (docs/api.md §6). */
 export interface BudgetView {
@@ -28,11 +34,6 @@ export interface ClientBudgets {
   budgets: BudgetView[];
 }
 
-/** A reservation held by an inquiry until it settles. */
-export interface BudgetReservation {
-  trackId: string;
-}
-
 /** An `unknown` inquiry resolved by reconciliation (the ledger's, docs/api.md §6 "Administration"). */
 export interface UnknownResolution {
   trackId: string;
@@ -46,9 +47,9 @@ export interface UnknownResolution {
 
 /**
  * Spend budgets per client and for all callers (docs/api.md §6, "Budgets"): the price of an
- * inquiry is reserved before the upstream call, atomically across replicas (BudgetStore), then
- * committed when it succeeds or ends `unknown` (possibly charged), released when it failed
- * without a charge or was refused before sending. A budget that does not fit is 429
+ * inquiry is reserved before the upstream call, atomically across replicas (BudgetStore, run
+ * with the ledger's duty), then committed when it succeeds or ends `unknown` (possibly
+ * charged), released when it failed without a charge or was refused before sending. A budget that does not fit is 429
  * `budget_exhausted` before a trackId is stamped. Without budgets configured, nothing here runs
  * on the inquiry path.
  */
@@ -135,31 +136,51 @@ export class Budgets implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Reserves the inquiry's price in every budget that applies to the client (its own and `*`),
-   * or throws 429 `budget_exhausted`. Undefined when no budget applies: no Redis command then.
-   * `concludeAt`: the inquiry's deadline; a reservation still held then is concluded as spent.
+   * What the inquiry would reserve in every budget that applies to the client (its own and
+   * `*`): its price, the current day and month, the limits. Undefined when no budget applies:
+   * nothing is sent then. The ledger's queue sends it with the inquiry's duty, atomically
+   * (ledger/ledger-queue.ts); a refused result becomes `refusal()`. `concludeAt`: the inquiry's
+   * deadline; a reservation still held then is concluded as spent.
    */
-  reserve(
+  reservationFor(
     clientId: string,
     operation: InquiryOperation,
     handling: RequestHandlingType,
     trackId: string,
     concludeAt: number,
-  ): Promise<BudgetReservation> | undefined {
+  ): ReserveRequest | undefined {
     if (this.byClient.size === 0) return undefined;
     const budgets = this.limitsFor(clientId);
     if (budgets.length === 0) return undefined;
-    return this.reserveIn(budgets, this.prices.unitsOf(operation, handling), trackId, concludeAt);
+    const now = Date.now();
+    return {
+      trackId,
+      units: this.prices.unitsOf(operation, handling),
+      now,
+      concludeAt,
+      windows: this.calendar.windowsAt(now),
+      budgets,
+    };
   }
 
-  /** After the inquiry: commit (`succeeded`, `unknown`) or release (`failed` without a charge). */
-  settle(reservation: BudgetReservation, charged: boolean): Promise<void> {
-    return this.store.settle(reservation.trackId, charged ? 'commit' : 'release', Date.now());
-  }
-
-  /** Gives back a reservation of an inquiry refused before anything was sent. */
-  release(reservation: BudgetReservation): Promise<void> {
-    return this.store.settle(reservation.trackId, 'release', Date.now());
+  /**
+   * 429 `budget_exhausted` for a refused reservation: counted, and logged once per budget and
+   * window deployment-wide (the script marks the first refusal).
+   */
+  refusal(request: ReserveRequest, result: Extract<ReserveResult, { admitted: false }>): ProblemException {
+    const window = request.windows[result.window];
+    this.refusals.inc({ client: result.budget, window: result.window });
+    if (result.first) {
+      this.logger.warn({
+        msg: 'budget exhausted',
+        budget: result.budget,
+        window: result.window,
+        windowId: window.id,
+        limitUnits: this.limitOf(result.budget, result.window),
+        resetsAt: new Date(window.resetsAt).toISOString(),
+      });
+    }
+    return exhausted(result.budget, window, Math.max(0, result.remaining), request.units, request.now);
   }
 
   /**
@@ -193,32 +214,6 @@ export class Budgets implements OnModuleInit, OnApplicationShutdown {
   /** `GET /admin/budgets`: every configured budget with its state. */
   all(): Promise<ClientBudgets[]> {
     return this.states([...this.byClient.values()]);
-  }
-
-  private async reserveIn(
-    budgets: BudgetLimits[],
-    units: number,
-    trackId: string,
-    concludeAt: number,
-  ): Promise<BudgetReservation> {
-    const now = Date.now();
-    const windows = this.calendar.windowsAt(now);
-    const result = await this.store.reserve({ trackId, units, now, concludeAt, windows, budgets });
-    if (result.admitted) return { trackId };
-    const window = windows[result.window];
-    this.refusals.inc({ client: result.budget, window: result.window });
-    if (result.first) {
-      // One line per budget and window, deployment-wide: the script marks the first refusal.
-      this.logger.warn({
-        msg: 'budget exhausted',
-        budget: result.budget,
-        window: result.window,
-        windowId: window.id,
-        limitUnits: this.limitOf(result.budget, result.window),
-        resetsAt: new Date(window.resetsAt).toISOString(),
-      });
-    }
-    throw exhausted(result.budget, window, Math.max(0, result.remaining), units, now);
   }
 
   private limitsFor(clientId: string): BudgetLimits[] {

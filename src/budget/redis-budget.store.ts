@@ -12,7 +12,7 @@ import {
 } from './budget.store.js';
 
 /**
- * What every script begins with. A window is a hash `{<prefix>:budget}:w:<windowId>` with the
+ * What every script begins with. A window is a hash `{<prefix>:acct}:budget:w:<windowId>` with the
  * fields `s:<name>` (spent), `r:<name>` (reserved) and `x:<name>` (refused once); a reservation
  * is a field of `…:res` (JSON: units, names, its day and month keys, concluded) and a member of
  * `…:due` scored by when it is concluded. A reservation names the window keys it was counted in,
@@ -63,42 +63,92 @@ end
 `;
 
 /**
- * KEYS: day window, month window, reservations, deadlines. ARGV: now, trackId, units,
- * concludeAt, day expiry, month expiry, then (name, daily limit, monthly limit) per budget, -1
- * for an unbudgeted window. Monthly limits are checked first: when both are exhausted, the
- * refusal names the window that resets last. Returns {1} or {0, window, name, remaining, first}.
+ * The reservation, as a function so that the ledger's duty script can run it too
+ * (ledger/redis-ledger.queue.ts: one command before the upstream call). Keys: day window, month
+ * window, reservations, deadlines; `a` the ARGV index of the first of (now, units, concludeAt,
+ * day expiry, month expiry) and `from` of the (name, daily limit, monthly limit) triples, one
+ * per budget, -1 for an unbudgeted window. Monthly limits are checked first: when both are
+ * exhausted, the refusal names the window that resets last. Returns {1} or {0, window, name,
+ * remaining, first}.
  */
-const RESERVE = `${COMMON}
-local now, id, units = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
-sweep(KEYS[3], KEYS[4], now)
-for pass = 1, 2 do
-  local key = pass == 1 and KEYS[2] or KEYS[1]
-  local window = pass == 1 and 'monthly' or 'daily'
-  for i = 7, #ARGV, 3 do
-    local name = ARGV[i]
-    local limit = tonumber(pass == 1 and ARGV[i + 2] or ARGV[i + 1])
-    if limit >= 0 then
-      local counts = redis.call('HMGET', key, 's:' .. name, 'r:' .. name)
-      local used = (tonumber(counts[1]) or 0) + (tonumber(counts[2]) or 0)
-      if used + units > limit then
-        local first = redis.call('HSETNX', key, 'x:' .. name, 1)
-        redis.call('PEXPIREAT', key, pass == 1 and ARGV[6] or ARGV[5])
-        return {0, window, name, limit - used, first}
+const RESERVE_FUNCTION = `
+local function reserve(day, month, res, due, id, a, from)
+  local now, units = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+  sweep(res, due, now)
+  -- Once per trackId: a script run again (ioredis re-sends a command whose reply was lost to a
+  -- reconnect) finds its reservation and reserves nothing more.
+  if redis.call('HEXISTS', res, id) == 1 then return {1} end
+  for pass = 1, 2 do
+    local key = pass == 1 and month or day
+    local window = pass == 1 and 'monthly' or 'daily'
+    for i = from, #ARGV, 3 do
+      local name = ARGV[i]
+      local limit = tonumber(pass == 1 and ARGV[i + 2] or ARGV[i + 1])
+      if limit >= 0 then
+        local counts = redis.call('HMGET', key, 's:' .. name, 'r:' .. name)
+        local used = (tonumber(counts[1]) or 0) + (tonumber(counts[2]) or 0)
+        if used + units > limit then
+          local first = redis.call('HSETNX', key, 'x:' .. name, 1)
+          redis.call('PEXPIREAT', key, pass == 1 and ARGV[a + 4] or ARGV[a + 3])
+          return {0, window, name, limit - used, first}
+        end
       end
     end
   end
+  local names = {}
+  for i = from, #ARGV, 3 do
+    names[#names + 1] = ARGV[i]
+    redis.call('HINCRBY', day, 'r:' .. ARGV[i], units)
+    redis.call('HINCRBY', month, 'r:' .. ARGV[i], units)
+  end
+  redis.call('PEXPIREAT', day, ARGV[a + 3])
+  redis.call('PEXPIREAT', month, ARGV[a + 4])
+  redis.call('HSET', res, id, cjson.encode({u = units, n = names, d = day, m = month, c = 0}))
+  redis.call('ZADD', due, ARGV[a + 2], id)
+  return {1}
 end
-local names = {}
-for i = 7, #ARGV, 3 do
-  names[#names + 1] = ARGV[i]
-  redis.call('HINCRBY', KEYS[1], 'r:' .. ARGV[i], units)
-  redis.call('HINCRBY', KEYS[2], 'r:' .. ARGV[i], units)
-end
-redis.call('PEXPIREAT', KEYS[1], ARGV[5])
-redis.call('PEXPIREAT', KEYS[2], ARGV[6])
-redis.call('HSET', KEYS[3], id, cjson.encode({u = units, n = names, d = KEYS[1], m = KEYS[2], c = 0}))
-redis.call('ZADD', KEYS[4], ARGV[4], id)
-return {1}`;
+`;
+
+/** What the ledger's scripts embed: the shared functions and the reservation. */
+export const BUDGET_LUA = `${COMMON}${RESERVE_FUNCTION}`;
+
+/** KEYS: day window, month window, reservations, deadlines. ARGV: trackId, then reserveArgs(). */
+const RESERVE = `${BUDGET_LUA}
+return reserve(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], 2, 7)`;
+
+/** The four keys a reservation touches, for KEYS. */
+export function reserveKeys(keys: RedisKeys, request: ReserveRequest): string[] {
+  return [
+    keys.budgetWindow(request.windows.daily.id),
+    keys.budgetWindow(request.windows.monthly.id),
+    keys.budgetReservations(),
+    keys.budgetDeadlines(),
+  ];
+}
+
+/** A reservation's arguments for `reserve(…, a, from)` with from = a + 5. */
+export function reserveArgs(request: ReserveRequest): Array<string | number> {
+  return [
+    request.now,
+    request.units,
+    request.concludeAt,
+    request.windows.daily.resetsAt + WINDOW_GRACE_MS,
+    request.windows.monthly.resetsAt + WINDOW_GRACE_MS,
+    ...request.budgets.flatMap((b) => [b.name, b.daily, b.monthly]),
+  ];
+}
+
+/** The script's reply as a result. */
+export function reserveResult(reply: Array<string | number>): ReserveResult {
+  if (Number(reply[0]) === 1) return { admitted: true };
+  return {
+    admitted: false,
+    window: reply[1] === 'monthly' ? 'monthly' : 'daily',
+    budget: String(reply[2]),
+    remaining: Number(reply[3]),
+    first: Number(reply[4]) === 1,
+  };
+}
 
 /** KEYS: reservations, deadlines. ARGV: now, trackId, commit | release. */
 const SETTLE = `${COMMON}
@@ -160,28 +210,12 @@ export class RedisBudgetStore extends BudgetStore {
 
   reserve(request: ReserveRequest): Promise<ReserveResult> {
     return storeCall('budget reserve', async () => {
-      const { daily, monthly } = request.windows;
       const reply = await this.scripts.vgwBudgetReserve(
-        this.keys.budgetWindow(daily.id),
-        this.keys.budgetWindow(monthly.id),
-        this.keys.budgetReservations(),
-        this.keys.budgetDeadlines(),
-        request.now,
+        ...reserveKeys(this.keys, request),
         request.trackId,
-        request.units,
-        request.concludeAt,
-        daily.resetsAt + WINDOW_GRACE_MS,
-        monthly.resetsAt + WINDOW_GRACE_MS,
-        ...request.budgets.flatMap((b) => [b.name, b.daily, b.monthly]),
+        ...reserveArgs(request),
       );
-      if (Number(reply[0]) === 1) return { admitted: true };
-      return {
-        admitted: false,
-        window: reply[1] === 'monthly' ? 'monthly' : 'daily',
-        budget: String(reply[2]),
-        remaining: Number(reply[3]),
-        first: Number(reply[4]) === 1,
-      };
+      return reserveResult(reply);
     });
   }
 

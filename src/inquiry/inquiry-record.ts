@@ -37,6 +37,8 @@ export interface InquiryRecord {
   charged?: 'yes' | 'no' | 'possibly';
   /** For the ledger: the request that made the inquiry. */
   requestId?: string;
+  /** For the ledger: the inquiry's price in cost units when it was made (INQUIRY_PRICES). */
+  costUnits?: number;
 }
 
 /** What `GET /v1/inquiries/{trackId}` shows (docs/api.md §2), as of now. */

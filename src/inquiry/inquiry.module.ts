@@ -3,6 +3,7 @@ import { BudgetModule } from '../budget/budget.module.js';
 import { CallerAuthModule } from '../caller-auth/caller-auth.module.js';
 import { LedgerQueue } from '../ledger/ledger-queue.js';
 import { LedgerModule } from '../ledger/ledger.module.js';
+import { RedisLedgerQueue } from '../ledger/redis-ledger.queue.js';
 import { StoreCipher } from '../store/store-cipher.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { StoreModule } from '../store/store.module.js';
@@ -26,7 +27,14 @@ import { Settlements } from './settlements.js';
       provide: InquiryStore,
       inject: [RedisConnection, StoreCipher, LedgerQueue],
       useFactory: (redis: RedisConnection, cipher: StoreCipher, ledger: LedgerQueue): InquiryStore =>
-        redis.client ? new RedisInquiryStore(redis.client, redis.keys, cipher, ledger) : new MemoryInquiryStore(ledger),
+        redis.client
+          ? new RedisInquiryStore(
+              redis.client,
+              redis.keys,
+              cipher,
+              ledger instanceof RedisLedgerQueue ? ledger : undefined,
+            )
+          : new MemoryInquiryStore(),
     },
     {
       provide: IdempotencyStore,

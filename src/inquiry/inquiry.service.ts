@@ -7,9 +7,12 @@ import { sha256 } from '../crypto/sha256.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { requestLogFields, type InquiryLogFields, type RequestFacts } from '../observability/request-context.js';
 import { ProblemException } from '../problem/problem.js';
+import { LedgerQueue } from '../ledger/ledger-queue.js';
 import { LedgerReads } from '../ledger/ledger-reads.js';
 import { AuthorizedUpstream, type CallBudget } from '../token/authorized-upstream.js';
-import { Budgets, type BudgetReservation } from '../budget/budgets.js';
+import { InquiryPrices } from '../accounting/inquiry-prices.js';
+import type { ReserveRequest, ReserveResult } from '../budget/budget.store.js';
+import { Budgets } from '../budget/budgets.js';
 import { LOCATION_HEADER, PREFERENCE_APPLIED_HEADER, RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
 import { IdempotencyService, msUntilSettledAnswerDue, type ClaimResult, type HeldKey } from './idempotency.service.js';
 import {
@@ -90,7 +93,9 @@ export class InquiryService {
     private readonly waits: InquiryWaits,
     private readonly settleTimes: SettleTimes,
     private readonly budgets: Budgets,
-    private readonly ledger: LedgerReads,
+    private readonly ledgerReads: LedgerReads,
+    private readonly ledgerQueue: LedgerQueue,
+    private readonly prices: InquiryPrices,
   ) {
     this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
     this.upstreamSettings = config.get('upstream', { infer: true });
@@ -148,20 +153,14 @@ export class InquiryService {
     const createdAt = Date.now();
     const budget = inquiryBudget(this.upstreamSettings, request.requestHandlingType, createdAt);
     // Spend budgets (docs/api.md §6): after the claim, so a replay is answered even when the
-    // budget is spent; a refusal (429) names no trackId. No budget configured: no command.
-    const reserving = this.budgets.reserve(
+    // budget is spent; a refusal (429) names no trackId. No budget configured: no reservation.
+    const reservation = this.budgets.reservationFor(
       caller.clientId,
       request.operation,
       request.requestHandlingType,
       trackId,
       budget.deadline + DEADLINE_MARGIN_MS,
     );
-    const spend =
-      reserving &&
-      (await reserving.catch((error: unknown) => {
-        if (key) void this.idempotency.release(key).catch(() => undefined);
-        throw error;
-      }));
     const record: InquiryRecord = {
       trackId,
       clientId: caller.clientId,
@@ -174,29 +173,78 @@ export class InquiryService {
       createdAt: new Date(createdAt).toISOString(),
       deadlineAt: new Date(budget.deadline).toISOString(),
       requestId: facts?.requestId,
+      costUnits: reservation?.units ?? this.prices.unitsOf(request.operation, request.requestHandlingType),
     };
-    try {
-      await this.records.create(record, this.ttlSeconds);
-    } catch (error) {
-      // Refused (503): nothing was sent, so nothing of this request may stay. A create that
-      // timed out may still land later: the delete is sent after it on the same connection,
-      // so Redis runs it after the late create (docs/behaviour.md, "Failure handling").
-      void this.records.discard(trackId).catch(() => undefined);
-      if (key) void this.idempotency.release(key).catch(() => undefined);
-      if (spend) void this.budgets.release(spend).catch(() => undefined);
-      // The trackId was stamped: the problem names it (docs/api.md §3).
-      if (error instanceof ProblemException) error.trackId = trackId;
-      throw error;
-    }
+    await this.open(record, reservation, key);
 
     // 4 and 5. Call the upstream and settle; an asynchronous caller may be answered first.
-    const settled = this.callAndSettle(caller, request, record, budget, key, facts, spend);
+    const settled = this.callAndSettle(caller, request, record, budget, key, facts, reservation);
     if (!prefer) return settled;
     const answered = await settledWithin(settled, prefer.waitMs);
     if (answered) return answered;
     this.owe(settled);
     this.metrics.inquiriesAccepted.inc({ operation: request.operation });
     return this.accepted(trackId, request.requestHandlingType, createdAt);
+  }
+
+  /**
+   * Writes the record, the ledger's duty and (with a budget) the reservation before anything
+   * is sent (docs/architecture.md, "The ledger"): on standalone Redis all in the record's one
+   * script; otherwise the duty's script (which reserves first) and the record's SET in one
+   * socket write, the duty's first. A refused reservation writes no duty (and, beside the
+   * record, its record is deleted at once): 429 without a trackId. A store failure is 503 with it.
+   */
+  private async open(record: InquiryRecord, reservation: ReserveRequest | undefined, key?: HeldKey): Promise<void> {
+    const { trackId } = record;
+    let refused: Extract<ReserveResult, { admitted: false }> | undefined;
+    let failure: Error | undefined;
+    if (this.records.accountsWithRecord) {
+      try {
+        const admitted = await this.records.create(record, this.ttlSeconds, reservation);
+        if (admitted?.admitted === false) refused = admitted;
+      } catch (error) {
+        failure = asError(error);
+      }
+    } else {
+      const [owed, created] = await Promise.allSettled([
+        this.ledgerQueue.owe(record, reservation),
+        this.records.create(record, this.ttlSeconds),
+      ]);
+      if (owed.status === 'fulfilled' && owed.value?.admitted === false) refused = owed.value;
+      if (created.status === 'rejected') failure = asError(created.reason);
+      else if (owed.status === 'rejected') failure = asError(owed.reason);
+    }
+    if (refused === undefined && failure === undefined) return;
+    if (key) {
+      // A refusal is answered only once its key is free: a retry at once, on any replica, is
+      // refused again rather than told 409. Behind a failing store it is not waited for.
+      const released = this.idempotency.release(key).catch(() => undefined);
+      if (failure === undefined) await released;
+    }
+    // Nothing was sent, so nothing of this request may stay: owed until stored (Settlements),
+    // as a write that timed out may still land later, even re-sent by the client after a
+    // reconnect; the deletes follow it on the same connection, so Redis runs them after it
+    // (docs/behaviour.md, "Failure handling").
+    const until = Date.parse(record.createdAt) + this.ttlSeconds * 1000;
+    if (failure === undefined) {
+      // Refused beside a record that was written: the record goes at once (standalone: never written).
+      if (!this.records.accountsWithRecord)
+        void this.settlements.write(`discard of ${trackId}`, () => this.records.discard(trackId), until);
+      throw this.budgets.refusal(reservation!, refused!);
+    }
+    void this.settlements.write(
+      `discard of ${trackId}`,
+      async () => {
+        await Promise.all([
+          this.records.discard(trackId),
+          this.ledgerQueue.discard(trackId, reservation !== undefined),
+        ]);
+      },
+      until,
+    );
+    // The trackId was stamped: the problem names it (docs/api.md §3).
+    if (failure instanceof ProblemException) failure.trackId = trackId;
+    throw failure;
   }
 
   /**
@@ -213,12 +261,20 @@ export class InquiryService {
     const wait = waitMs > 0 ? await this.waits.hold(id) : undefined;
     try {
       // Once the Redis record has expired, the ledger answers for years (docs/api.md §6).
-      let record = this.visible(caller, (await this.records.get(id)) ?? (await this.ledger.inquiry(id)));
+      let record = this.visible(caller, (await this.records.get(id)) ?? (await this.ledgerReads.inquiry(id)));
       if (waitMs <= 0 || statusNow(record) !== 'pending') return { view: publicView(record) };
       if (!wait) throw this.waits.refusal();
       const started = Date.now();
-      await wait.until(Math.min(waitMs, msUntilOverdue(record)), gone);
-      record = this.visible(caller, await this.records.get(id));
+      let left = Math.min(waitMs, msUntilOverdue(record));
+      // Rounds, not one wait: a timer may fire a few ms before Date.now() reaches its time
+      // (libuv's loop clock), and a record read then is not yet overdue. Each round waits for
+      // what is left; a settlement, a hang-up or the end of the caller's wait ends it.
+      while (left > 0) {
+        const woken = await wait.until(left, gone);
+        record = this.visible(caller, await this.records.get(id));
+        if (woken || gone?.aborted || statusNow(record) !== 'pending') break;
+        left = Math.min(started + waitMs - Date.now(), msUntilOverdue(record));
+      }
       return { view: publicView(record), waitedSeconds: Math.round((Date.now() - started) / 1000) };
     } finally {
       wait?.release();
@@ -355,7 +411,7 @@ export class InquiryService {
     budget: CallBudget,
     key: HeldKey | undefined,
     facts: RequestFacts | undefined,
-    spend?: BudgetReservation,
+    reservation?: ReserveRequest,
   ): Promise<InquiryResponse> {
     const { trackId } = record;
     const started = performance.now();
@@ -375,7 +431,7 @@ export class InquiryService {
       outcome.response.status,
       facts,
     );
-    return this.settle(record, outcome, key, spend);
+    return this.settle(record, outcome, key, reservation !== undefined);
   }
 
   /**
@@ -415,7 +471,7 @@ export class InquiryService {
     record: InquiryRecord,
     outcome: InquiryOutcome,
     key?: HeldKey,
-    spend?: BudgetReservation,
+    reserved = false,
   ): Promise<InquiryResponse> {
     const { trackId } = record;
     // Field by field rather than spread: this runs once per inquiry (docs/performance.md).
@@ -441,30 +497,36 @@ export class InquiryService {
             ? 'possibly'
             : 'no',
       requestId: record.requestId,
+      costUnits: record.costUnits,
     };
     // Owed until stored (or the record has expired): the caller is answered either way.
     const until = Date.parse(record.createdAt) + this.ttlSeconds * 1000;
     const ttlLeft = () => Math.ceil((until - Date.now()) / 1000);
     const response: StoredResponse = { ...outcome.response, trackId };
+    // `failed` was not charged (docs/upstream-api.md §4.4 rule 9): its reservation is released;
+    // `unknown` stays spent.
+    const budget = reserved ? (outcome.status === 'failed' ? 'release' : 'commit') : undefined;
+    const withRecord = this.records.accountsWithRecord;
     // Sent together (one round trip); the record's command goes first. Waiters on any replica
-    // are told once the record is written.
+    // are told once the record is written. The ledger's entry and the budget ride the record's
+    // command, or follow it (docs/architecture.md, "The ledger").
     await Promise.all([
+      // One owed write either way: the record and its ledger entry stored, or retried, together.
       this.settlements.write(
         `record of ${trackId}`,
-        () => this.records.settle(settled, ttlLeft()).then(() => this.waits.announce(trackId)),
+        async () => {
+          await Promise.all([
+            this.records.settle(settled, ttlLeft(), withRecord ? budget : undefined),
+            withRecord ? undefined : this.ledgerQueue.settled(settled, budget),
+          ]);
+          await this.waits.announce(trackId);
+        },
         until,
       ),
       key &&
         this.settlements.write(
           `idempotency result of ${trackId}`,
           () => (outcome.notCharged ? this.idempotency.release(key) : this.idempotency.complete(key, response)),
-          until,
-        ),
-      // `failed` was not charged (docs/upstream-api.md §4.4 rule 9): released; `unknown` stays spent.
-      spend &&
-        this.settlements.write(
-          `budget of ${trackId}`,
-          () => this.budgets.settle(spend, outcome.status !== 'failed'),
           until,
         ),
     ]);
@@ -479,6 +541,11 @@ const UNSTORED_FAILURE_POLL_MS = 500;
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A store's rejection as an Error (ioredis and the stores only ever reject with one). */
+function asError(reason: unknown): Error {
+  return reason instanceof Error ? reason : new Error('The store rejected the write.');
 }
 
 /** The answer to an inquiry that arrives once shutdown has begun: nothing was written or sent. */

@@ -1,15 +1,33 @@
+import type { ReserveRequest, ReserveResult } from '../budget/budget.store.js';
+import type { BudgetAction } from '../ledger/ledger-queue.js';
 import type { IdempotencyClaim, InquiryRecord } from './inquiry-record.js';
 
 /** Inquiry records by trackId. Implementations: Redis and in-process memory. */
 export abstract class InquiryStore {
-  /** Writes a new record; fails (StoreUnavailableError) rather than let an inquiry go unrecorded. */
-  abstract create(record: InquiryRecord, ttlSeconds: number): Promise<void>;
+  /**
+   * True when this store writes the ledger's duty and entry, with the budget reservation and
+   * its commit or release, in the record's own command (standalone Redis: one script may touch
+   * every key). Otherwise the inquiry sends them beside the record (LedgerQueue).
+   */
+  readonly accountsWithRecord: boolean = false;
+
+  /**
+   * Writes a new record; fails (StoreUnavailableError) rather than let an inquiry go
+   * unrecorded. When `accountsWithRecord`: with its duty, and the reservation's answer
+   * (refused: nothing is written).
+   */
+  abstract create(
+    record: InquiryRecord,
+    ttlSeconds: number,
+    reservation?: ReserveRequest,
+  ): Promise<ReserveResult | undefined>;
   /**
    * Replaces an existing record with its settled state (keeping its expiry); one round trip.
    * With `ttlSeconds`, a record that is gone (a Redis restart without persistence lost it) is
-   * written again with that expiry, so a settlement owed across an outage still lands.
+   * written again with that expiry, so a settlement owed across an outage still lands. When
+   * `accountsWithRecord`: with the ledger's entry and the budget action.
    */
-  abstract settle(record: InquiryRecord, ttlSeconds?: number): Promise<void>;
+  abstract settle(record: InquiryRecord, ttlSeconds?: number, budget?: BudgetAction): Promise<void>;
   /**
    * Marks a `pending` record `unknown` (its request was abandoned mid-call), only while it is
    * still `pending`: a settlement that lands meanwhile is kept, never overwritten. Returns the

@@ -41,7 +41,7 @@ describe('in-process stores when full', () => {
   });
 
   it('refuse a new record, and still settle the ones they hold', async () => {
-    const records = new MemoryInquiryStore(undefined, 2);
+    const records = new MemoryInquiryStore(2);
     await records.create(record('t1'), 3600);
     await records.create(record('t2'), 3600);
     await expect(records.create(record('t3'), 3600)).rejects.toMatchObject({ code: 'store_unavailable' });
@@ -51,7 +51,7 @@ describe('in-process stores when full', () => {
   });
 
   it('make room as entries expire', async () => {
-    const records = new MemoryInquiryStore(undefined, 1);
+    const records = new MemoryInquiryStore(1);
     await records.create(record('short'), 0.001);
     await new Promise((resolve) => setTimeout(resolve, 5));
     await records.create(record('next'), 3600);

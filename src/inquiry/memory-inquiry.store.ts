@@ -1,6 +1,5 @@
 import { LRUCache } from 'lru-cache';
 import { StoreUnavailableError } from '../store/store-unavailable.error.js';
-import type { LedgerQueue } from '../ledger/ledger-queue.js';
 import type { IdempotencyClaim, InquiryRecord } from './inquiry-record.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
 
@@ -55,20 +54,17 @@ function settled<T>(work: () => T): Promise<T> {
 export class MemoryInquiryStore extends InquiryStore {
   private readonly records: ExpiringEntries<InquiryRecord>;
 
-  /** `ledger`: the duty and entry written with the record (docs/architecture.md, "The ledger"). */
-  constructor(
-    private readonly ledger?: LedgerQueue,
-    maxEntries = MAX_ENTRIES,
-  ) {
+  constructor(maxEntries = MAX_ENTRIES) {
     super();
     this.records = new ExpiringEntries('inquiry record', maxEntries);
   }
 
-  create(record: InquiryRecord, ttlSeconds: number): Promise<void> {
+  create(record: InquiryRecord, ttlSeconds: number): Promise<undefined> {
     return settled(() => {
       if (this.records.has(record.trackId)) throw new Error('trackId collision');
       this.records.set(record.trackId, { ...record }, { ttl: ttlSeconds * 1000 });
-    }).then(() => this.ledger?.owe(record));
+      return undefined;
+    });
   }
 
   settle(record: InquiryRecord, ttlSeconds?: number): Promise<void> {
@@ -76,7 +72,7 @@ export class MemoryInquiryStore extends InquiryStore {
       if (this.records.has(record.trackId)) this.records.set(record.trackId, { ...record }, { noUpdateTTL: true });
       else if (ttlSeconds !== undefined && ttlSeconds > 0)
         this.records.set(record.trackId, { ...record }, { ttl: ttlSeconds * 1000 });
-    }).then(() => this.ledger?.settled(record));
+    });
   }
 
   concludeUnknown(trackId: string, completedAt: string): Promise<InquiryRecord | null> {
@@ -89,7 +85,7 @@ export class MemoryInquiryStore extends InquiryStore {
 
   discard(trackId: string): Promise<void> {
     this.records.delete(trackId);
-    return this.ledger?.discard(trackId) ?? Promise.resolve();
+    return Promise.resolve();
   }
 
   get(trackId: string): Promise<InquiryRecord | null> {

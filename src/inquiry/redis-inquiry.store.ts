@@ -1,4 +1,6 @@
-import type { LedgerQueue } from '../ledger/ledger-queue.js';
+import type { ReserveRequest, ReserveResult } from '../budget/budget.store.js';
+import type { BudgetAction } from '../ledger/ledger-queue.js';
+import type { RedisLedgerQueue } from '../ledger/redis-ledger.queue.js';
 import type { RedisClient } from '../store/redis-connection.js';
 import type { RedisKeys } from '../store/redis-keys.js';
 import type { StoreCipher } from '../store/store-cipher.js';
@@ -18,38 +20,57 @@ interface InquiryScripts {
 
 export class RedisInquiryStore extends InquiryStore {
   private readonly scripts: InquiryScripts;
+  override readonly accountsWithRecord: boolean;
 
+  /**
+   * `ledger`: on standalone Redis the record's create and settle are the ledger's scripts (the
+   * duty, the entry and the budget ride the record's own command: docs/architecture.md, "The
+   * ledger"); without it, or on a Cluster, plain commands.
+   */
   constructor(
     private readonly client: RedisClient,
     private readonly keys: RedisKeys,
     private readonly cipher: StoreCipher,
-    /** The ledger's duty and entry go in the same batched write as the record (docs/architecture.md, "The ledger"). */
-    private readonly ledger?: LedgerQueue,
+    private readonly ledger?: RedisLedgerQueue,
   ) {
     super();
+    this.accountsWithRecord = ledger?.fusesRecords ?? false;
     client.defineCommand('vgwInquiryConclude', { numberOfKeys: 1, lua: CONCLUDE });
     this.scripts = client as unknown as InquiryScripts;
   }
 
-  create(record: InquiryRecord, ttlSeconds: number): Promise<void> {
+  create(record: InquiryRecord, ttlSeconds: number, reservation?: ReserveRequest): Promise<ReserveResult | undefined> {
+    const key = this.keys.inquiry(record.trackId);
+    if (this.ledger && this.accountsWithRecord) {
+      return this.ledger.createWithRecord(
+        key,
+        this.cipher.seal(JSON.stringify(record), key),
+        ttlSeconds,
+        record,
+        reservation,
+      );
+    }
     return storeCall('inquiry create', async () => {
-      const key = this.keys.inquiry(record.trackId);
-      const [done] = await Promise.all([
-        this.client.set(key, this.cipher.seal(JSON.stringify(record), key), 'EX', ttlSeconds, 'NX'),
-        this.ledger?.owe(record),
-      ]);
+      const done = await this.client.set(key, this.cipher.seal(JSON.stringify(record), key), 'EX', ttlSeconds, 'NX');
       if (done !== 'OK') throw new Error('trackId collision');
+      return undefined;
     });
   }
 
-  settle(record: InquiryRecord, ttlSeconds?: number): Promise<void> {
+  settle(record: InquiryRecord, ttlSeconds?: number, budget?: BudgetAction): Promise<void> {
+    const key = this.keys.inquiry(record.trackId);
+    if (this.ledger && this.accountsWithRecord) {
+      return this.ledger.settleWithRecord(
+        key,
+        this.cipher.seal(JSON.stringify(record), key),
+        ttlSeconds,
+        record,
+        budget,
+      );
+    }
     return storeCall('inquiry settle', async () => {
-      const key = this.keys.inquiry(record.trackId);
       const value = this.cipher.seal(JSON.stringify(record), key);
-      const [replaced] = await Promise.all([
-        this.client.set(key, value, 'KEEPTTL', 'XX'),
-        this.ledger?.settled(record),
-      ]);
+      const replaced = await this.client.set(key, value, 'KEEPTTL', 'XX');
       if (replaced === null && ttlSeconds !== undefined && ttlSeconds > 0) {
         await this.client.set(key, value, 'EX', ttlSeconds, 'NX');
       }
@@ -79,7 +100,7 @@ export class RedisInquiryStore extends InquiryStore {
 
   discard(trackId: string): Promise<void> {
     return storeCall('inquiry discard', async () => {
-      await Promise.all([this.client.del(this.keys.inquiry(trackId)), this.ledger?.discard(trackId)]);
+      await this.client.del(this.keys.inquiry(trackId));
     });
   }
 

@@ -1,4 +1,5 @@
 import type { InquiryPrices } from '../accounting/inquiry-prices.js';
+import type { ReserveRequest, ReserveResult } from '../budget/budget.store.js';
 import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
 import type { Charged, QueuedEntry } from './ledger-entry.js';
 
@@ -20,6 +21,8 @@ export interface InquiryFactsInput {
   data?: unknown;
   charged?: Charged;
   requestId?: string;
+  /** The price when the inquiry was made (an entry derived later keeps it, whatever the prices are then). */
+  costUnits?: number;
 }
 
 /** One entry read from the queue, with the id that acknowledges it. */
@@ -38,22 +41,34 @@ export const OVERDUE_MARGIN_MS = 10_000;
 /** Without a deadline (records written before deadlines existed): owed after this long. */
 const FALLBACK_DEADLINE_MS = 10 * 60_000;
 
+/** What settling does to the inquiry's budget reservation, when it holds one. */
+export type BudgetAction = 'commit' | 'release';
+
 /**
  * The durable way from a settled inquiry to PostgreSQL (docs/architecture.md, "The ledger"):
- * a duty written with the record's create (an `unknown` entry, owed once the deadline has
+ * a duty written beside the record's create (an `unknown` entry, owed once the deadline has
  * passed), replaced at settlement by the entry itself; entries are read in batches, written
  * to PostgreSQL, and acknowledged. Implementations: Redis (a stream with a consumer group)
  * and in-process memory.
+ *
+ * The inquiry's budget reservation travels with its duty, and the commit or release with its
+ * entry: one atomic operation each (one Redis script in the same write as the record's own
+ * command), so an inquiry adds no round trip for either, and a duty exists only for an
+ * inquiry its budgets admitted (docs/performance.md, "Ledger" and "Budgets").
  */
 export abstract class LedgerQueue {
   constructor(protected readonly prices: InquiryPrices) {}
 
-  /** With the record's create: the entry owed if the inquiry never settles. */
-  abstract owe(record: InquiryFactsInput): Promise<void>;
-  /** With the record's settle: the entry itself, and the duty lifted. */
-  abstract settled(record: InquiryFactsInput): Promise<void>;
-  /** With the record's discard (refused before anything was sent): no entry is owed. */
-  abstract discard(trackId: string): Promise<void>;
+  /**
+   * Beside the record's create: the entry owed if the inquiry never settles, and the
+   * reservation when a budget applies. Refused by a budget: nothing is written, and the result
+   * says which budget; undefined without a reservation.
+   */
+  abstract owe(record: InquiryFactsInput, reservation?: ReserveRequest): Promise<ReserveResult | undefined>;
+  /** After the upstream answer: the entry itself, the duty lifted, the reservation committed or released. */
+  abstract settled(record: InquiryFactsInput, budget?: BudgetAction): Promise<void>;
+  /** Refused before anything was sent: no entry is owed, and a reservation held is released. */
+  abstract discard(trackId: string, releaseReservation: boolean): Promise<void>;
   /** Moves up to `limit` duties past due to the queue (atomically: one replica each); how many. */
   abstract claimOverdue(now: number, limit: number): Promise<number>;
   /** Up to `count` entries to write: this consumer's unacknowledged ones first, then a dead consumer's, then new. */
@@ -99,7 +114,7 @@ export abstract class LedgerQueue {
       ...(record.subjectSha256 ? { subjectSha256: record.subjectSha256 } : {}),
       operation: record.operation,
       requestHandlingType: record.requestHandlingType,
-      costUnits: this.prices.unitsOf(record.operation, record.requestHandlingType),
+      costUnits: record.costUnits ?? this.prices.unitsOf(record.operation, record.requestHandlingType),
       createdAt: record.createdAt,
       ...(record.requestId ? { requestId: record.requestId } : {}),
     };

@@ -10,6 +10,7 @@ import { LedgerDrainer } from './ledger-drainer.js';
 import { LEDGER_STATUS, LedgerStatusReporter } from './ledger-status.js';
 import { RESOLUTION_LISTENER, type ResolutionListener } from './resolution-listener.js';
 import { BudgetModule } from '../budget/budget.module.js';
+import { BudgetStore } from '../budget/budget.store.js';
 import { Budgets } from '../budget/budgets.js';
 import { LedgerMetrics } from './ledger-metrics.js';
 import { LedgerQueue } from './ledger-queue.js';
@@ -42,9 +43,16 @@ import { RedisLedgerQueue } from './redis-ledger.queue.js';
     },
     {
       provide: LedgerQueue,
-      inject: [RedisConnection, StoreCipher, InquiryPrices],
-      useFactory: (redis: RedisConnection, cipher: StoreCipher, prices: InquiryPrices): LedgerQueue =>
-        redis.client ? new RedisLedgerQueue(redis.client, redis.keys, cipher, prices) : new MemoryLedgerQueue(prices),
+      inject: [RedisConnection, StoreCipher, InquiryPrices, BudgetStore],
+      useFactory: (
+        redis: RedisConnection,
+        cipher: StoreCipher,
+        prices: InquiryPrices,
+        budgets: BudgetStore,
+      ): LedgerQueue =>
+        redis.client
+          ? new RedisLedgerQueue(redis.client, redis.keys, cipher, prices)
+          : new MemoryLedgerQueue(prices, budgets),
     },
     {
       provide: LedgerStore,

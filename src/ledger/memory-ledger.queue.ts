@@ -1,6 +1,7 @@
 import type { InquiryPrices } from '../accounting/inquiry-prices.js';
+import type { BudgetStore, ReserveRequest, ReserveResult } from '../budget/budget.store.js';
 import type { QueuedEntry } from './ledger-entry.js';
-import { LedgerQueue, type InquiryFactsInput, type QueueMessage } from './ledger-queue.js';
+import { LedgerQueue, type BudgetAction, type InquiryFactsInput, type QueueMessage } from './ledger-queue.js';
 
 /**
  * The queue in the process (REDIS_URL unset: one replica, docs/decisions/0005): the same
@@ -11,24 +12,29 @@ export class MemoryLedgerQueue extends LedgerQueue {
   private readonly entries = new Map<string, { entry: QueuedEntry; at: number }>();
   private next = 0;
 
-  constructor(prices: InquiryPrices) {
+  /** `budgets`: the in-process budget store (each of its operations completes at once, so each step here is atomic). */
+  constructor(
+    prices: InquiryPrices,
+    private readonly budgets: BudgetStore,
+  ) {
     super(prices);
   }
 
-  owe(record: InquiryFactsInput): Promise<void> {
-    this.duties.set(record.trackId, this.dutyOf(record));
-    return Promise.resolve();
+  async owe(record: InquiryFactsInput, reservation?: ReserveRequest): Promise<ReserveResult | undefined> {
+    const admitted = reservation ? await this.budgets.reserve(reservation) : undefined;
+    if (admitted?.admitted !== false) this.duties.set(record.trackId, this.dutyOf(record));
+    return admitted;
   }
 
-  settled(record: InquiryFactsInput): Promise<void> {
+  async settled(record: InquiryFactsInput, budget?: BudgetAction): Promise<void> {
     this.duties.delete(record.trackId);
     this.push(this.entryOf(record));
-    return Promise.resolve();
+    if (budget) await this.budgets.settle(record.trackId, budget, Date.now());
   }
 
-  discard(trackId: string): Promise<void> {
+  async discard(trackId: string, releaseReservation: boolean): Promise<void> {
     this.duties.delete(trackId);
-    return Promise.resolve();
+    if (releaseReservation) await this.budgets.settle(trackId, 'release', Date.now());
   }
 
   claimOverdue(now: number, limit: number): Promise<number> {

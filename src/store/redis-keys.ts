@@ -50,26 +50,32 @@ export class RedisKeys {
   }
 
   /**
-   * Every budget key shares one hash tag, so a reservation script touches a client's window
-   * counters, the `*` (all callers) counters and the reservation bookkeeping in one Cluster slot
-   * (docs/architecture.md, "Redis keys"): a budget for all callers is one counter anyway.
+   * Every budget and ledger-queue key shares one hash tag (the inquiry's accounting), so the
+   * one script an inquiry sends before its upstream call (the ledger's duty, with the budget
+   * reservation when a budget applies) and the one after it (the entry, with the commit or
+   * release) each touch one Cluster slot (docs/architecture.md, "Redis keys"). A budget for all
+   * callers is one counter anyway.
    */
+  private accounting(name: string): string {
+    return `{${this.prefix}:acct}:${name}`;
+  }
+
   budgetWindow(windowId: string): string {
-    return `{${this.prefix}:budget}:w:${windowId}`;
+    return this.accounting(`budget:w:${windowId}`);
   }
 
   /** Reservations not yet settled (hash trackId → JSON) and their deadlines (sorted set). */
   budgetReservations(): string {
-    return `{${this.prefix}:budget}:res`;
+    return this.accounting('budget:res');
   }
 
   budgetDeadlines(): string {
-    return `{${this.prefix}:budget}:due`;
+    return this.accounting('budget:due');
   }
 
   /** Marks an `unknown` inquiry's budget resolution as done (once per trackId). */
   budgetResolved(trackId: string): string {
-    return `{${this.prefix}:budget}:resolved:${trackId}`;
+    return this.accounting(`budget:resolved:${trackId}`);
   }
 
   /** One idempotency claim: the caller scope (client, or client and hashed end user) and the SHA-256 of the key. */
@@ -80,9 +86,10 @@ export class RedisKeys {
   /**
    * The ledger's queue (ledger/redis-ledger.queue.ts): `due` (sorted set of trackIds by the
    * time their entry is owed), `duties` (hash: the sealed `unknown` entry owed), `entries`
-   * (the stream drained into PostgreSQL). One hash tag: its scripts touch all three.
+   * (the stream drained into PostgreSQL). The accounting hash tag: its scripts touch all three,
+   * and the budget's keys with them.
    */
   ledger(part: 'due' | 'duties' | 'entries'): string {
-    return `{${this.prefix}:ledger}:${part}`;
+    return this.accounting(`ledger:${part}`);
   }
 }
