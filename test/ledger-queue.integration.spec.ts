@@ -188,6 +188,18 @@ describe('the ledger queue in Redis', () => {
     expect((await a.queue.backlog(Date.now())).depth).toBe(0);
   });
 
+  it('writes an entry whose upstream code PostgreSQL cannot store without it, and the rest of its batch', async () => {
+    const a = replica(`q${prefixes++}`);
+    // A hostile upstream's meta.code: any JSON number (upstream-envelope.ts checks only that).
+    const settled = [4, 3_000_000_000, 2.5].map((code) => record({ status: 'failed', upstream: { code } }));
+    await Promise.all(settled.map((r) => a.queue.settled(r)));
+    expect(await a.drainer.drainOnce()).toBe(3);
+    const codes = await Promise.all(
+      settled.map(async (r) => (await a.store.facts(r.trackId))?.entries[0]?.upstreamCode),
+    );
+    expect(codes).toEqual([4, undefined, undefined]);
+  });
+
   it('keeps entries while PostgreSQL is down and writes them once it is back', async () => {
     const prefix = `q${prefixes++}`;
     const a = replica(prefix);

@@ -102,7 +102,9 @@ export abstract class LedgerQueue {
       status,
       charged: record.charged ?? (status === 'succeeded' ? 'yes' : 'possibly'),
       ...(record.completedAt ? { completedAt: record.completedAt } : {}),
-      ...(record.upstream?.code !== undefined ? { upstreamCode: record.upstream.code } : {}),
+      // Only a code PostgreSQL's integer column takes: the upstream's meta.code is any JSON number,
+      // and one it cannot store would fail its whole batch for ever.
+      ...(isInt4(record.upstream?.code) ? { upstreamCode: record.upstream.code } : {}),
       ...(record.data !== undefined ? { data: record.data } : {}),
     };
   }
@@ -119,4 +121,9 @@ export abstract class LedgerQueue {
       ...(record.requestId ? { requestId: record.requestId } : {}),
     };
   }
+}
+
+/** A value for an `integer` column: a whole number within 32 bits. */
+function isInt4(value: unknown): value is number {
+  return Number.isInteger(value) && Math.abs(value as number) <= 2_147_483_647;
 }
