@@ -140,6 +140,22 @@ describe('the ledger queue in Redis', () => {
     expect(await survivor.queue.backlog(Date.now())).toMatchObject({ depth: 0 });
   });
 
+  it('forgets consumers of dead processes with nothing pending, never one holding entries', async () => {
+    const prefix = `q${prefixes++}`;
+    const [done, holding, live] = [replica(prefix, 20), replica(prefix, 20), replica(prefix, 20)];
+    const stream = new RedisKeys(prefix).ledger('entries');
+    await done.queue.settled(record());
+    await done.drainer.drainOnce(); // read and acknowledged: nothing pending
+    await holding.queue.settled(record());
+    expect(await holding.queue.read(10)).toHaveLength(1); // read, never acknowledged: pending
+    const consumers = async () =>
+      ((await live.client.xinfo('CONSUMERS', stream, 'ledger-drainers')) as string[][]).map((c) => c[1]).sort();
+    expect(await consumers()).toEqual([done.queue.consumer, holding.queue.consumer].sort());
+    await new Promise((resolve) => setTimeout(resolve, 250)); // both silent for over 10 claim periods
+    expect(await live.queue.forgetDeadConsumers()).toBe(1);
+    expect(await consumers()).toEqual([holding.queue.consumer]);
+  });
+
   it('turns duties past due into one unknown, possibly charged entry each, claimed by one replica', async () => {
     const prefix = `q${prefixes++}`;
     const replicas = [replica(prefix), replica(prefix), replica(prefix)];

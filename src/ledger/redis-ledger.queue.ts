@@ -114,6 +114,25 @@ if KEYS[5] then
 end
 return 1`;
 
+/**
+ * Forgets the group's dead consumers: every start of a replica adds one (its name is unique per
+ * process) and Redis never removes them. Only one with nothing pending, silent for longer than
+ * a live drainer ever is (it reads at least every 30 s), checked and removed in one script so
+ * that no entry it might take meanwhile is lost with it (DELCONSUMER drops a consumer's
+ * pending entries). KEYS entries; ARGV group, idle ms. Returns how many were removed.
+ */
+const FORGET_DEAD_CONSUMERS = `
+local removed = 0
+for _, consumer in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  local fields = {}
+  for i = 1, #consumer, 2 do fields[consumer[i]] = consumer[i + 1] end
+  if fields['pending'] == 0 and fields['idle'] > tonumber(ARGV[2]) then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], fields['name'])
+    removed = removed + 1
+  end
+end
+return removed`;
+
 /** Acknowledged entries leave the stream too: its length is the backlog (KEYS entries; ARGV group, ids…). */
 const ACK = `
 redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 2))
@@ -129,6 +148,7 @@ interface LedgerScripts {
   vgwLedgerSettleWithRecord(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
   vgwLedgerClaimOverdue(due: string, duties: string, entries: string, now: number, limit: number): Promise<number>;
   vgwLedgerAck(entries: string, group: string, ...ids: string[]): Promise<number>;
+  vgwLedgerForgetDeadConsumers(entries: string, group: string, idleMs: number): Promise<number>;
 }
 
 type StreamEntries = Array<[id: string, fields: string[]]>;
@@ -160,6 +180,8 @@ export class RedisLedgerQueue extends LedgerQueue {
   private unacknowledged = false;
   /** A dead consumer's entries are looked for this often, not at every poll. */
   private nextAutoclaim = 0;
+  /** Dead consumers with nothing pending are forgotten this often (FORGET_DEAD_CONSUMERS). */
+  private nextForget = 0;
 
   constructor(
     private readonly client: RedisClient,
@@ -186,6 +208,7 @@ export class RedisLedgerQueue extends LedgerQueue {
     this.fusesRecords = !client.isCluster;
     client.defineCommand('vgwLedgerClaimOverdue', { numberOfKeys: 3, lua: CLAIM_OVERDUE });
     client.defineCommand('vgwLedgerAck', { numberOfKeys: 1, lua: ACK });
+    client.defineCommand('vgwLedgerForgetDeadConsumers', { numberOfKeys: 1, lua: FORGET_DEAD_CONSUMERS });
     this.scripts = client as unknown as LedgerScripts;
   }
 
@@ -333,15 +356,13 @@ export class RedisLedgerQueue extends LedgerQueue {
     if (entries.length === 0 && Date.now() >= this.nextAutoclaim) {
       this.nextAutoclaim = Date.now() + this.claimIdleMs / 4;
       this.unacknowledged = true;
-      const claimed = (await this.client.xautoclaim(
-        this.stream,
-        GROUP,
-        this.consumer,
-        this.claimIdleMs,
-        '0-0',
-        'COUNT',
-        count,
-      )) as [string, StreamEntries, string[]];
+      const [claimed] = await Promise.all([
+        this.client.xautoclaim(this.stream, GROUP, this.consumer, this.claimIdleMs, '0-0', 'COUNT', count) as Promise<
+          [string, StreamEntries, string[]]
+        >,
+        // In the same write, now and then: a consumer silent for ten claim periods is gone.
+        Date.now() >= this.nextForget && this.forgetDeadConsumers(),
+      ]);
       entries = claimed[1].filter((entry) => entry !== null && Array.isArray(entry[1]));
     }
     // 3. New ones.
@@ -353,6 +374,12 @@ export class RedisLedgerQueue extends LedgerQueue {
     if (unreadable.length > 0) await this.client.xack(this.stream, GROUP, ...unreadable);
     this.unacknowledged = messages.length > 0;
     return messages;
+  }
+
+  /** Removes consumers of dead processes (none pending, silent 10 claim periods); how many. Never throws. */
+  async forgetDeadConsumers(): Promise<number> {
+    this.nextForget = Date.now() + this.claimIdleMs * 10;
+    return this.scripts.vgwLedgerForgetDeadConsumers(this.stream, GROUP, this.claimIdleMs * 10).catch(() => 0);
   }
 
   async ack(ids: readonly string[]): Promise<void> {
