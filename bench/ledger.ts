@@ -7,9 +7,13 @@
  * 2. Export: 1 000 000 entries streamed by GET /admin/ledger (NDJSON and CSV) from an in-process
  *    gateway, read and discarded by a fetch client in the same process: rows/s, and the peak
  *    RSS growth over the run (sampled every 100 ms after a collection).
+ * 3. Reconciliation: the same 1 000 000 trackIds sent as the provider's CSV list to POST
+ *    /admin/reconciliations, streamed from a generator: rows/s, peak RSS growth, and the same
+ *    file sent a second time (it must append nothing).
  * Real redis-server and PostgreSQL started for the run (test/support/*: fsync off).
  */
 import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { InquiryPrices } from '../src/accounting/inquiry-prices.js';
@@ -97,6 +101,52 @@ async function drain(drainers: number, prefix: string): Promise<string> {
   return `| ${drainers} drainer(s) | ${DRAIN_ENTRIES} | ${seconds.toFixed(1)} s | ${Math.round(DRAIN_ENTRIES / seconds).toLocaleString('en')} entries/s | ${cpuPerEntry.toFixed(1)} µs | rows now ${n} |`;
 }
 
+/** Peak RSS growth over `run`, sampled every 100 ms after a full collection. */
+async function peakRssGrowth<T>(run: () => Promise<T>): Promise<{ result: T; peakMiB: number }> {
+  gc();
+  const rssBefore = process.memoryUsage().rss;
+  let peak = 0;
+  const sampler = setInterval(() => {
+    gc();
+    peak = Math.max(peak, process.memoryUsage().rss - rssBefore);
+  }, 100);
+  try {
+    return { result: await run(), peakMiB: peak / 2 ** 20 };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+/** The provider's list as CSV, generated as it is sent: a header, then one trackId a row. */
+function providerList(trackIds: readonly string[]): Readable {
+  return Readable.from(
+    (function* () {
+      yield 'trackId\n';
+      for (let i = 0; i < trackIds.length; i += 10_000) yield trackIds.slice(i, i + 10_000).join('\n') + '\n';
+    })(),
+  );
+}
+
+async function reconcileRun(url: string, trackIds: readonly string[], label: string): Promise<string> {
+  const started = performance.now();
+  const { result: report, peakMiB } = await peakRssGrowth(async () => {
+    const res = await fetch(`${url}/admin/reconciliations`, {
+      method: 'POST',
+      headers: { 'x-api-key': 'key-bench-admin-0123456789', 'content-type': 'text/csv' },
+      body: Readable.toWeb(providerList(trackIds)) as ReadableStream,
+      duplex: 'half',
+    });
+    if (res.status !== 200) throw new Error(`reconciliation answered ${res.status}: ${await res.text()}`);
+    return (await res.json()) as Record<string, { count: number }>;
+  });
+  const seconds = (performance.now() - started) / 1000;
+  const counts = Object.entries(report)
+    .filter(([, v]) => typeof v === 'object' && v !== null && 'count' in v)
+    .map(([k, v]) => `${k} ${v.count.toLocaleString('en')}`)
+    .join(', ');
+  return `| ${label} | ${trackIds.length.toLocaleString('en')} rows | ${seconds.toFixed(1)} s | ${Math.round(trackIds.length / seconds).toLocaleString('en')} rows/s | peak RSS growth ${peakMiB.toFixed(1)} MiB | ${counts} |`;
+}
+
 async function exportRun(url: string, accept: string): Promise<string> {
   gc();
   const rssBefore = process.memoryUsage().rss;
@@ -133,9 +183,10 @@ try {
   const store = new LedgerStore(db, cipher, 90);
   const base = Date.UTC(2037, 0, 1);
   const fill = performance.now();
+  const trackIds: string[] = [];
   for (let i = 0; i < EXPORT_ROWS; i += 10_000) {
     const batch: QueuedEntry[] = Array.from({ length: 10_000 }, (_, j) => ({
-      trackId: randomUUID(),
+      trackId: trackIds[trackIds.push(randomUUID()) - 1],
       kind: 'settled',
       clientId: `svc-${(i + j) % 7}`,
       subjectSha256: 'd'.repeat(64),
@@ -161,7 +212,11 @@ try {
       LOG_LEVEL: 'silent',
       LEDGER_DATABASE_URL: postgres.url,
       API_KEYS: JSON.stringify([
-        { clientId: 'bench', keySha256: sha256('key-bench-admin-0123456789'), scopes: ['ledger:read'] },
+        {
+          clientId: 'bench',
+          keySha256: sha256('key-bench-admin-0123456789'),
+          scopes: ['ledger:read', 'ledger:reconcile'],
+        },
       ]),
     },
     { logger: false },
@@ -171,6 +226,13 @@ try {
   console.log('| format | rows | time | throughput | memory |\n|---|---:|---:|---:|---|');
   for (const accept of ['application/x-ndjson', 'text/csv'])
     console.log(await exportRun(`http://127.0.0.1:${port}`, accept));
+
+  console.log(
+    `\n## Reconciliation of ${EXPORT_ROWS.toLocaleString('en')} charged trackIds (POST /admin/reconciliations, CSV streamed)\n`,
+  );
+  console.log('| send | rows | time | throughput | memory | report |\n|---|---:|---:|---:|---|---|');
+  console.log(await reconcileRun(`http://127.0.0.1:${port}`, trackIds, 'first'));
+  console.log(await reconcileRun(`http://127.0.0.1:${port}`, trackIds, 'the same file again'));
   await app.close();
 } finally {
   await Promise.all([redis.stop(), postgres.stop()]);
