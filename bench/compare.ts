@@ -12,6 +12,9 @@
  * bench/lib/node-flags.ts), so that one build under two sets of flags can be compared too;
  * BENCH_COMPARE_RATE (requests/s): run A and B at the same time, each at this fixed rate,
  * instead of one after the other, so that drift in the machine's speed loads both alike.
+ * BENCH_FRESH_PROCESSES=0: keep one pair of gateway processes for all rounds of a scenario
+ * (default: a new pair every round, which starts first alternating, since one process pair's
+ * figures are not independent samples; docs/performance.md, "How to measure").
  * BENCH_SCENARIO_A: the scenario whose gateway settings build A runs with instead (e.g.
  * `BENCH_SCENARIO_A="no key" BENCH_SCENARIOS="budgets configured" npm run bench:compare -- . .`:
  * one build, without and with budgets, under the same load).
@@ -54,6 +57,7 @@ async function main(): Promise<void> {
   for (const script of scripts) if (!existsSync(script)) throw new Error(`${script} missing: build it first`);
   const rounds = number('BENCH_ROUNDS', 5);
   const sideBySideRate = process.env.BENCH_COMPARE_RATE ? number('BENCH_COMPARE_RATE', 1) : undefined;
+  const freshProcesses = process.env.BENCH_FRESH_PROCESSES !== '0';
   const settings = {
     connections: number('BENCH_CONNECTIONS', 32),
     durationSeconds: number('BENCH_DURATION', 10),
@@ -86,11 +90,12 @@ async function main(): Promise<void> {
         ...baseEnv,
         ...scenario.gatewayEnv?.({ sinkUrl: 'http://127.0.0.1:9' }),
       });
-      // One after the other: two Nest start-ups at once on a loaded machine take long.
-      const gateways: ServerProcess[] = [];
-      for (const [i, script] of scripts.entries()) {
-        gateways.push(
-          await ServerProcess.start(
+      // One after the other: two Nest start-ups at once on a loaded machine take long. `order`:
+      // which build starts first (fresh pairs alternate it).
+      const startPair = async (order: number[]) => {
+        const gateways: ServerProcess[] = [];
+        for (const i of order) {
+          gateways[i] = await ServerProcess.start(
             `gateway ${'AB'[i]}`,
             {
               role: 'gateway',
@@ -98,20 +103,22 @@ async function main(): Promise<void> {
               probeBody: INQUIRY_BODY,
               probeApiKey: API_KEY,
             },
-            { script, execArgv: nodeFlags[i] },
-          ),
+            { script: scripts[i], execArgv: nodeFlags[i] },
+          );
+        }
+        const targets = await Promise.all(
+          gateways.map(async (g) => {
+            let key: string | undefined;
+            if (s.idempotency === 'replay') {
+              key = `bench-replay-${randomUUID()}`;
+              await primeIdempotencyKey(g.url, key);
+            }
+            return gatewayTarget(g.url, s.idempotency, key);
+          }),
         );
-      }
-      const targets = await Promise.all(
-        gateways.map(async (g) => {
-          let key: string | undefined;
-          if (s.idempotency === 'replay') {
-            key = `bench-replay-${randomUUID()}`;
-            await primeIdempotencyKey(g.url, key);
-          }
-          return gatewayTarget(g.url, s.idempotency, key);
-        }),
-      );
+        return { gateways, targets };
+      };
+      let { gateways, targets } = await startPair([0, 1]);
       const figures: ServerFigures[][] = [[], []];
       if (s.failRatio) await sim.setFailRatio(s.failRatio);
       try {
@@ -122,6 +129,13 @@ async function main(): Promise<void> {
               `${num(f.requestsPerSecond)} req/s, p50 ${num(f.latencyMs.p50, 2)} ms`,
           );
         for (let round = 0; round < rounds; round++) {
+          if (freshProcesses && round > 0) {
+            // A new pair each round, the first to start alternating: one process's luck (its
+            // JIT's choices, its heap's layout, where it was scheduled) held all rounds of a
+            // pair alike; the same build against itself read up to ±25 % in one pair.
+            await Promise.all(gateways.map((g) => g.stop()));
+            ({ gateways, targets } = await startPair(round % 2 ? [1, 0] : [0, 1]));
+          }
           if (sideBySideRate) {
             // Both builds at once, at the same fixed rate: whatever else loads the machine
             // loads both alike, so the ratio of each round holds even when absolute figures drift.
