@@ -79,9 +79,6 @@ export abstract class LedgerQueue {
 
   /** The `unknown` entry owed for a record that never settles, and when it is due (epoch ms). */
   protected dutyOf(record: InquiryFactsInput): { entry: QueuedEntry; dueAt: number } {
-    const deadline = record.deadlineAt
-      ? Date.parse(record.deadlineAt)
-      : Date.parse(record.createdAt) + FALLBACK_DEADLINE_MS;
     return {
       entry: {
         ...this.common(record),
@@ -89,8 +86,16 @@ export abstract class LedgerQueue {
         status: 'unknown',
         charged: 'possibly',
       },
-      dueAt: deadline + OVERDUE_MARGIN_MS,
+      dueAt: this.dueAtOf(record),
     };
+  }
+
+  /** When a record's duty falls due (epoch ms): its deadline and the margin. */
+  protected dueAtOf(record: InquiryFactsInput): number {
+    const deadline = record.deadlineAt
+      ? Date.parse(record.deadlineAt)
+      : Date.parse(record.createdAt) + FALLBACK_DEADLINE_MS;
+    return deadline + OVERDUE_MARGIN_MS;
   }
 
   /** The settled entry, with the upstream data (sealed on its way and in PostgreSQL). */

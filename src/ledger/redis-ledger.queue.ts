@@ -290,7 +290,7 @@ export class RedisLedgerQueue extends LedgerQueue {
         keys.length,
         ...keys,
         record.trackId,
-        this.dutyOf(record).dueAt,
+        this.dueAtOf(record),
         sealedRecord,
         ttlSeconds,
         ...(reservation ? reserveArgs(reservation) : []),
