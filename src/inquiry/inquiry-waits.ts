@@ -9,10 +9,8 @@ import { SettledNotices } from './settled-notices.js';
 /** One held wait for a record to leave `pending`. */
 export interface HeldWait {
   /**
-   * Resolves true when a settlement notice for the trackId came or shutdown ended the wait
-   * (`releaseAll`), false only when `ms` passed first or `gone` aborted (the caller hung up: its
-   * slot is not kept for the rest of the wait). So a false came after waiting, and a caller
-   * that waits again in rounds never spins.
+   * Resolves true when a settlement notice for the trackId came, false when `ms` passed first
+   * or `gone` aborted (the caller hung up: its slot is not kept for the rest of the wait).
    */
   until(ms: number, gone?: AbortSignal): Promise<boolean>;
   /** Frees the slot; call it once the answer is decided (idempotent). */
@@ -73,8 +71,7 @@ export class InquiryWaits implements OnModuleInit {
    * slot is taken: the caller answers at once if it can, else throws `refusal()`.
    */
   async hold(trackId: string): Promise<HeldWait | null> {
-    // Shutting down: no wait at all, answered as a released one (true): the caller answers now.
-    if (this.closing) return { until: () => Promise.resolve(true), release: () => undefined };
+    if (this.closing) return { until: () => Promise.resolve(false), release: () => undefined };
     if (this.held >= this.maxHeld) return null;
     let wake!: () => void;
     const woken = new Promise<void>((resolve) => (wake = resolve));

@@ -268,11 +268,14 @@ export class InquiryService {
       let left = Math.min(waitMs, msUntilOverdue(record));
       // Rounds, not one wait: a timer may fire a few ms before Date.now() reaches its time
       // (libuv's loop clock), and a record read then is not yet overdue. Each round waits for
-      // what is left; a settlement, a hang-up or the end of the caller's wait ends it.
+      // what is left; a settlement, a hang-up, the end of the caller's wait, or a round cut
+      // short (shutdown: held waits end at once) ends it.
       while (left > 0) {
+        const roundStarted = Date.now();
         const woken = await wait.until(left, gone);
         record = this.visible(caller, await this.records.get(id));
         if (woken || gone?.aborted || statusNow(record) !== 'pending') break;
+        if (Date.now() - roundStarted < left - EARLY_TIMER_MS) break;
         left = Math.min(started + waitMs - Date.now(), msUntilOverdue(record));
       }
       return { view: publicView(record), waitedSeconds: Math.round((Date.now() - started) / 1000) };
@@ -534,6 +537,8 @@ export class InquiryService {
   }
 }
 
+/** How early a timer may fire by Date.now(); a wait that ended sooner than this before its time was cut short. */
+const EARLY_TIMER_MS = 50;
 /** The shortest pause between two claims of a keyed retry: no round runs without waiting. */
 const MIN_CLAIM_RETRY_MS = 50;
 /** How often a keyed async retry looks again for a settled failure's answer to be stored. */
