@@ -158,6 +158,9 @@ describe('token lifecycle with three replicas sharing one Redis', () => {
     // could let the second replica give up waiting for the first's renewal and make its own.
     await startReplicas(2, {}, LOADED_MACHINE_TIMEOUT);
     const first = await gateways[0].tokens.getAccessToken();
+    // Held by the second replica too before Redis goes: it learns of the first's renewal by a
+    // notice, read asynchronously, and a loaded machine could kill Redis before that read.
+    await expect(gateways[1].tokens.getAccessToken()).resolves.toBe(first);
     await redis.kill();
 
     // The held token is served from memory without Redis.
