@@ -25,6 +25,7 @@ import { RedisInquiryStore } from '../src/inquiry/redis-inquiry.store.js';
 import { GatewayMetrics } from '../src/observability/metrics.js';
 import { RedisKeys } from '../src/store/redis-keys.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
+import { queuedEntry } from './support/ledger-entries.js';
 import { PostgresServer } from './support/postgres-server.js';
 import { RedisServer } from './support/redis-server.js';
 
@@ -214,6 +215,10 @@ describe('the ledger queue in Redis', () => {
       settled.map(async (r) => (await a.store.facts(r.trackId))?.entries[0]?.upstreamCode),
     );
     expect(codes).toEqual([4, undefined, undefined]);
+    // An entry queued as built before this check (Cluster queues the built entry) is written too.
+    const queuedBefore = queuedEntry({ upstreamCode: 3_000_000_000 });
+    await a.store.insert([queuedBefore, queuedEntry({ upstreamCode: -2_147_483_648 })]);
+    expect((await a.store.facts(queuedBefore.trackId))?.entries[0]?.upstreamCode).toBeUndefined();
   });
 
   it('keeps entries while PostgreSQL is down and writes them once it is back', async () => {

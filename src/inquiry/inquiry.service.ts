@@ -275,7 +275,8 @@ export class InquiryService {
         const woken = await wait.until(left, gone);
         record = this.visible(caller, await this.records.get(id));
         if (woken || gone?.aborted || statusNow(record) !== 'pending') break;
-        if (Date.now() - roundStarted < left - EARLY_TIMER_MS) break;
+        // Cut short: it ended well before its time (for a short round, before half of it).
+        if (Date.now() - roundStarted < Math.max(left - EARLY_TIMER_MS, left / 2)) break;
         left = Math.min(started + waitMs - Date.now(), msUntilOverdue(record));
       }
       return { view: publicView(record), waitedSeconds: Math.round((Date.now() - started) / 1000) };

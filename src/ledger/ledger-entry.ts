@@ -30,3 +30,11 @@ export interface LedgerEntry {
 export interface QueuedEntry extends LedgerEntry {
   data?: unknown;
 }
+
+/**
+ * A value PostgreSQL's `integer` column takes: a whole number within 32 bits. The upstream's
+ * `meta.code` is any JSON number, and one the column refuses would fail its whole batch for ever.
+ */
+export function isInt4(value: unknown): value is number {
+  return Number.isInteger(value) && (value as number) >= -2_147_483_648 && (value as number) <= 2_147_483_647;
+}

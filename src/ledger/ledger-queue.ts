@@ -1,7 +1,7 @@
 import type { InquiryPrices } from '../accounting/inquiry-prices.js';
 import type { ReserveRequest, ReserveResult } from '../budget/budget.store.js';
 import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
-import type { Charged, QueuedEntry } from './ledger-entry.js';
+import { isInt4, type Charged, type QueuedEntry } from './ledger-entry.js';
 
 /**
  * What the ledger reads of an inquiry record (inquiry/inquiry-record.ts, which sits above
@@ -126,9 +126,4 @@ export abstract class LedgerQueue {
       ...(record.requestId ? { requestId: record.requestId } : {}),
     };
   }
-}
-
-/** A value for an `integer` column: a whole number within 32 bits. */
-function isInt4(value: unknown): value is number {
-  return Number.isInteger(value) && Math.abs(value as number) <= 2_147_483_647;
 }

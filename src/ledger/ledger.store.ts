@@ -1,6 +1,6 @@
 import type { StoreCipher } from '../store/store-cipher.js';
 import type { LedgerDatabase } from './ledger-database.js';
-import type { EntryStatus, LedgerEntry, QueuedEntry } from './ledger-entry.js';
+import { isInt4, type EntryStatus, type LedgerEntry, type QueuedEntry } from './ledger-entry.js';
 import { ensurePartitions, migrate } from './ledger-schema.js';
 
 interface EntryRow {
@@ -78,7 +78,8 @@ function entryRow(entry: QueuedEntry): Record<keyof LedgerEntry, unknown> {
     costUnits: entry.costUnits,
     createdAt: entry.createdAt,
     completedAt: entry.completedAt,
-    upstreamCode: entry.upstreamCode,
+    // Checked again here: an entry queued before the check existed (Cluster queues built entries).
+    upstreamCode: isInt4(entry.upstreamCode) ? entry.upstreamCode : undefined,
     requestId: entry.requestId,
   };
 }

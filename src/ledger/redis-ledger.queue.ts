@@ -116,17 +116,20 @@ return 1`;
 
 /**
  * Forgets the group's dead consumers: every start of a replica adds one (its name is unique per
- * process) and Redis never removes them. Only one with nothing pending, silent for longer than
- * a live drainer ever is (it reads at least every 30 s), checked and removed in one script so
- * that no entry it might take meanwhile is lost with it (DELCONSUMER drops a consumer's
- * pending entries). KEYS entries; ARGV group, idle ms. Returns how many were removed.
+ * process) and Redis never removes them. Only one with nothing pending and silent for ten claim
+ * periods, checked and removed in one script so that no entry it might take meanwhile is lost
+ * with it (DELCONSUMER drops a consumer's pending entries), and never the caller itself. On
+ * Redis 7.0 a read that finds nothing does not count as heard from (7.2 counts it), so a live
+ * but idle replica may be forgotten too: harmless, it holds nothing and its next read that
+ * finds an entry makes it again. KEYS entries; ARGV group, idle ms, the caller's name. Returns
+ * how many were removed.
  */
 const FORGET_DEAD_CONSUMERS = `
 local removed = 0
 for _, consumer in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
   local fields = {}
   for i = 1, #consumer, 2 do fields[consumer[i]] = consumer[i + 1] end
-  if fields['pending'] == 0 and fields['idle'] > tonumber(ARGV[2]) then
+  if fields['pending'] == 0 and fields['idle'] > tonumber(ARGV[2]) and fields['name'] ~= ARGV[3] then
     redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], fields['name'])
     removed = removed + 1
   end
@@ -148,7 +151,7 @@ interface LedgerScripts {
   vgwLedgerSettleWithRecord(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
   vgwLedgerClaimOverdue(due: string, duties: string, entries: string, now: number, limit: number): Promise<number>;
   vgwLedgerAck(entries: string, group: string, ...ids: string[]): Promise<number>;
-  vgwLedgerForgetDeadConsumers(entries: string, group: string, idleMs: number): Promise<number>;
+  vgwLedgerForgetDeadConsumers(entries: string, group: string, idleMs: number, caller: string): Promise<number>;
 }
 
 type StreamEntries = Array<[id: string, fields: string[]]>;
@@ -379,7 +382,9 @@ export class RedisLedgerQueue extends LedgerQueue {
   /** Removes consumers of dead processes (none pending, silent 10 claim periods); how many. Never throws. */
   async forgetDeadConsumers(): Promise<number> {
     this.nextForget = Date.now() + this.claimIdleMs * 10;
-    return this.scripts.vgwLedgerForgetDeadConsumers(this.stream, GROUP, this.claimIdleMs * 10).catch(() => 0);
+    return this.scripts
+      .vgwLedgerForgetDeadConsumers(this.stream, GROUP, this.claimIdleMs * 10, this.consumer)
+      .catch(() => 0);
   }
 
   async ack(ids: readonly string[]): Promise<void> {
