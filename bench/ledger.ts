@@ -148,23 +148,18 @@ async function reconcileRun(url: string, trackIds: readonly string[], label: str
 }
 
 async function exportRun(url: string, accept: string): Promise<string> {
-  gc();
-  const rssBefore = process.memoryUsage().rss;
-  let peak = 0;
-  const sampler = setInterval(() => {
-    gc();
-    peak = Math.max(peak, process.memoryUsage().rss - rssBefore);
-  }, 100);
   const started = performance.now();
-  const res = await fetch(`${url}/admin/ledger?from=2037-01-01&to=2037-02-01`, {
-    headers: { 'x-api-key': 'key-bench-admin-0123456789', accept },
+  const { result: lines, peakMiB } = await peakRssGrowth(async () => {
+    const res = await fetch(`${url}/admin/ledger?from=2037-01-01&to=2037-02-01`, {
+      headers: { 'x-api-key': 'key-bench-admin-0123456789', accept },
+    });
+    let count = 0;
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>)
+      for (const byte of chunk) if (byte === 10) count += 1;
+    return count;
   });
-  let lines = 0;
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>)
-    for (const byte of chunk) if (byte === 10) lines += 1;
   const seconds = (performance.now() - started) / 1000;
-  clearInterval(sampler);
-  return `| ${accept} | ${lines.toLocaleString('en')} lines | ${seconds.toFixed(1)} s | ${Math.round(lines / seconds).toLocaleString('en')} rows/s | peak RSS growth ${(peak / 2 ** 20).toFixed(1)} MiB |`;
+  return `| ${accept} | ${lines.toLocaleString('en')} lines | ${seconds.toFixed(1)} s | ${Math.round(lines / seconds).toLocaleString('en')} rows/s | peak RSS growth ${peakMiB.toFixed(1)} MiB |`;
 }
 
 try {
