@@ -20,6 +20,8 @@ interface InquiryScripts {
 
 export class RedisInquiryStore extends InquiryStore {
   private readonly scripts: InquiryScripts;
+  /** The ledger's queue when it writes the record itself (standalone Redis), else undefined. */
+  private readonly fused: RedisLedgerQueue | undefined;
   override readonly accountsWithRecord: boolean;
 
   /**
@@ -31,27 +33,22 @@ export class RedisInquiryStore extends InquiryStore {
     private readonly client: RedisClient,
     private readonly keys: RedisKeys,
     private readonly cipher: StoreCipher,
-    private readonly ledger?: RedisLedgerQueue,
+    ledger?: RedisLedgerQueue,
   ) {
     super();
-    this.accountsWithRecord = ledger?.fusesRecords ?? false;
+    this.fused = ledger?.fusesRecords ? ledger : undefined;
+    this.accountsWithRecord = this.fused !== undefined;
     client.defineCommand('vgwInquiryConclude', { numberOfKeys: 1, lua: CONCLUDE });
     this.scripts = client as unknown as InquiryScripts;
   }
 
   create(record: InquiryRecord, ttlSeconds: number, reservation?: ReserveRequest): Promise<ReserveResult | undefined> {
     const key = this.keys.inquiry(record.trackId);
-    if (this.ledger && this.accountsWithRecord) {
-      return this.ledger.createWithRecord(
-        key,
-        this.cipher.seal(JSON.stringify(record), key),
-        ttlSeconds,
-        record,
-        reservation,
-      );
+    if (this.fused) {
+      return this.fused.createWithRecord(key, this.sealed(record, key), ttlSeconds, record, reservation);
     }
     return storeCall('inquiry create', async () => {
-      const done = await this.client.set(key, this.cipher.seal(JSON.stringify(record), key), 'EX', ttlSeconds, 'NX');
+      const done = await this.client.set(key, this.sealed(record, key), 'EX', ttlSeconds, 'NX');
       if (done !== 'OK') throw new Error('trackId collision');
       return undefined;
     });
@@ -59,17 +56,11 @@ export class RedisInquiryStore extends InquiryStore {
 
   settle(record: InquiryRecord, ttlSeconds?: number, budget?: BudgetAction): Promise<void> {
     const key = this.keys.inquiry(record.trackId);
-    if (this.ledger && this.accountsWithRecord) {
-      return this.ledger.settleWithRecord(
-        key,
-        this.cipher.seal(JSON.stringify(record), key),
-        ttlSeconds,
-        record,
-        budget,
-      );
+    if (this.fused) {
+      return this.fused.settleWithRecord(key, this.sealed(record, key), ttlSeconds, record, budget);
     }
     return storeCall('inquiry settle', async () => {
-      const value = this.cipher.seal(JSON.stringify(record), key);
+      const value = this.sealed(record, key);
       const replaced = await this.client.set(key, value, 'KEEPTTL', 'XX');
       if (replaced === null && ttlSeconds !== undefined && ttlSeconds > 0) {
         await this.client.set(key, value, 'EX', ttlSeconds, 'NX');
@@ -87,11 +78,7 @@ export class RedisInquiryStore extends InquiryStore {
       const concluded: InquiryRecord = { ...record, status: 'unknown', completedAt };
       // Compare-and-set on the stored value itself (sealed values are opaque to Lua): replaced
       // only if nothing was written since it was read.
-      const replaced = await this.scripts.vgwInquiryConclude(
-        key,
-        stored,
-        this.cipher.seal(JSON.stringify(concluded), key),
-      );
+      const replaced = await this.scripts.vgwInquiryConclude(key, stored, this.sealed(concluded, key));
       if (replaced === 1) return concluded;
       const now = await this.client.get(key);
       return now ? (JSON.parse(this.cipher.open(now, key)) as InquiryRecord) : null;
@@ -110,6 +97,11 @@ export class RedisInquiryStore extends InquiryStore {
       const value = await this.client.get(key);
       return value ? (JSON.parse(this.cipher.open(value, key)) as InquiryRecord) : null;
     });
+  }
+
+  /** A record as stored: JSON, sealed and bound to its key (StoreCipher). */
+  private sealed(record: InquiryRecord, key: string): string {
+    return this.cipher.seal(JSON.stringify(record), key);
   }
 }
 
