@@ -224,27 +224,29 @@ export class InquiryService {
     // Nothing was sent, so nothing of this request may stay: owed until stored (Settlements),
     // as a write that timed out may still land later, even re-sent by the client after a
     // reconnect; the deletes follow it on the same connection, so Redis runs them after it
-    // (docs/behaviour.md, "Failure handling").
-    const until = Date.parse(record.createdAt) + this.ttlSeconds * 1000;
-    if (failure === undefined) {
-      // Refused beside a record that was written: the record goes at once (standalone: never written).
-      if (!this.records.accountsWithRecord)
-        void this.settlements.write(`discard of ${trackId}`, () => this.records.discard(trackId), until);
-      throw this.budgets.refusal(reservation!, refused!);
+    // (docs/behaviour.md, "Failure handling"). Refused by a budget, only a record written
+    // beside the duty is left (standalone: nothing was written); failed, the duty too.
+    if (failure !== undefined || !this.records.accountsWithRecord) {
+      void this.settlements.write(
+        `discard of ${trackId}`,
+        async () => {
+          await Promise.all([
+            this.records.discard(trackId),
+            failure && this.ledgerQueue.discard(trackId, reservation !== undefined),
+          ]);
+        },
+        this.owedUntil(record),
+      );
     }
-    void this.settlements.write(
-      `discard of ${trackId}`,
-      async () => {
-        await Promise.all([
-          this.records.discard(trackId),
-          this.ledgerQueue.discard(trackId, reservation !== undefined),
-        ]);
-      },
-      until,
-    );
+    if (failure === undefined) throw this.budgets.refusal(reservation!, refused!);
     // The trackId was stamped: the problem names it (docs/api.md §3).
     if (failure instanceof ProblemException) failure.trackId = trackId;
     throw failure;
+  }
+
+  /** Until when a write about this record is owed: after it, the record has expired anyway. */
+  private owedUntil(record: InquiryRecord): number {
+    return Date.parse(record.createdAt) + this.ttlSeconds * 1000;
   }
 
   /**
@@ -504,7 +506,7 @@ export class InquiryService {
       costUnits: record.costUnits,
     };
     // Owed until stored (or the record has expired): the caller is answered either way.
-    const until = Date.parse(record.createdAt) + this.ttlSeconds * 1000;
+    const until = this.owedUntil(record);
     const ttlLeft = () => Math.ceil((until - Date.now()) / 1000);
     const response: StoredResponse = { ...outcome.response, trackId };
     // `failed` was not charged (docs/upstream-api.md §4.4 rule 9): its reservation is released;
