@@ -81,10 +81,10 @@ function record(overrides: Partial<InquiryFactsInput> = {}): InquiryFactsInput {
 }
 
 /** Rows per trackId for these inquiries, by kind. */
-async function rows(db: PgLedgerDatabase, trackIds: string[]): Promise<Map<string, string[]>> {
+async function rows(db: PgLedgerDatabase, inquiries: InquiryFactsInput[]): Promise<Map<string, string[]>> {
   const found = await db.query<{ track_id: string; kind: string }>(
     'SELECT track_id::text, kind FROM ledger_entries WHERE track_id = ANY($1::uuid[])',
-    [trackIds],
+    [inquiries.map((r) => r.trackId)],
   );
   const byTrackId = new Map<string, string[]>();
   for (const row of found) byTrackId.set(row.track_id, [...(byTrackId.get(row.track_id) ?? []), row.kind]);
@@ -110,10 +110,7 @@ describe('the ledger queue in Redis', () => {
     const [[, fields]] = await a.client.xrange(new RedisKeys(prefix).ledger('entries'), '-', '+', 'COUNT', 1);
     expect(fields.join(' ')).not.toContain('Ali');
     await drainAll(a.drainer, b.drainer);
-    const found = await rows(
-      a.db,
-      settled.map((r) => r.trackId),
-    );
+    const found = await rows(a.db, settled);
     expect(found.size).toBe(settled.length);
     expect([...found.values()].every((kinds) => kinds.length === 1 && kinds[0] === 'settled')).toBe(true);
     expect(await a.queue.backlog(Date.now())).toEqual({ depth: 0, oldestAgeSeconds: 0 });
@@ -133,10 +130,7 @@ describe('the ledger queue in Redis', () => {
     expect(await dying.queue.read(1_000)).toHaveLength(50); // read, then killed: never written or acknowledged
     await new Promise((resolve) => setTimeout(resolve, 250)); // the idle time a consumer is taken for dead after
     await drainAll(survivor.drainer);
-    const found = await rows(
-      survivor.db,
-      settled.map((r) => r.trackId),
-    );
+    const found = await rows(survivor.db, settled);
     expect(found.size).toBe(50);
     expect(await survivor.queue.backlog(Date.now())).toMatchObject({ depth: 0 });
   });
@@ -173,10 +167,7 @@ describe('the ledger queue in Redis', () => {
     const claimed = await Promise.all(replicas.map((r) => r.queue.claimOverdue(Date.now(), 100)));
     expect(claimed.reduce((sum, n) => sum + n, 0)).toBe(300);
     await drainAll(...replicas.map((r) => r.drainer));
-    const found = await rows(
-      replicas[0].db,
-      [...lost, settling].map((r) => r.trackId),
-    );
+    const found = await rows(replicas[0].db, [...lost, settling]);
     expect(found.size).toBe(300);
     expect(found.has(settling.trackId)).toBe(false); // its deadline has not passed
     const facts = await replicas[0].store.facts(lost[0].trackId);
@@ -194,14 +185,7 @@ describe('the ledger queue in Redis', () => {
     // and only writing and acknowledging entries frees memory.
     a.queue.claimOverdue = () => Promise.reject(new Error('OOM command not allowed when used memory > maxmemory'));
     expect(await a.drainer.drainOnce()).toBe(20);
-    expect(
-      (
-        await rows(
-          a.db,
-          settled.map((r) => r.trackId),
-        )
-      ).size,
-    ).toBe(20);
+    expect((await rows(a.db, settled)).size).toBe(20);
     expect((await a.queue.backlog(Date.now())).depth).toBe(0);
   });
 
@@ -216,9 +200,13 @@ describe('the ledger queue in Redis', () => {
     );
     expect(codes).toEqual([4, undefined, undefined]);
     // An entry queued as built before this check (Cluster queues the built entry) is written too.
-    const queuedBefore = queuedEntry({ upstreamCode: 3_000_000_000 });
-    await a.store.insert([queuedBefore, queuedEntry({ upstreamCode: -2_147_483_648 })]);
+    const [queuedBefore, lowest] = [
+      queuedEntry({ upstreamCode: 3_000_000_000 }),
+      queuedEntry({ upstreamCode: -(2 ** 31) }),
+    ];
+    await a.store.insert([queuedBefore, lowest]);
     expect((await a.store.facts(queuedBefore.trackId))?.entries[0]?.upstreamCode).toBeUndefined();
+    expect((await a.store.facts(lowest.trackId))?.entries[0]?.upstreamCode).toBe(-(2 ** 31));
   });
 
   it('keeps entries while PostgreSQL is down and writes them once it is back', async () => {
@@ -232,14 +220,7 @@ describe('the ledger queue in Redis', () => {
     expect((await a.queue.backlog(Date.now())).depth).toBe(200);
     await postgres.restart();
     await drainAll(a.drainer);
-    expect(
-      (
-        await rows(
-          a.db,
-          settled.map((r) => r.trackId),
-        )
-      ).size,
-    ).toBe(200);
+    expect((await rows(a.db, settled)).size).toBe(200);
     expect((await a.queue.backlog(Date.now())).depth).toBe(0);
   });
 });
