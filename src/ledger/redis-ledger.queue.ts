@@ -16,39 +16,34 @@ const GROUP = 'ledger-drainers';
 /** A consumer silent this long is taken for dead: its unacknowledged entries are claimed. */
 export const CLAIM_IDLE_MS = 60_000;
 
-/** With the record's create: the duty (KEYS due, duties; ARGV trackId, dueAt, sealed entry). */
-const OWE = `
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-return 1`;
-
 /**
- * The duty with the budget reservation (budget/redis-budget.store.ts): written only when every
- * budget admits the inquiry. KEYS due, duties, then the reservation's four; ARGV trackId,
- * dueAt, sealed entry, then the reservation's arguments.
+ * With the record's create: the duty, and with a budget the reservation first
+ * (budget/redis-budget.store.ts), the duty written only when every budget admits the inquiry.
+ * KEYS due, duties, then the reservation's four when a budget applies; ARGV trackId, dueAt,
+ * sealed entry, then the reservation's arguments. Returns the reservation's answer ({1} without).
  */
-const OWE_RESERVED = `${BUDGET_LUA}
-local admitted = reserve(KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[1], 4, 9)
+const OWE = `${BUDGET_LUA}
+local admitted = {1}
+if KEYS[3] then admitted = reserve(KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[1], 4, 9) end
 if admitted[1] == 1 then
   redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 end
 return admitted`;
 
-/** After the upstream answer: the entry on the stream, the duty lifted (KEYS due, duties, entries). */
-const SETTLE = `
+/**
+ * After the upstream answer: the entry on the stream, the duty lifted, and with a budget the
+ * reservation committed or released. KEYS due, duties, entries, then reservations and deadlines
+ * when a budget applies; ARGV trackId, sealed entry, then now and commit | release.
+ */
+const SETTLE = `${BUDGET_LUA}
 redis.call('XADD', KEYS[3], '*', 't', ARGV[1], 'e', ARGV[2])
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
-return 1`;
-
-/** The same, and the reservation committed or released (KEYS + reservations, deadlines; ARGV + now, action). */
-const SETTLE_RESERVED = `${BUDGET_LUA}
-redis.call('XADD', KEYS[3], '*', 't', ARGV[1], 'e', ARGV[2])
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
-sweep(KEYS[4], KEYS[5], tonumber(ARGV[3]))
-finish(KEYS[4], KEYS[5], ARGV[1], ARGV[4])
+if KEYS[4] then
+  sweep(KEYS[4], KEYS[5], tonumber(ARGV[3]))
+  finish(KEYS[4], KEYS[5], ARGV[1], ARGV[4])
+end
 return 1`;
 
 /** Refused before sending: the duty lifted, and the reservation released (KEYS due, duties, reservations, deadlines; ARGV trackId, now). */
@@ -142,10 +137,8 @@ redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 2))
 return redis.call('XDEL', KEYS[1], unpack(ARGV, 2))`;
 
 interface LedgerScripts {
-  vgwLedgerOwe(due: string, duties: string, trackId: string, dueAt: number, sealed: string): Promise<number>;
-  vgwLedgerOweReserved(...args: Array<string | number>): Promise<Array<string | number>>;
-  vgwLedgerSettle(due: string, duties: string, entries: string, trackId: string, sealed: string): Promise<number>;
-  vgwLedgerSettleReserved(...args: Array<string | number>): Promise<number>;
+  vgwLedgerOwe(numberOfKeys: number, ...args: Array<string | number>): Promise<Array<string | number>>;
+  vgwLedgerSettle(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
   vgwLedgerDiscard(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
   vgwLedgerCreateWithRecord(numberOfKeys: number, ...args: Array<string | number>): Promise<Array<string | number>>;
   vgwLedgerSettleWithRecord(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
@@ -200,11 +193,9 @@ export class RedisLedgerQueue extends LedgerQueue {
     this.reservationDeadlines = keys.budgetDeadlines();
     this.duties = keys.ledger('duties');
     this.stream = keys.ledger('entries');
-    client.defineCommand('vgwLedgerOwe', { numberOfKeys: 2, lua: OWE });
-    client.defineCommand('vgwLedgerOweReserved', { numberOfKeys: 6, lua: OWE_RESERVED });
-    client.defineCommand('vgwLedgerSettle', { numberOfKeys: 3, lua: SETTLE });
-    client.defineCommand('vgwLedgerSettleReserved', { numberOfKeys: 5, lua: SETTLE_RESERVED });
-    // Two keys, or four with a reservation to release: the count is the call's first argument.
+    // Each with or without a reservation's keys: the key count is the call's first argument.
+    client.defineCommand('vgwLedgerOwe', { lua: OWE });
+    client.defineCommand('vgwLedgerSettle', { lua: SETTLE });
     client.defineCommand('vgwLedgerDiscard', { lua: DISCARD });
     client.defineCommand('vgwLedgerCreateWithRecord', { lua: CREATE_WITH_RECORD });
     client.defineCommand('vgwLedgerSettleWithRecord', { lua: SETTLE_WITH_RECORD });
@@ -218,41 +209,33 @@ export class RedisLedgerQueue extends LedgerQueue {
   owe(record: InquiryFactsInput, reservation?: ReserveRequest): Promise<ReserveResult | undefined> {
     return storeCall('ledger duty', async () => {
       const { entry, dueAt } = this.dutyOf(record);
-      const sealed = this.seal(entry);
-      if (!reservation) {
-        await this.scripts.vgwLedgerOwe(this.due, this.duties, record.trackId, dueAt, sealed);
-        return undefined;
-      }
-      const reply = await this.scripts.vgwLedgerOweReserved(
-        this.due,
-        this.duties,
-        ...reserveKeys(this.keys, reservation),
+      const keys = [this.due, this.duties, ...(reservation ? reserveKeys(this.keys, reservation) : [])];
+      const reply = await this.scripts.vgwLedgerOwe(
+        keys.length,
+        ...keys,
         record.trackId,
         dueAt,
-        sealed,
-        ...reserveArgs(reservation),
+        this.seal(entry),
+        ...(reservation ? reserveArgs(reservation) : []),
       );
-      return reserveResult(reply);
+      return reservation ? reserveResult(reply) : undefined;
     });
   }
 
   settled(record: InquiryFactsInput, budget?: BudgetAction): Promise<void> {
     return storeCall('ledger entry', async () => {
-      const sealed = this.seal(this.entryOf(record));
-      if (!budget) {
-        await this.scripts.vgwLedgerSettle(this.due, this.duties, this.stream, record.trackId, sealed);
-        return;
-      }
-      await this.scripts.vgwLedgerSettleReserved(
+      const keys = [
         this.due,
         this.duties,
         this.stream,
-        this.reservations,
-        this.reservationDeadlines,
+        ...(budget ? [this.reservations, this.reservationDeadlines] : []),
+      ];
+      await this.scripts.vgwLedgerSettle(
+        keys.length,
+        ...keys,
         record.trackId,
-        sealed,
-        Date.now(),
-        budget,
+        this.seal(this.entryOf(record)),
+        ...(budget ? [Date.now(), budget] : []),
       );
     });
   }
