@@ -41,7 +41,7 @@ const prices = new InquiryPrices({ get: () => DEFAULT_INQUIRY_PRICES } as never)
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
 
 const [redis, postgres] = await Promise.all([RedisServer.start(), PostgresServer.start()]);
-const config = { get: () => ({ retentionDays: 1826, resultRetentionDays: 90 }) } as never;
+const config = { get: () => ({ retentionDays: 1826, resultRetentionDays: 90, drain: true }) } as never;
 
 function settledRecord(i: number) {
   const at = Date.now() - 60_000 + (i % 60_000);

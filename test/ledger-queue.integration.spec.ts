@@ -31,7 +31,7 @@ import { RedisServer } from './support/redis-server.js';
 
 const cipher = new StoreCipher([{ id: 'k1', key: new Secret(Buffer.alloc(32, 3).toString('base64')) }]);
 const prices = new InquiryPrices({ get: () => DEFAULT_INQUIRY_PRICES } as never);
-const config = { get: () => ({ retentionDays: 1826, resultRetentionDays: 90 }) } as never;
+const config = { get: () => ({ retentionDays: 1826, resultRetentionDays: 90, drain: true }) } as never;
 
 let redis: RedisServer;
 let postgres: PostgresServer;

@@ -222,6 +222,11 @@ export class EnvironmentVariables {
   @IsString()
   LEDGER_RESULT_RETENTION_DAYS?: string;
 
+  /** Not in the contract's table: `false` when a drainer Deployment writes the entries instead. */
+  @IsOptional()
+  @IsString()
+  LEDGER_DRAIN?: string;
+
   /** Not in the contract's table: inquiries per minute per end user (JWT `sub`); 0 = none. */
   @WholeNumber(0, 1_000_000)
   USER_QUOTA_PER_MINUTE = 60;

@@ -8,8 +8,24 @@ describe('the ledger configuration', () => {
       databaseUrl: undefined,
       retentionDays: 1826,
       resultRetentionDays: 90,
+      drain: true,
     });
     expect(problems).toEqual([]);
+  });
+
+  it('LEDGER_DRAIN=false needs a shared queue and database: another process writes the entries', () => {
+    const shared = { LEDGER_DATABASE_URL: 'postgres://db/ledger', REDIS_URL: 'redis://r:6379', LEDGER_DRAIN: 'false' };
+    const problems: string[] = [];
+    expect(ledgerConfigFrom(shared, problems).drain).toBe(false);
+    expect(ledgerConfigFrom({ ...shared, LEDGER_DRAIN: 'true' }, problems).drain).toBe(true);
+    expect(problems).toEqual([]);
+    ledgerConfigFrom({ LEDGER_DRAIN: 'false' }, problems);
+    ledgerConfigFrom({ ...shared, LEDGER_DRAIN: 'no' }, problems);
+    expect(problems).toEqual([
+      'LEDGER_DRAIN: false needs LEDGER_DATABASE_URL (an embedded ledger is written by its own process only)',
+      'LEDGER_DRAIN: false needs Redis (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES): an in-process queue is drained by its own process only',
+      'LEDGER_DRAIN: must be true or false',
+    ]);
   });
 
   it('keeps the URL as a secret and names bad variables without their values', () => {

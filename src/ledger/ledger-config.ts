@@ -10,6 +10,13 @@ export interface LedgerConfig {
   retentionDays: number;
   /** How long the sealed upstream `data` is kept (its own monthly partitions). */
   resultRetentionDays: number;
+  /**
+   * LEDGER_DRAIN: this process writes the queue's entries to PostgreSQL (default). `false` on
+   * inquiry replicas when a drainer Deployment does it (the chart's `ledger.drainer.replicas`):
+   * the drain's CPU, about 40 µs per entry inside a loaded gateway against 16 µs alone, leaves
+   * the inquiry path (docs/performance.md, "Ledger").
+   */
+  drain: boolean;
 }
 
 function days(env: Env, name: string, fallback: number, problems: string[]): number {
@@ -34,5 +41,25 @@ export function ledgerConfigFrom(env: Env, problems: string[]): LedgerConfig {
   if (resultRetentionDays > retentionDays) {
     problems.push('LEDGER_RESULT_RETENTION_DAYS: cannot exceed LEDGER_RETENTION_DAYS');
   }
-  return { databaseUrl: url === undefined ? undefined : new Secret(url), retentionDays, resultRetentionDays };
+  const drain = env.LEDGER_DRAIN?.trim() || 'true';
+  if (drain !== 'true' && drain !== 'false') problems.push('LEDGER_DRAIN: must be true or false');
+  if (drain === 'false') {
+    // Another process must drain what this one queues: only a shared queue and database allow it.
+    if (url === undefined) {
+      problems.push(
+        'LEDGER_DRAIN: false needs LEDGER_DATABASE_URL (an embedded ledger is written by its own process only)',
+      );
+    }
+    if (!(env.REDIS_URL?.trim() || env.REDIS_SENTINELS?.trim() || env.REDIS_CLUSTER_NODES?.trim())) {
+      problems.push(
+        'LEDGER_DRAIN: false needs Redis (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES): an in-process queue is drained by its own process only',
+      );
+    }
+  }
+  return {
+    databaseUrl: url === undefined ? undefined : new Secret(url),
+    retentionDays,
+    resultRetentionDays,
+    drain: drain !== 'false',
+  };
 }

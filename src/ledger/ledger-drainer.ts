@@ -21,17 +21,25 @@ const BACKOFF_MS = { first: 500, max: 30_000 };
 const MAINTENANCE_MS = 60 * 60_000;
 /** What a shutdown spends writing what is queued, at most. */
 const FLUSH_MS = 5_000;
+/**
+ * LEDGER_DRAIN=false: the backlog is still measured this often, so that the LedgerBacklog
+ * alert fires from the inquiry replicas too when no drainer runs at all.
+ */
+const WATCH_MS = 5_000;
 
 /**
  * Every replica's drainer (docs/architecture.md, "The ledger"): turns overdue duties into
  * `unknown` entries, reads batches from the queue, writes them to PostgreSQL (ON CONFLICT DO
  * NOTHING: exactly once by trackId and kind, whoever writes), then acknowledges them. While
- * PostgreSQL is down the entries wait in the queue; inquiries go on.
+ * PostgreSQL is down the entries wait in the queue; inquiries go on. With LEDGER_DRAIN=false
+ * (a drainer Deployment writes instead) it only watches the backlog.
  */
 @Injectable()
 export class LedgerDrainer implements OnApplicationBootstrap {
   private readonly logger = new Logger('LedgerDrainer');
   private readonly retention: { entriesDays: number; resultsDays: number };
+  /** LEDGER_DRAIN: false leaves the writing to other processes (ledger-config.ts). */
+  readonly drains: boolean;
   private stopping = false;
   private loop: Promise<void> = Promise.resolve();
   private wake: (() => void) | null = null;
@@ -48,10 +56,12 @@ export class LedgerDrainer implements OnApplicationBootstrap {
   ) {
     const ledger = config.get('ledger', { infer: true });
     this.retention = { entriesDays: ledger.retentionDays, resultsDays: ledger.resultRetentionDays };
+    this.drains = ledger.drain;
   }
 
   onApplicationBootstrap(): void {
-    this.loop = this.run();
+    if (!this.drains) this.logger.log("LEDGER_DRAIN=false: the ledger drainers write this replica's entries");
+    this.loop = this.drains ? this.run() : this.watch();
   }
 
   /**
@@ -65,7 +75,7 @@ export class LedgerDrainer implements OnApplicationBootstrap {
     this.wake?.();
     await this.loop;
     const until = Date.now() + FLUSH_MS;
-    while (Date.now() < until) {
+    while (this.drains && Date.now() < until) {
       const written = await this.drainOnce().catch(() => -1);
       if (written <= 0) break;
     }
@@ -146,8 +156,18 @@ export class LedgerDrainer implements OnApplicationBootstrap {
     }
   }
 
+  /** LEDGER_DRAIN=false: the backlog's metrics only (a failure is the drainers' to report). */
+  private async watch(): Promise<void> {
+    while (!this.stopping) {
+      await this.observeBacklog().catch(() => undefined);
+      await this.pause(WATCH_MS);
+    }
+  }
+
   /** Waits `ms`, or less when stop() wakes it. */
   private pause(ms: number): Promise<void> {
+    // stop() during a batch found no pause to wake: it must not wait out this one (up to 30 s).
+    if (this.stopping) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(() => this.wake?.(), ms);
       this.wake = () => {
