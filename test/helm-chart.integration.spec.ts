@@ -254,6 +254,83 @@ describe('Helm chart', () => {
     });
   });
 
+  it('runs the ledger drainer as a Deployment of its own that no gateway selector matches, its pods scraped and policed', async () => {
+    type Labels = Record<string, string>;
+    type Deployment = KubernetesObject & {
+      metadata: { name: string };
+      spec: {
+        replicas?: number;
+        selector: { matchLabels: Labels };
+        template: {
+          metadata: { labels: Labels };
+          spec: { containers: Array<{ env: Array<{ name: string; value?: string }>; resources?: unknown }> };
+        };
+      };
+    };
+    const objects = rendered.get('chart-secret-redis-url-values.yaml')!;
+    const [gateway, drainer] = objects.filter((o) => o.kind === 'Deployment') as Deployment[];
+    const env = (d: Deployment) => d.spec.template.spec.containers[0].env;
+    expect(drainer.metadata.name).toBe('vgw-verification-gateway-ledger-drainer');
+    expect(drainer.spec.replicas).toBe(2);
+    expect(drainer.spec.template.spec.containers[0].resources).toEqual({ requests: { cpu: '100m', memory: '128Mi' } });
+    expect(env(gateway)).toContainEqual({ name: 'LEDGER_DRAIN', value: 'false' });
+    expect(env(drainer).some((e) => e.name === 'LEDGER_DRAIN')).toBe(false);
+    // Same pod otherwise: the same settings and Secrets.
+    expect(env(drainer)).toEqual(env(gateway).filter((e) => e.name !== 'LEDGER_DRAIN'));
+    const matches = (selector: Labels, labels: Labels) => Object.entries(selector).every(([k, v]) => labels[k] === v);
+    const gatewayService = objects.find(
+      (o) => o.kind === 'Service' && (o.metadata as { name: string }).name === 'vgw-verification-gateway',
+    ) as unknown as { spec: { selector: Labels } };
+    expect(matches(gateway.spec.selector.matchLabels, drainer.spec.template.metadata.labels)).toBe(false);
+    expect(matches(gatewayService.spec.selector, drainer.spec.template.metadata.labels)).toBe(false);
+    expect(matches(drainer.spec.selector.matchLabels, gateway.spec.template.metadata.labels)).toBe(false);
+    expect(drainer.spec.template.metadata.labels['app.kubernetes.io/component']).toBe('ledger-drainer');
+    // Its metrics through a headless Service the ServiceMonitor selects; the NetworkPolicy covers its pods.
+    const drainerService = objects.find(
+      (o) => o.kind === 'Service' && (o.metadata as { name: string }).name === drainer.metadata.name,
+    ) as unknown as { metadata: { labels: Labels }; spec: { clusterIP: string; selector: Labels } };
+    expect(drainerService.spec.clusterIP).toBe('None');
+    expect(matches(drainerService.spec.selector, drainer.spec.template.metadata.labels)).toBe(true);
+    type Expressions = { matchExpressions: Array<{ key: string; operator: string; values: string[] }> };
+    const inSelector = (selector: Expressions, labels: Labels) =>
+      selector.matchExpressions.every((e) => e.operator === 'In' && e.values.includes(labels[e.key]));
+    const monitor = objects.find((o) => o.kind === 'ServiceMonitor') as unknown as { spec: { selector: Expressions } };
+    const policy = objects.find((o) => o.kind === 'NetworkPolicy') as unknown as { spec: { podSelector: Expressions } };
+    for (const labels of [
+      drainerService.metadata.labels,
+      (gatewayService as never as { metadata: { labels: Labels } }).metadata.labels,
+    ]) {
+      expect(inSelector(monitor.spec.selector, labels)).toBe(true);
+    }
+    for (const d of [gateway, drainer])
+      expect(inSelector(policy.spec.podSelector, d.spec.template.metadata.labels)).toBe(true);
+    // Without a drainer nothing of it is rendered, and every gateway pod drains.
+    const alone = rendered.get('cluster-password-tls-values.yaml')!;
+    expect(alone.filter((o) => o.kind === 'Deployment')).toHaveLength(1);
+    expect(env(alone.find((o) => o.kind === 'Deployment') as Deployment).some((e) => e.name === 'LEDGER_DRAIN')).toBe(
+      false,
+    );
+    // A drainer needs a shared database and a shared queue.
+    const embedded = await template([
+      ...VALID,
+      '--set',
+      'ledger.drainer.replicas=1',
+      '--set',
+      'redis.url=redis://r:6379',
+    ]);
+    expect(embedded.ok).toBe(false);
+    expect(embedded.error).toContain('ledger.drainer.replicas needs ledger.existingSecret');
+    const noRedis = await template([
+      ...VALID,
+      '--set',
+      'ledger.drainer.replicas=1',
+      '--set',
+      'ledger.existingSecret=db',
+    ]);
+    expect(noRedis.ok).toBe(false);
+    expect(noRedis.error).toContain('ledger.drainer.replicas needs Redis');
+  });
+
   it('uses the native preStop sleep from Kubernetes 1.30 and node by its absolute path before', async () => {
     const current = await template([...VALID, '--kube-version', '1.30.0']);
     expect(current.ok).toBe(true);

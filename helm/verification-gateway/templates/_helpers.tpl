@@ -53,8 +53,42 @@ Full image reference: repository:tag, or repository:tag@digest when a digest is 
 Selector labels: stable for the lifetime of a release (a Deployment's selector is immutable).
 */}}
 {{- define "verification-gateway.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "verification-gateway.name" . }}
+app.kubernetes.io/name: {{ include "verification-gateway.name" . }}{{ if eq (include "verification-gateway.component" .) "ledger-drainer" }}-ledger-drainer{{ end }}
 app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/*
+What a resource belongs to: `gateway`, or `ledger-drainer` for the drainer Deployment's (its
+context carries `component`; deployment.yaml). The drainer's pods differ in
+app.kubernetes.io/name, so that neither the gateway Deployment's immutable selector nor its
+Service ever matches them.
+*/}}
+{{- define "verification-gateway.component" -}}
+{{- if kindIs "map" . }}{{ get . "component" | default "gateway" }}{{ else }}gateway{{ end }}
+{{- end }}
+
+{{/*
+The drainer Deployment's name (ledger.drainer.replicas > 0).
+*/}}
+{{- define "verification-gateway.drainerName" -}}
+{{- printf "%s-ledger-drainer" (include "verification-gateway.fullname" . | trunc 48 | trimSuffix "-") }}
+{{- end }}
+
+{{/*
+Both Deployments' pods (the NetworkPolicy's and the ServiceMonitor's selector): this release's
+gateway pods and, when it runs, its ledger drainer's.
+*/}}
+{{- define "verification-gateway.allPodsSelector" -}}
+matchExpressions:
+  - key: app.kubernetes.io/name
+    operator: In
+    values:
+      - {{ include "verification-gateway.name" . }}
+      - {{ include "verification-gateway.name" . }}-ledger-drainer
+  - key: app.kubernetes.io/instance
+    operator: In
+    values:
+      - {{ .Release.Name }}
 {{- end }}
 
 {{/*
@@ -64,7 +98,7 @@ Common labels for every resource.
 helm.sh/chart: {{ include "verification-gateway.chart" . }}
 {{ include "verification-gateway.selectorLabels" . }}
 app.kubernetes.io/version: {{ include "verification-gateway.imageTag" . | replace "+" "_" | trunc 63 | trimSuffix "-" | quote }}
-app.kubernetes.io/component: gateway
+app.kubernetes.io/component: {{ include "verification-gateway.component" . }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- with .Values.commonLabels }}
 {{ toYaml . }}
@@ -263,6 +297,14 @@ would otherwise surface only as exit code 78 and a CrashLoopBackOff).
 {{- fail "redis.keyPrefix (REDIS_KEY_PREFIX) must be 1-32 of A-Z a-z 0-9 _ . -" }}
 {{- end }}
 {{- /* Ledger (after Redis: several replicas without Redis are reported first) */ -}}
+{{- if gt (.Values.ledger.drainer.replicas | int) 0 }}
+{{- if not .Values.ledger.existingSecret }}
+{{- fail "ledger.drainer.replicas needs ledger.existingSecret: the drainer writes to the PostgreSQL the gateway pods read, and an embedded ledger is each pod's own" }}
+{{- end }}
+{{- if eq (len $sources) 0 }}
+{{- fail "ledger.drainer.replicas needs Redis (redis.url, redis.existingSecret, redis.sentinels or redis.clusterNodes): the gateway pods queue their entries there for the drainer" }}
+{{- end }}
+{{- end }}
 {{- if and (not .Values.ledger.existingSecret) (gt (include "verification-gateway.maxReplicas" . | int) 1) }}
 {{- $egress := "" }}
 {{- if and .Values.networkPolicy.enabled .Values.networkPolicy.egress.enabled }}
