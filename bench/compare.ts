@@ -113,7 +113,7 @@ async function main(): Promise<void> {
               key = `bench-replay-${randomUUID()}`;
               await primeIdempotencyKey(g.url, key);
             }
-            return gatewayTarget(g.url, s.idempotency, key);
+            return gatewayTarget(g.url, s.idempotency, key, s.operation);
           }),
         );
         return { gateways, targets };

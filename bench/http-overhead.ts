@@ -104,6 +104,15 @@ export const SCENARIOS: Scenario[] = [
     reference: false,
     monitor: true,
   },
+  // An inquiry replica beside a drainer Deployment (LEDGER_DRAIN=false): the ledger's duty and
+  // entry ride the record's script, and nothing drains here. A key prefix of its own, so that a
+  // draining gateway measured beside it never drains its entries (docs/performance.md, "Ledger").
+  ...(['shahkar', 'iban'] as const).map((operation): Scenario => ({
+    name: `${operation === 'iban' ? 'IBAN, ' : ''}drain apart (LEDGER_DRAIN=false)`,
+    operation,
+    gatewayEnv: () => ({ LEDGER_DRAIN: 'false', REDIS_KEY_PREFIX: 'bench-apart' }),
+    reference: false,
+  })),
   { name: 'Idempotency-Key, new per request', idempotency: 'fresh', reference: false, monitor: true },
   { name: 'Idempotency-Key, replayed', idempotency: 'replay', reference: false, monitor: true },
   { name: '1 connection', connections: 1, reference: true },
