@@ -185,6 +185,20 @@ const CASES: Array<{
     fires: fires as boolean,
   })),
   ...[
+    ['no drainer pod up', '0x10', true],
+    ['one drainer pod up', '1x10', false],
+  ].map(([name, up, fires]) => ({
+    alert: 'LedgerDrainerDown',
+    name: name as string,
+    // The drainer pods' job (its headless Service); the gateway's own pods being up changes nothing.
+    series: {
+      [`up{namespace="kyc", job="vgw-verification-gateway-ledger-drainer", pod="d"}`]: up as string,
+      [`up{${L}, pod="a"}`]: '1x10',
+    },
+    at: '6m',
+    fires: fires as boolean,
+  })),
+  ...[
     ['one unsent charge found', '0 0 1 1 1', true],
     ['none found', '0x10', false],
   ].map(([name, series, fires]) => ({
@@ -330,7 +344,9 @@ describe('alerts and dashboard', () => {
       expect(base).toMatch(/^https:\/\/.+\/docs\/runbooks\.md$/);
       expect({ alert: rule.alert, section: anchors.has(anchor) }).toEqual({ alert: rule.alert, section: true });
       // Scoped to this release: another deployment's gateway never pages this one's owners.
-      expect(rule.expr).toContain(L);
+      expect(rule.expr).toContain(
+        rule.alert === 'LedgerDrainerDown' ? 'namespace="kyc", job="vgw-verification-gateway-ledger-drainer"' : L,
+      );
     }
   });
 

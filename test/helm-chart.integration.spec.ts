@@ -310,6 +310,26 @@ describe('Helm chart', () => {
     expect(env(alone.find((o) => o.kind === 'Deployment') as Deployment).some((e) => e.name === 'LEDGER_DRAIN')).toBe(
       false,
     );
+    // A long chart name: every label value and selector value within Kubernetes' 63 characters.
+    const long = await template([
+      ...VALID,
+      ...['--set', `nameOverride=${'n'.repeat(55)}`, '--set', 'redis.url=redis://r:6379'],
+      ...[
+        '--set',
+        'ledger.existingSecret=db',
+        '--set',
+        'ledger.drainer.replicas=1',
+        '--set',
+        'networkPolicy.enabled=true',
+      ],
+      ...['--set', 'networkPolicy.egress.enabled=false', '--set', 'serviceMonitor.enabled=true'],
+    ]);
+    expect(long.error).toBe('');
+    const labelValues =
+      JSON.stringify(long.objects).match(/"app\.kubernetes\.io\/name":"[^"]*"|"values":\["[^\]]*\]/g) ?? [];
+    expect(labelValues.length).toBeGreaterThan(5);
+    const tooLong = labelValues.flatMap((m) => [...m.matchAll(/"([^"]{64,})"/g)].map((v) => v[1]));
+    expect(tooLong).toEqual([]);
     // A drainer needs a shared database and a shared queue.
     const embedded = await template([
       ...VALID,

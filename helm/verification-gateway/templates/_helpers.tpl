@@ -53,7 +53,7 @@ Full image reference: repository:tag, or repository:tag@digest when a digest is 
 Selector labels: stable for the lifetime of a release (a Deployment's selector is immutable).
 */}}
 {{- define "verification-gateway.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "verification-gateway.name" . }}{{ if eq (include "verification-gateway.component" .) "ledger-drainer" }}-ledger-drainer{{ end }}
+app.kubernetes.io/name: {{ if eq (include "verification-gateway.component" .) "ledger-drainer" }}{{ include "verification-gateway.drainerLabel" . }}{{ else }}{{ include "verification-gateway.name" . }}{{ end }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
@@ -65,6 +65,14 @@ Service ever matches them.
 */}}
 {{- define "verification-gateway.component" -}}
 {{- if kindIs "map" . }}{{ get . "component" | default "gateway" }}{{ else }}gateway{{ end }}
+{{- end }}
+
+{{/*
+The drainer pods' app.kubernetes.io/name: the chart's name + "-ledger-drainer", within a label
+value's 63 characters.
+*/}}
+{{- define "verification-gateway.drainerLabel" -}}
+{{- printf "%s-ledger-drainer" (include "verification-gateway.name" . | trunc 48 | trimSuffix "-") }}
 {{- end }}
 
 {{/*
@@ -84,7 +92,7 @@ matchExpressions:
     operator: In
     values:
       - {{ include "verification-gateway.name" . }}
-      - {{ include "verification-gateway.name" . }}-ledger-drainer
+      - {{ include "verification-gateway.drainerLabel" . }}
   - key: app.kubernetes.io/instance
     operator: In
     values:
