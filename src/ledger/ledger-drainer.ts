@@ -28,11 +28,12 @@ const FLUSH_MS = 5_000;
 const WATCH_MS = 5_000;
 
 /**
- * Every replica's drainer (docs/architecture.md, "The ledger"): turns overdue duties into
- * `unknown` entries, reads batches from the queue, writes them to PostgreSQL (ON CONFLICT DO
- * NOTHING: exactly once by trackId and kind, whoever writes), then acknowledges them. While
- * PostgreSQL is down the entries wait in the queue; inquiries go on. With LEDGER_DRAIN=false
- * (a drainer Deployment writes instead) it only watches the backlog.
+ * Every replica's drainer, or only the drainer Deployment's (docs/architecture.md, "The
+ * ledger"): turns overdue duties into `unknown` entries, reads batches from the queue, writes
+ * them to PostgreSQL (ON CONFLICT DO NOTHING: exactly once by trackId and kind, whoever
+ * writes), then acknowledges them. While PostgreSQL is down the entries wait in the queue;
+ * inquiries go on. With LEDGER_DRAIN=false (the drainer Deployment writes instead) it only
+ * watches the backlog.
  */
 @Injectable()
 export class LedgerDrainer implements OnApplicationBootstrap {
@@ -156,10 +157,19 @@ export class LedgerDrainer implements OnApplicationBootstrap {
     }
   }
 
-  /** LEDGER_DRAIN=false: the backlog's metrics only (a failure is the drainers' to report). */
+  /**
+   * LEDGER_DRAIN=false: the backlog's metrics only. A failed look is logged once per spell (the
+   * gauges keep their last value meanwhile; Redis's own metrics and readiness show why).
+   */
   private async watch(): Promise<void> {
     while (!this.stopping) {
-      await this.observeBacklog().catch(() => undefined);
+      try {
+        await this.observeBacklog();
+        this.failing = false;
+      } catch (error) {
+        if (!this.failing) this.logger.warn(`ledger backlog not measured: ${errorMessage(error)}`);
+        this.failing = true;
+      }
       await this.pause(WATCH_MS);
     }
   }
