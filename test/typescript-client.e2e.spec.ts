@@ -22,6 +22,12 @@ function problemOf<T>(result: Result<T>) {
   return result;
 }
 
+/** A fixed-offset zone whose local time is now about noon (Etc/GMT-N is UTC+N). */
+function zoneAtNoon(): string {
+  const offset = 12 - new Date().getUTCHours(); // -11 … +12
+  return offset === 0 ? 'Etc/GMT' : `Etc/GMT${offset > 0 ? '-' : '+'}${Math.abs(offset)}`;
+}
+
 describe('clients/typescript', () => {
   let sim: UpstreamSimulator;
   let redis: RedisServer;
@@ -41,6 +47,9 @@ describe('clients/typescript', () => {
         { clientId: 'app-spent', key: SPENT_KEY, scopes: ['kyc:shahkar'] },
       ),
       BUDGETS: JSON.stringify([{ clientId: 'app-spent', daily: 0 }]),
+      // The spent budget's day ends ~12 h from now: near its midnight, Retry-After would fall
+      // within the client's retry deadline and a retry there is right (it once ran at 23:59:50).
+      BUDGET_TIMEZONE: zoneAtNoon(),
     });
     await untilStoreReady(gateway);
     client = new VerificationGatewayClient({ baseUrl: gateway.url, apiKey: TEST_CLIENTS.full.key });
