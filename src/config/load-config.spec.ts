@@ -458,6 +458,16 @@ describe('loadConfig: Redis store modes', () => {
     expect(error.message).not.toMatch(/:a@|\bb\b|\bs\b/);
   });
 
+  it('LEDGER_DRAIN=false needs Redis, any of its three modes: an in-process queue is drained by its own process only', () => {
+    const apart = { ...MINIMAL, LEDGER_DATABASE_URL: 'postgres://db/ledger', LEDGER_DRAIN: 'false' };
+    expect(configError(apart).problems).toContain(
+      'LEDGER_DRAIN: false needs Redis (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES): an in-process queue is drained by its own process only',
+    );
+    expect(loadConfig({ ...apart, REDIS_URL: 'redis://r:6379' }).ledger.drain).toBe(false);
+    expect(loadConfig({ ...apart, REDIS_CLUSTER_NODES: 'r1:6379,r2:6379' }).ledger.drain).toBe(false);
+    expect(loadConfig({ ...apart, REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_NAME: 'm' }).ledger.drain).toBe(false);
+  });
+
   it.each(['http://redis:6379', 'redis:6379', 'redis://'])('REDIS_URL=%s is rejected', (url) => {
     expect(namesIn(configError({ ...MINIMAL, REDIS_URL: url }))).toContain('REDIS_URL');
   });

@@ -94,6 +94,11 @@ export function loadConfig(env: Env): AppConfig {
   const budgets = budgetConfigFrom(vars, resolved.BUDGETS_FILE, problems);
   const inquiryPrices = parseInquiryPrices(vars.INQUIRY_PRICES, problems);
   const ledger = ledgerConfigFrom(resolved, problems);
+  if (!ledger.drain && store.mode === 'memory') {
+    problems.push(
+      'LEDGER_DRAIN: false needs Redis (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES): an in-process queue is drained by its own process only',
+    );
+  }
   if (vars.OPS_PORT !== undefined && vars.OPS_PORT === vars.PORT) {
     problems.push('OPS_PORT: must differ from PORT (unset it to serve everything on PORT)');
   }

@@ -23,7 +23,6 @@ describe('the ledger configuration', () => {
     ledgerConfigFrom({ ...shared, LEDGER_DRAIN: 'no' }, problems);
     expect(problems).toEqual([
       'LEDGER_DRAIN: false needs LEDGER_DATABASE_URL (an embedded ledger is written by its own process only)',
-      'LEDGER_DRAIN: false needs Redis (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES): an in-process queue is drained by its own process only',
       'LEDGER_DRAIN: must be true or false',
     ]);
   });

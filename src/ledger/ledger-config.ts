@@ -43,18 +43,12 @@ export function ledgerConfigFrom(env: Env, problems: string[]): LedgerConfig {
   }
   const drain = env.LEDGER_DRAIN?.trim() || 'true';
   if (drain !== 'true' && drain !== 'false') problems.push('LEDGER_DRAIN: must be true or false');
-  if (drain === 'false') {
-    // Another process must drain what this one queues: only a shared queue and database allow it.
-    if (url === undefined) {
-      problems.push(
-        'LEDGER_DRAIN: false needs LEDGER_DATABASE_URL (an embedded ledger is written by its own process only)',
-      );
-    }
-    if (!(env.REDIS_URL?.trim() || env.REDIS_SENTINELS?.trim() || env.REDIS_CLUSTER_NODES?.trim())) {
-      problems.push(
-        'LEDGER_DRAIN: false needs Redis (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES): an in-process queue is drained by its own process only',
-      );
-    }
+  // Another process must drain what this one queues: only a shared database (and a shared queue:
+  // checked beside the store's mode, config/load-config.ts) allow it.
+  if (drain === 'false' && url === undefined) {
+    problems.push(
+      'LEDGER_DRAIN: false needs LEDGER_DATABASE_URL (an embedded ledger is written by its own process only)',
+    );
   }
   return {
     databaseUrl: url === undefined ? undefined : new Secret(url),
