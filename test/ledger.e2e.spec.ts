@@ -62,16 +62,30 @@ async function until(check: () => Promise<boolean>, timeoutMs = 30_000): Promise
   }
 }
 
+/** `count` Shahkar inquiries spread over `replicas`, all at once. */
+function inquiries(replicas: RunningGateway[], count: number) {
+  return Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      callGateway(replicas[i % replicas.length].url, 'POST', '/v1/kyc/shahkar', {
+        apiKey: TEST_CLIENTS.full.key,
+        json: SHAHKAR,
+      }),
+    ),
+  );
+}
+
+/** Ledger rows of these trackIds, and how many trackIds they cover. */
+async function entriesOf(ids: string[]): Promise<{ n: number; distinct: number }> {
+  const [row] = await db.query<{ n: number; distinct: number }>(
+    'SELECT count(*)::int AS n, count(DISTINCT track_id)::int AS distinct FROM ledger_entries WHERE track_id = ANY($1::uuid[])',
+    [ids],
+  );
+  return row;
+}
+
 describe('the ledger across a PostgreSQL outage', () => {
   it('answers inquiries and stays ready while PostgreSQL is down; the entries wait in Redis', async () => {
-    const answers = await Promise.all(
-      Array.from({ length: 60 }, (_, i) =>
-        callGateway(gateways[i % 2].url, 'POST', '/v1/kyc/shahkar', {
-          apiKey: TEST_CLIENTS.full.key,
-          json: SHAHKAR,
-        }),
-      ),
-    );
+    const answers = await inquiries(gateways, 60);
     expect(answers.map((a) => a.status)).toEqual(Array.from({ length: 60 }, () => 200));
     trackIds.push(...answers.map((a) => a.body.trackId as string));
     expect((await fetch(`${gateways[0].url}/health/ready`)).status).toBe(200);
@@ -81,15 +95,8 @@ describe('the ledger across a PostgreSQL outage', () => {
 
   it('writes every entry exactly once when PostgreSQL is back, both replicas draining', async () => {
     await postgres.restart();
-    const count = async () =>
-      (
-        await db.query<{ n: number; distinct: number }>(
-          'SELECT count(*)::int AS n, count(DISTINCT track_id)::int AS distinct FROM ledger_entries WHERE track_id = ANY($1::uuid[])',
-          [trackIds],
-        )
-      )[0];
-    await until(async () => (await count().catch(() => ({ n: 0 }))).n >= 60);
-    expect(await count()).toEqual({ n: 60, distinct: 60 });
+    await until(async () => (await entriesOf(trackIds).catch(() => ({ n: 0 }))).n >= 60);
+    expect(await entriesOf(trackIds)).toEqual({ n: 60, distinct: 60 });
     await until(async () => (await metric(gateways[1], 'vgw_ledger_queue_depth')) === 0);
     const written = await Promise.all(
       gateways.map((g) =>
@@ -152,32 +159,18 @@ describe('inquiry replicas that leave the drain to a drainer (LEDGER_DRAIN=false
     };
     const inquiryReplicas = await startGateways(2, { ...env, LEDGER_DRAIN: 'false' });
     gateways.push(...inquiryReplicas);
-    const answers = await Promise.all(
-      Array.from({ length: 40 }, (_, i) =>
-        callGateway(inquiryReplicas[i % 2].url, 'POST', '/v1/kyc/shahkar', {
-          apiKey: TEST_CLIENTS.full.key,
-          json: SHAHKAR,
-        }),
-      ),
-    );
+    const answers = await inquiries(inquiryReplicas, 40);
     expect(answers.map((a) => a.status)).toEqual(Array.from({ length: 40 }, () => 200));
     const apart = answers.map((a) => a.body.trackId as string);
     // The backlog's series come from these replicas too: the alert fires when no drainer runs.
     await until(async () => (await metric(inquiryReplicas[0], 'vgw_ledger_queue_depth')) === 40);
-    const written = async () =>
-      (
-        await db.query<{ n: number; distinct: number }>(
-          'SELECT count(*)::int AS n, count(DISTINCT track_id)::int AS distinct FROM ledger_entries WHERE track_id = ANY($1::uuid[])',
-          [apart],
-        )
-      )[0];
-    expect(await written()).toEqual({ n: 0, distinct: 0 });
+    expect(await entriesOf(apart)).toEqual({ n: 0, distinct: 0 });
     expect(await metric(inquiryReplicas[1], 'vgw_ledger_entries_written_total', { kind: 'settled' })).toBe(0);
 
     const [drainer] = await startGateways(1, env);
     gateways.push(drainer);
-    await until(async () => (await written()).n >= 40);
-    expect(await written()).toEqual({ n: 40, distinct: 40 });
+    await until(async () => (await entriesOf(apart)).n >= 40);
+    expect(await entriesOf(apart)).toEqual({ n: 40, distinct: 40 });
     expect(await metric(drainer, 'vgw_ledger_entries_written_total', { kind: 'settled' })).toBe(40);
     await until(async () => (await metric(drainer, 'vgw_ledger_queue_depth')) === 0);
   });
