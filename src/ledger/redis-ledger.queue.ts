@@ -224,18 +224,14 @@ export class RedisLedgerQueue extends LedgerQueue {
 
   settled(record: InquiryFactsInput, budget?: BudgetAction): Promise<void> {
     return storeCall('ledger entry', async () => {
-      const keys = [
-        this.due,
-        this.duties,
-        this.stream,
-        ...(budget ? [this.reservations, this.reservationDeadlines] : []),
-      ];
+      const reservation = this.finishing(budget);
+      const keys = [this.due, this.duties, this.stream, ...reservation.keys];
       await this.scripts.vgwLedgerSettle(
         keys.length,
         ...keys,
         record.trackId,
         this.seal(this.entryOf(record)),
-        ...(budget ? [Date.now(), budget] : []),
+        ...reservation.args,
       );
     });
   }
@@ -295,20 +291,15 @@ export class RedisLedgerQueue extends LedgerQueue {
     budget?: BudgetAction,
   ): Promise<void> {
     return storeCall('inquiry settle', async () => {
-      const keys = [
-        recordKey,
-        this.due,
-        this.duties,
-        this.stream,
-        ...(budget ? [this.reservations, this.reservationDeadlines] : []),
-      ];
+      const reservation = this.finishing(budget);
+      const keys = [recordKey, this.due, this.duties, this.stream, ...reservation.keys];
       await this.scripts.vgwLedgerSettleWithRecord(
         keys.length,
         ...keys,
         record.trackId,
         sealedRecord,
         ttlSeconds !== undefined && ttlSeconds > 0 ? ttlSeconds : 0,
-        ...(budget ? [Date.now(), budget] : []),
+        ...reservation.args,
       );
     });
   }
@@ -436,6 +427,13 @@ export class RedisLedgerQueue extends LedgerQueue {
       }
     }
     return { messages, unreadable };
+  }
+
+  /** A settlement's reservation to commit or release, if any: its keys, and the scripts' last arguments (now, the action). */
+  private finishing(budget: BudgetAction | undefined): { keys: string[]; args: Array<string | number> } {
+    return budget
+      ? { keys: [this.reservations, this.reservationDeadlines], args: [Date.now(), budget] }
+      : { keys: [], args: [] };
   }
 
   private seal(entry: QueuedEntry): string {
