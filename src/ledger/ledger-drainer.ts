@@ -40,7 +40,7 @@ export class LedgerDrainer implements OnApplicationBootstrap {
   private readonly logger = new Logger('LedgerDrainer');
   private readonly retention: { entriesDays: number; resultsDays: number };
   /** LEDGER_DRAIN: false leaves the writing to other processes (ledger-config.ts). */
-  readonly drains: boolean;
+  private readonly drains: boolean;
   private stopping = false;
   private loop: Promise<void> = Promise.resolve();
   private wake: (() => void) | null = null;
