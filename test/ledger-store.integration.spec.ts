@@ -8,6 +8,9 @@ import { PgLedgerDatabase, PgliteLedgerDatabase, type LedgerDatabase } from '../
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { queuedEntry } from './support/ledger-entries.js';
 import { dropExpiredPartitions, ensurePartitions, migrate, monthStart } from '../src/ledger/ledger-schema.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { LedgerReads } from '../src/ledger/ledger-reads.js';
 import { Reconciliations } from '../src/ledger/reconciliation.js';
@@ -45,7 +48,11 @@ describe('migrations', () => {
 
 describe.each([
   ['PostgreSQL server', () => Promise.resolve(new PgLedgerDatabase(server.url) as LedgerDatabase)],
-  ['PGlite', () => PgliteLedgerDatabase.open() as Promise<LedgerDatabase>],
+  // PGlite as the gateway runs it: in its worker thread, on disk (a directory of the run's own).
+  [
+    'PGlite',
+    () => PgliteLedgerDatabase.open(mkdtempSync(join(tmpdir(), 'vgw-ledger-store-'))) as Promise<LedgerDatabase>,
+  ],
 ])('the ledger store on %s', (_name, open) => {
   let db: LedgerDatabase;
   let store: LedgerStore;
@@ -56,6 +63,7 @@ describe.each([
   });
   afterAll(async () => {
     await db.close();
+    if (db instanceof PgliteLedgerDatabase) rmSync(db.dataDir, { recursive: true, force: true });
   });
 
   it('writes an entry once however often it is inserted, creating its month partition when missing', async () => {

@@ -222,6 +222,10 @@ export class EnvironmentVariables {
   @IsString()
   LEDGER_RESULT_RETENTION_DAYS?: string;
 
+  @IsOptional()
+  @IsString()
+  LEDGER_DATA_DIR?: string;
+
   /** Not in the contract's table: `false` when a drainer Deployment writes the entries instead. */
   @IsOptional()
   @IsString()

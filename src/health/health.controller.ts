@@ -4,6 +4,7 @@ import { StoreHealthIndicator } from '../store/store.health.js';
 import { FirstTokenAttemptIndicator } from '../token/token.health.js';
 import { HealthCheckFailedFilter } from './health-check-failed.filter.js';
 import { ApiProbe } from './health.openapi.js';
+import { LedgerHealthIndicator } from './ledger.health.js';
 import { LifecycleHealthIndicator } from './lifecycle.health.js';
 
 /**
@@ -18,6 +19,7 @@ export class HealthController {
     private readonly lifecycle: LifecycleHealthIndicator,
     private readonly store: StoreHealthIndicator,
     private readonly firstToken: FirstTokenAttemptIndicator,
+    private readonly ledger: LedgerHealthIndicator,
   ) {}
 
   @Get('live')
@@ -33,7 +35,11 @@ export class HealthController {
     canFail: true,
   })
   ready(): Promise<HealthCheckResult> {
-    return this.health.check([() => this.lifecycle.isHealthy('lifecycle'), () => this.store.isHealthy('store')]);
+    return this.health.check([
+      () => this.lifecycle.isHealthy('lifecycle'),
+      () => this.store.isHealthy('store'),
+      ...this.ledger.checks('ledger'),
+    ]);
   }
 
   @Get('startup')
@@ -42,6 +48,6 @@ export class HealthController {
     canFail: true,
   })
   startup(): Promise<HealthCheckResult> {
-    return this.health.check([() => this.firstToken.isHealthy('firstTokenAttempt')]);
+    return this.health.check([() => this.firstToken.isHealthy('firstTokenAttempt'), ...this.ledger.checks('ledger')]);
   }
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { resolve } from 'node:path';
 import { ledgerConfigFrom } from './ledger-config.js';
 
 describe('the ledger configuration', () => {
@@ -9,8 +10,26 @@ describe('the ledger configuration', () => {
       retentionDays: 1826,
       resultRetentionDays: 90,
       drain: true,
+      dataDir: resolve('.data/ledger'),
     });
     expect(problems).toEqual([]);
+  });
+
+  it('LEDGER_DATA_DIR: a path from the working directory or memory://, unused with a database URL', () => {
+    const problems: string[] = [];
+    expect(ledgerConfigFrom({ LEDGER_DATA_DIR: '/var/lib/vgw/ledger' }, problems).dataDir).toBe('/var/lib/vgw/ledger');
+    expect(ledgerConfigFrom({ LEDGER_DATA_DIR: 'ledger' }, problems).dataDir).toBe(resolve('ledger'));
+    expect(ledgerConfigFrom({ LEDGER_DATA_DIR: 'memory://' }, problems).dataDir).toBe('memory://');
+    expect(
+      ledgerConfigFrom({ LEDGER_DATABASE_URL: 'postgres://db/ledger', LEDGER_DATA_DIR: 'idb://x' }, problems).dataDir,
+    ).toBe('memory://');
+    expect(problems).toEqual([]);
+    ledgerConfigFrom({ LEDGER_DATA_DIR: 'idb://ledger' }, problems);
+    ledgerConfigFrom({ LEDGER_DATA_DIR: `/${'d'.repeat(90)}` }, problems);
+    expect(problems).toEqual([
+      'LEDGER_DATA_DIR: must be a directory path or memory://',
+      'LEDGER_DATA_DIR: the absolute path must be at most 90 bytes (its lock is a unix socket inside it)',
+    ]);
   });
 
   it('LEDGER_DRAIN=false needs a shared queue and database: another process writes the entries', () => {

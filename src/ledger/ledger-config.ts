@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { Secret } from '../config/secret.js';
 
 type Env = Record<string, string | undefined>;
@@ -17,7 +18,20 @@ export interface LedgerConfig {
    * the inquiry path (docs/performance.md, "Ledger").
    */
   drain: boolean;
+  /**
+   * LEDGER_DATA_DIR: where the embedded ledger keeps its files (an absolute path), or `memory://`
+   * (lost with the process). Unused with a database URL.
+   */
+  dataDir: string;
 }
+
+/** LEDGER_DATA_DIR's value for a ledger kept in memory only. */
+export const IN_MEMORY = 'memory://';
+/**
+ * The directory's lock is a unix socket in it (ledger-database.ts), and a socket's path holds
+ * at most 107 bytes on Linux: the directory's own path is kept under this.
+ */
+export const DATA_DIR_MAX_BYTES = 90;
 
 function days(env: Env, name: string, fallback: number, problems: string[]): number {
   const raw = env[name];
@@ -55,5 +69,24 @@ export function ledgerConfigFrom(env: Env, problems: string[]): LedgerConfig {
     retentionDays,
     resultRetentionDays,
     drain: drain !== 'false',
+    dataDir: url === undefined ? dataDir(env, problems) : IN_MEMORY,
   };
+}
+
+/** LEDGER_DATA_DIR, relative to the working directory (default `.data/ledger`), or `memory://`. */
+function dataDir(env: Env, problems: string[]): string {
+  const raw = env.LEDGER_DATA_DIR?.trim() || '.data/ledger';
+  if (raw === IN_MEMORY) return IN_MEMORY;
+  // PGlite reads other schemes (idb://, a misspelt memory:/) as its own or as a relative path.
+  if (/^[a-z][a-z0-9+.-]*:/i.test(raw) || raw.includes('\0')) {
+    problems.push('LEDGER_DATA_DIR: must be a directory path or memory://');
+    return IN_MEMORY;
+  }
+  const path = resolve(raw);
+  if (Buffer.byteLength(path) > DATA_DIR_MAX_BYTES) {
+    problems.push(
+      `LEDGER_DATA_DIR: the absolute path must be at most ${DATA_DIR_MAX_BYTES} bytes (its lock is a unix socket inside it)`,
+    );
+  }
+  return path;
 }

@@ -103,8 +103,7 @@ export class LedgerDrainer implements OnApplicationBootstrap {
     }
     this.claimFailing = sideFailure !== undefined;
     const batch = read.value;
-    // A server is migrated and maintained at once; an embedded one once it is in use.
-    if (this.db.isOpen && Date.now() >= this.nextMaintenance) await this.maintain();
+    if (Date.now() >= this.nextMaintenance) await this.maintain();
     if (batch.length > 0) {
       await this.store.insert(batch.map((message) => message.entry));
       await this.queue.ack(batch.map((message) => message.id));

@@ -5,7 +5,9 @@ import type { AppConfig } from '../config/app-config.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { StoreCipher } from '../store/store-cipher.js';
 import { StoreModule } from '../store/store.module.js';
+import { IN_MEMORY } from './ledger-config.js';
 import { LedgerDatabase, PgLedgerDatabase, PgliteLedgerDatabase } from './ledger-database.js';
+import { LedgerStartup } from './ledger-startup.js';
 import { LedgerDrainer } from './ledger-drainer.js';
 import { LEDGER_STATUS, LedgerStatusReporter } from './ledger-status.js';
 import { RESOLUTION_LISTENER, type ResolutionListener } from './resolution-listener.js';
@@ -32,13 +34,17 @@ import { RedisLedgerQueue } from './redis-ledger.queue.js';
     {
       provide: LedgerDatabase,
       inject: [ConfigService],
-      useFactory: (config: ConfigService<AppConfig, true>): LedgerDatabase => {
-        const { databaseUrl } = config.get('ledger', { infer: true });
+      useFactory: async (config: ConfigService<AppConfig, true>): Promise<LedgerDatabase> => {
+        const { databaseUrl, dataDir } = config.get('ledger', { infer: true });
         if (databaseUrl) return new PgLedgerDatabase(databaseUrl.reveal());
         new Logger('LedgerDatabase').warn(
-          'LEDGER_DATABASE_URL unset: the ledger is an embedded PostgreSQL (PGlite) in memory, lost with the process and fit for one replica only',
+          dataDir === IN_MEMORY
+            ? 'LEDGER_DATABASE_URL unset and LEDGER_DATA_DIR=memory://: the ledger is an embedded PostgreSQL (PGlite) in memory, lost with the process, fit for one replica only'
+            : `LEDGER_DATABASE_URL unset: the ledger is an embedded PostgreSQL (PGlite) in ${dataDir} (LEDGER_DATA_DIR), fit for one replica only`,
         );
-        return new PgliteLedgerDatabase();
+        // The directory and its lock now (start fails while another process holds it); PGlite
+        // opens in its worker meanwhile, and LedgerStartup migrates it before readiness.
+        return PgliteLedgerDatabase.start(dataDir);
       },
     },
     {
@@ -61,6 +67,7 @@ import { RedisLedgerQueue } from './redis-ledger.queue.js';
         new LedgerStore(db, cipher, config.get('ledger', { infer: true }).resultRetentionDays),
     },
     LedgerMetrics,
+    LedgerStartup,
     LedgerDrainer,
     LedgerReads,
     { provide: LEDGER_STATUS, useClass: LedgerStatusReporter },
@@ -73,6 +80,6 @@ import { RedisLedgerQueue } from './redis-ledger.queue.js';
       }),
     },
   ],
-  exports: [LedgerQueue, LedgerReads, LedgerStore, LedgerMetrics, LedgerDrainer, LEDGER_STATUS],
+  exports: [LedgerQueue, LedgerReads, LedgerStore, LedgerMetrics, LedgerDrainer, LedgerStartup, LEDGER_STATUS],
 })
 export class LedgerModule {}

@@ -1,0 +1,54 @@
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
+import { LedgerDatabase } from './ledger-database.js';
+import { LedgerStore } from './ledger.store.js';
+
+/** Where the embedded ledger stands, for readiness (health/ledger.health.ts). */
+export type LedgerStartupState = { phase: 'opening' } | { phase: 'ready' } | { phase: 'failed'; reason: string };
+
+/**
+ * Opens and migrates the embedded ledger at start-up, in the background: never on the first
+ * request (whose caller would wait seconds), and without holding up `/health/live` (PGlite
+ * opens in its worker thread). `/health/ready` and `/health/startup` stay 503 until it is done.
+ * If it fails, the error is logged and the gateway stays not ready (the startup probe restarts
+ * the pod); nothing retries it: a directory PGlite cannot open does not mend itself.
+ * A server (LEDGER_DATABASE_URL) does not hold readiness: while PostgreSQL is down, entries
+ * wait in the queue and inquiries go on (docs/operations.md, "Ledger").
+ */
+@Injectable()
+export class LedgerStartup implements OnModuleInit {
+  private readonly logger = new Logger('LedgerDatabase');
+  private current: LedgerStartupState;
+
+  constructor(
+    private readonly db: LedgerDatabase,
+    private readonly store: LedgerStore,
+  ) {
+    this.current = db.embedded ? { phase: 'opening' } : { phase: 'ready' };
+  }
+
+  /** Whether there is anything to wait for: the embedded ledger only. */
+  get embedded(): boolean {
+    return this.db.embedded;
+  }
+
+  get state(): LedgerStartupState {
+    return this.current;
+  }
+
+  onModuleInit(): void {
+    if (!this.db.embedded) return;
+    const began = performance.now();
+    this.store.ready().then(
+      () => {
+        this.current = { phase: 'ready' };
+        this.logger.log(`embedded ledger open and migrated in ${Math.round(performance.now() - began)} ms`);
+      },
+      (error: unknown) => {
+        const reason = error instanceof Error ? error.message : 'unknown error';
+        this.current = { phase: 'failed', reason };
+        this.logger.error(`the embedded ledger could not be opened; the gateway stays not ready: ${reason}`);
+      },
+    );
+  }
+}

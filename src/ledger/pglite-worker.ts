@@ -1,0 +1,71 @@
+/**
+ * The embedded ledger's PGlite, in a worker thread of its own
+ * (docs/decisions/0013-embedded-ledger-off-the-main-thread.md): its WebAssembly start (seconds
+ * of CPU) and every statement run here, so the gateway's event loop never waits on them.
+ * PgliteLedgerDatabase (ledger-database.ts) is its only client, over the worker's port: one
+ * request, one reply, handled strictly in the order they arrive.
+ *
+ * Self-contained (node: modules and PGlite only): under the TypeScript sources (tests) Node
+ * loads this file as it is, stripping its types, where a sibling's `./x.js` does not exist.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { PGlite } from '@electric-sql/pglite';
+
+/** What the client sends. */
+export type WorkerRequest = { id: number; op: 'query'; sql: string; params?: unknown[] } | { id: number; op: 'close' };
+
+/** A failed statement's error as plain data: PostgreSQL's fields (`code` the SQLSTATE) kept. */
+export interface WorkerError {
+  name: string;
+  message: string;
+  [field: string]: unknown;
+}
+
+/** What the worker answers: id 0 once PGlite is open (or failed to open). */
+export type WorkerReply = { id: number; rows: unknown[] } | { id: number; error: WorkerError };
+
+export interface WorkerOptions {
+  /** An absolute directory, or `memory://`. */
+  dataDir: string;
+}
+
+function plain(error: unknown): WorkerError {
+  if (!(error instanceof Error)) return { name: 'Error', message: String(error) };
+  const fields: WorkerError = { name: error.name, message: error.message };
+  // DatabaseError's own fields (code, detail, constraint, …): primitives only, cloneable.
+  for (const [key, value] of Object.entries(error)) {
+    if (value === undefined || (typeof value === 'object' && value !== null)) continue;
+    if (typeof value !== 'function') fields[key] = value;
+  }
+  return fields;
+}
+
+const port = parentPort;
+if (!port) throw new Error('pglite-worker.ts runs as a worker thread only');
+const { dataDir } = workerData as WorkerOptions;
+const opening = PGlite.create(dataDir);
+let chain: Promise<unknown> = opening.then(
+  () => port.postMessage({ id: 0, rows: [] } satisfies WorkerReply),
+  (error: unknown) => port.postMessage({ id: 0, error: plain(error) } satisfies WorkerReply),
+);
+
+async function handle(request: WorkerRequest): Promise<WorkerReply> {
+  const db = await opening;
+  if (request.op === 'close') {
+    await db.close();
+    return { id: request.id, rows: [] };
+  }
+  const result = await db.query(request.sql, request.params);
+  return { id: request.id, rows: result.rows };
+}
+
+port.on('message', (request: WorkerRequest) => {
+  // One after the other, in arrival order: the client's transaction is its BEGIN, its
+  // statements and its COMMIT sent in a row, and nothing else may run between them.
+  chain = chain.then(() =>
+    handle(request).then(
+      (reply) => port.postMessage(reply),
+      (error: unknown) => port.postMessage({ id: request.id, error: plain(error) } satisfies WorkerReply),
+    ),
+  );
+});
