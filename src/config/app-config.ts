@@ -99,6 +99,11 @@ export interface AppConfig {
   store: StoreConfig;
   /** Encryption at rest of what the Redis stores write; the first key seals, all open. Empty: off. */
   storeEncryption: { keys: StoreEncryptionKey[] };
+  /**
+   * End users' pseudonyms (crypto/subject-hash.ts): HMAC keys, the first hashes, all compare.
+   * `derived`: these are STORE_ENCRYPTION_KEYS, each turned into a key of its own by HKDF.
+   */
+  subjectHash: { keys: StoreEncryptionKey[]; derived: boolean };
   callers: {
     apiKeys: ApiKeyEntry[];
     jwt?: {

@@ -173,6 +173,15 @@ export class EnvironmentVariables {
   @IsString()
   STORE_ENCRYPTION_KEYS?: string;
 
+  /**
+   * Not in the contract's table: the key ring end users (JWT `sub`) are pseudonymised with,
+   * `id:base64key,…` (32-byte keys; HMAC-SHA-256, the first hashes, all compare). Unset: derived
+   * from STORE_ENCRYPTION_KEYS (HKDF); neither: a plain SHA-256, warned (crypto/subject-hash.ts).
+   */
+  @IsOptional()
+  @IsString()
+  SUBJECT_HASH_KEYS?: string;
+
   @IsOptional()
   @HttpUrl('https://id.example.com/.well-known/jwks.json')
   JWT_JWKS_URL?: string;

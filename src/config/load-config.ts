@@ -30,6 +30,7 @@ const FILE_VARIABLES = [
   'REDIS_PASSWORD',
   'REDIS_SENTINEL_PASSWORD',
   'STORE_ENCRYPTION_KEYS',
+  'SUBJECT_HASH_KEYS',
   'LEDGER_DATABASE_URL',
 ] as const;
 
@@ -76,7 +77,8 @@ export function loadConfig(env: Env): AppConfig {
   const store = storeConfig(vars, problems);
   const apiKeys = bad.has('API_KEYS') ? [] : parseApiKeys(vars.API_KEYS, problems);
   const jwt = jwtConfig(vars, problems);
-  const storeEncryption = { keys: parseEncryptionKeys(vars.STORE_ENCRYPTION_KEYS, problems) };
+  const storeEncryption = { keys: parseEncryptionKeys('STORE_ENCRYPTION_KEYS', vars.STORE_ENCRYPTION_KEYS, problems) };
+  const subjectHash = subjectHashConfig(vars, storeEncryption.keys, problems);
   const corsOrigins = parseCorsOrigins(vars.CORS_ORIGINS, problems);
   const tracing = tracingConfigFrom(resolved, problems);
   const ttlFloor = minimumIdempotencyTtlSeconds({
@@ -134,6 +136,7 @@ export function loadConfig(env: Env): AppConfig {
     token: { refreshSkewSeconds: vars.TOKEN_REFRESH_SKEW_SECONDS },
     store,
     storeEncryption,
+    subjectHash,
     callers: { apiKeys, jwt, userQuotaPerMinute: vars.USER_QUOTA_PER_MINUTE },
     idempotency: { ttlSeconds: vars.IDEMPOTENCY_TTL_SECONDS },
     inquiryWaits: { maxHeld: vars.INQUIRY_MAX_HELD_WAITS },
@@ -405,14 +408,24 @@ function isVerificationKey(pem: string): boolean {
 }
 
 /**
- * STORE_ENCRYPTION_KEYS: `id:key[,id:key…]`, keys of 32 bytes in base64 (`openssl rand -base64 32`).
- * Problems name the entry by position, never a key.
+ * The end users' pseudonym keys (crypto/subject-hash.ts): SUBJECT_HASH_KEYS, else derived from
+ * STORE_ENCRYPTION_KEYS. Neither: optional as encryption at rest is (decision 0004, the
+ * contract's environment keeps working), warned at start when JWT callers are configured.
  */
-function parseEncryptionKeys(raw: string | undefined, problems: string[]): StoreEncryptionKey[] {
+function subjectHashConfig(vars: EnvironmentVariables, storeKeys: StoreEncryptionKey[], problems: string[]) {
+  if (vars.SUBJECT_HASH_KEYS === undefined) return { keys: storeKeys, derived: true };
+  return { keys: parseEncryptionKeys('SUBJECT_HASH_KEYS', vars.SUBJECT_HASH_KEYS, problems), derived: false };
+}
+
+/**
+ * A key ring (STORE_ENCRYPTION_KEYS, SUBJECT_HASH_KEYS): `id:key[,id:key…]`, keys of 32 bytes in
+ * base64 (`openssl rand -base64 32`). Problems name the entry by position, never a key.
+ */
+function parseEncryptionKeys(name: string, raw: string | undefined, problems: string[]): StoreEncryptionKey[] {
   if (raw === undefined) return [];
   const keys: StoreEncryptionKey[] = [];
   raw.split(',').forEach((entry, index) => {
-    const where = `STORE_ENCRYPTION_KEYS[${index}]`;
+    const where = `${name}[${index}]`;
     const at = entry.indexOf(':');
     const id = entry.slice(0, Math.max(at, 0)).trim();
     const key = entry.slice(at + 1).trim();

@@ -4,6 +4,7 @@ import { ConfigService } from '@nestjs/config';
 import type { Caller } from '../caller-auth/caller.js';
 import type { AppConfig } from '../config/app-config.js';
 import { sha256 } from '../crypto/sha256.js';
+import { SubjectHasher } from '../crypto/subject-hash.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { requestLogFields, type InquiryLogFields, type RequestFacts } from '../observability/request-context.js';
 import { ProblemException } from '../problem/problem.js';
@@ -82,6 +83,8 @@ export class InquiryService {
   private accepting = true;
   /** Seconds until the open circuit lets a trial call through, for `Retry-After`. */
   private readonly circuitRetryAfter: string;
+  /** End users' pseudonyms, keyed (crypto/subject-hash.ts). */
+  private readonly subjects: SubjectHasher;
 
   constructor(
     config: ConfigService<AppConfig, true>,
@@ -100,6 +103,7 @@ export class InquiryService {
     this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
     this.upstreamSettings = config.get('upstream', { infer: true });
     this.circuitRetryAfter = String(Math.ceil(config.get('upstream', { infer: true }).circuitResetMs / 1000));
+    this.subjects = SubjectHasher.fromConfig(config);
     zeroInquirySeries(metrics);
   }
 
@@ -165,7 +169,7 @@ export class InquiryService {
       trackId,
       clientId: caller.clientId,
       // Undefined when no end user: left out of the stored JSON.
-      subjectSha256: caller.subject ? sha256(caller.subject) : undefined,
+      subjectSha256: caller.subject ? this.subjects.hash(caller.subject) : undefined,
       operation: request.operation,
       requestHandlingType: request.requestHandlingType,
       fingerprint,
@@ -318,7 +322,7 @@ export class InquiryService {
     const visible =
       record !== null &&
       record.clientId === caller.clientId &&
-      (caller.subject === undefined || record.subjectSha256 === sha256(caller.subject));
+      (caller.subject === undefined || this.subjects.matches(caller.subject, record.subjectSha256));
     if (!visible) throw notFound();
     return record;
   }

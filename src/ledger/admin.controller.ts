@@ -21,11 +21,11 @@ import type { EntryStatus } from './ledger-entry.js';
 import { ENTRY_FIELDS, LedgerStore, usage, type ExportFilter } from './ledger.store.js';
 import { Reconciliations } from './reconciliation.js';
 import { ledgerCall } from './ledger-call.js';
+import { ledgerRange as range } from './ledger-dates.js';
 import { ApiLedgerExport, ApiReconciliation, ApiUsage } from './admin.openapi.js';
 
 const NDJSON = 'application/x-ndjson';
 const CSV = 'text/csv';
-const DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
 const STATUSES: readonly EntryStatus[] = ['succeeded', 'failed', 'unknown'];
 
 /** RFC 4180 field: quoted when it holds a comma, quote or line break; a leading =+-@ is neutralised (CSV injection). */
@@ -34,21 +34,6 @@ function csvField(value: string | number | undefined): string {
   let text = String(value);
   if (/^[=+\-@]/.test(text) && typeof value === 'string') text = `'${text}`;
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
-}
-
-function date(name: string, raw: string | undefined): Date {
-  const parsed = raw !== undefined && DATE.test(raw) ? new Date(raw.length === 10 ? `${raw}T00:00:00Z` : raw) : null;
-  if (!parsed || Number.isNaN(parsed.getTime()))
-    throw new ProblemException('validation_failed', `${name} must be an ISO 8601 date or timestamp.`, {
-      errors: [{ field: name, message: 'must be an ISO 8601 date (2026-11-24) or timestamp' }],
-    });
-  return parsed;
-}
-
-function range(from: string | undefined, to: string | undefined): { from: Date; to: Date } {
-  const span = { from: date('from', from), to: date('to', to) };
-  if (span.to <= span.from) throw new ProblemException('validation_failed', 'to must be after from.');
-  return span;
 }
 
 /**

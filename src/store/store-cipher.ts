@@ -25,7 +25,8 @@ export class StoreCipherError extends Error {
  * and the field for hashes) as additional authenticated data: a sealed value copied to another
  * key — another client's record, say — does not open.
  *
- * Without keys, values are written in clear (a warning at startup when Redis is used). Values
+ * Without keys, values are written in clear (a warning at startup) and the ledger keeps no
+ * upstream results (LedgerStore.insert: sealed or not kept). Values
  * written in clear (before encryption was turned on) are still read, so it can be turned on with
  * data live; they expire with their TTL.
  */
@@ -47,12 +48,19 @@ export class StoreCipher {
     if (keys.length > 0) this.sealing = { id: keys[0].id, key: this.ring.get(keys[0].id)! };
   }
 
-  /** The application's cipher, from its configuration (store.module.ts). */
+  /**
+   * The application's cipher, from its configuration (store.module.ts). Without keys, said once
+   * at start in every store mode: the ledger then keeps no upstream results (issue 33: sealed or
+   * not kept), and with Redis what it stores is in clear.
+   */
   static fromConfig(config: ConfigService<AppConfig, true>): StoreCipher {
     const { keys } = config.get('storeEncryption', { infer: true });
-    if (keys.length === 0 && config.get('store', { infer: true }).mode !== 'memory') {
+    if (keys.length === 0) {
+      const redis = config.get('store', { infer: true }).mode !== 'memory';
       new Logger('StoreCipher').warn(
-        'STORE_ENCRYPTION_KEYS unset: tokens, inquiry records and replayable answers are stored in Redis in clear',
+        'STORE_ENCRYPTION_KEYS unset: the ledger keeps no upstream results (its entries only; GET /v1/inquiries ' +
+          'answers without data once the record has expired)' +
+          (redis ? '; tokens, inquiry records and replayable answers are stored in Redis in clear' : ''),
       );
     }
     return new StoreCipher(keys);

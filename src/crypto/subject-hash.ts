@@ -1,0 +1,58 @@
+import { createHmac, createSecretKey, hkdfSync, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { Logger } from '@nestjs/common';
+import type { ConfigService } from '@nestjs/config';
+import type { AppConfig, StoreEncryptionKey } from '../config/app-config.js';
+import { sha256 } from './sha256.js';
+
+/** HKDF's `info` for a subject key derived from a store key: the two never share a key. */
+const DERIVED_INFO = 'verification-gateway subjectSha256 v1';
+
+/**
+ * An end user's pseudonym (`subjectSha256`, docs/api.md §6): HMAC-SHA-256 of the JWT `sub` under
+ * a key of the gateway, hex. A plain SHA-256 of a national code or a mobile, as some identity
+ * providers use for `sub`, is reversed by brute force in minutes (issue 33); without the key it
+ * is not. A key ring, as for encryption at rest: the first key hashes new records, every key is
+ * tried when comparing, so a user still sees its records after a rotation. A value written
+ * before keyed hashing (the plain SHA-256) still matches its user: records live in the ledger
+ * for years, and compare, never reverse.
+ */
+export class SubjectHasher {
+  private readonly ring: KeyObject[];
+
+  /** `keys`: the ring, the hashing key first; `derived`: store keys, each turned into its own key (HKDF). */
+  constructor(keys: readonly StoreEncryptionKey[], derived = false) {
+    this.ring = keys.map(({ key }) => {
+      const bytes = Buffer.from(key.reveal(), 'base64');
+      return createSecretKey(derived ? Buffer.from(hkdfSync('sha256', bytes, '', DERIVED_INFO, 32)) : bytes);
+    });
+  }
+
+  /** The application's hasher; without a key and with JWT callers, said once at start. */
+  static fromConfig(config: ConfigService<AppConfig, true>): SubjectHasher {
+    const { keys, derived } = config.get('subjectHash', { infer: true });
+    if (keys.length === 0 && config.get('callers', { infer: true }).jwt) {
+      new Logger('SubjectHasher').warn(
+        'SUBJECT_HASH_KEYS and STORE_ENCRYPTION_KEYS unset: end users (JWT sub) are recorded as a plain SHA-256, ' +
+          'which a guessable sub (a national code, a mobile) does not hide; set one of them',
+      );
+    }
+    return new SubjectHasher(keys, derived);
+  }
+
+  /** The pseudonym new records carry; without a key, the plain SHA-256 (warned at start). */
+  hash(subject: string): string {
+    return this.ring.length === 0 ? sha256(subject) : this.hmac(this.ring[0], subject);
+  }
+
+  /** True when `stored` is this subject's pseudonym under any key of the ring, or its plain SHA-256. */
+  matches(subject: string, stored: string | undefined): boolean {
+    if (stored === undefined || !/^[0-9a-f]{64}$/.test(stored)) return false;
+    const expected = Buffer.from(stored, 'hex');
+    const candidates = [...this.ring.map((key) => this.hmac(key, subject)), sha256(subject)];
+    return candidates.some((candidate) => timingSafeEqual(Buffer.from(candidate, 'hex'), expected));
+  }
+
+  private hmac(key: KeyObject, subject: string): string {
+    return createHmac('sha256', key).update(subject, 'utf8').digest('hex');
+  }
+}
