@@ -10,6 +10,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { createGateway } from '../../src/bootstrap.js';
 import { ConfigError } from '../../src/config/load-config.js';
 import { SANDBOX_INPUT_OUTCOMES, UpstreamSimulator } from '../upstream-simulator/upstream-simulator.js';
@@ -28,6 +30,18 @@ function gitCommit(): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The sandbox's key ring for encryption at rest: the ledger keeps upstream results only sealed
+ * (docs/api.md §6), so the sandbox makes a throwaway key once and reuses it, kept beside the
+ * build (git-ignored), so that the results of its ledger still open after a restart. Not a
+ * production key, and never printed.
+ */
+function throwawayStoreKeys(): string {
+  const file = fileURLToPath(new URL('../../sandbox-store-encryption-key', import.meta.url));
+  if (!existsSync(file)) writeFileSync(file, `sandbox:${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+  return readFileSync(file, 'utf8').trim();
 }
 
 async function main(): Promise<void> {
@@ -56,6 +70,7 @@ async function main(): Promise<void> {
     JWT_JWKS_URL: undefined,
     JWT_ISSUER: SANDBOX_JWT_ISSUER,
     JWT_AUDIENCE: SANDBOX_JWT_AUDIENCE,
+    STORE_ENCRYPTION_KEYS: process.env.STORE_ENCRYPTION_KEYS || throwawayStoreKeys(),
     REDIS_URL: undefined,
     REDIS_SENTINELS: undefined,
     REDIS_CLUSTER_NODES: undefined,
@@ -90,6 +105,9 @@ async function main(): Promise<void> {
       `JWT (an app's end user; more with npm run --silent sandbox:jwt): ${await mintSandboxToken(config.http.port)}`,
       `Operators' console: ${opsUrl}/console (type the first API key)`,
       `Test inputs: ${inputs.join(', ')}; any other valid input matches.`,
+      process.env.STORE_ENCRYPTION_KEYS
+        ? 'Upstream results in the ledger are sealed with STORE_ENCRYPTION_KEYS.'
+        : 'Upstream results in the ledger are sealed with a throwaway key made for this sandbox (.build/sandbox-store-encryption-key), never for production.',
       '',
       `  curl -s -X POST ${url}/v1/kyc/shahkar -H 'X-Api-Key: ${apiKey}' -H 'Content-Type: application/json' \\`,
       `       -d '{"nationalCode":"0499370899","mobileNumber":"09121234567"}'`,
