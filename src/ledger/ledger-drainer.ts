@@ -1,11 +1,13 @@
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { AppConfig } from '../config/app-config.js';
+import { EntryWriter, type ParkedEntry } from './entry-writer.js';
 import { LedgerDatabase } from './ledger-database.js';
 import { LedgerMetrics } from './ledger-metrics.js';
 import { LedgerQueue } from './ledger-queue.js';
 import { dropExpiredPartitions, ensurePartitions, monthStart } from './ledger-schema.js';
 import { LedgerStore } from './ledger.store.js';
+import { ParkedEntries, storableText } from './parked-entries.js';
 
 /** Entries per batch: one INSERT statement each (docs/performance.md, "Ledger"). */
 export const DRAIN_BATCH = 1_000;
@@ -31,8 +33,8 @@ const WATCH_MS = 5_000;
  * Every replica's drainer, or only the drainer Deployment's (docs/architecture.md, "The
  * ledger"): turns overdue duties into `unknown` entries, reads batches from the queue, writes
  * them to PostgreSQL (ON CONFLICT DO NOTHING: exactly once by trackId and kind, whoever
- * writes), then acknowledges them. While PostgreSQL is down the entries wait in the queue;
- * inquiries go on. With LEDGER_DRAIN=false (the drainer Deployment writes instead) it only
+ * writes; an entry the database refuses is parked, entry-writer.ts), then acknowledges them.
+ * While PostgreSQL is down the entries wait in the queue; inquiries go on. With LEDGER_DRAIN=false (the drainer Deployment writes instead) it only
  * watches the backlog.
  */
 @Injectable()
@@ -47,6 +49,7 @@ export class LedgerDrainer implements OnApplicationBootstrap {
   private nextMaintenance = 0;
   private failing = false;
   private claimFailing = false;
+  private readonly writer: EntryWriter;
 
   constructor(
     config: ConfigService<AppConfig, true>,
@@ -58,6 +61,7 @@ export class LedgerDrainer implements OnApplicationBootstrap {
     const ledger = config.get('ledger', { infer: true });
     this.retention = { entriesDays: ledger.retentionDays, resultsDays: ledger.resultRetentionDays };
     this.drains = ledger.drain;
+    this.writer = new EntryWriter(store, new ParkedEntries(store));
   }
 
   onApplicationBootstrap(): void {
@@ -105,14 +109,30 @@ export class LedgerDrainer implements OnApplicationBootstrap {
     const batch = read.value;
     if (Date.now() >= this.nextMaintenance) await this.maintain();
     if (batch.length > 0) {
-      await this.store.insert(batch.map((message) => message.entry));
+      // Written or parked, every one: only then acknowledged (a throw leaves the batch queued).
+      const { parked } = await this.writer.write(batch.map((message) => message.entry));
       await this.queue.ack(batch.map((message) => message.id));
+      const refused = new Set(parked.map((p) => p.entry));
       const byKind = new Map<string, number>();
-      for (const { entry } of batch) byKind.set(entry.kind, (byKind.get(entry.kind) ?? 0) + 1);
+      for (const { entry } of batch) {
+        if (!refused.has(entry)) byKind.set(entry.kind, (byKind.get(entry.kind) ?? 0) + 1);
+      }
       for (const [kind, written] of byKind) this.metrics.entriesWritten.inc({ kind }, written);
+      if (parked.length > 0) this.noteParked(parked);
       await this.observeBacklog();
     }
     return batch.length;
+  }
+
+  /** One line per batch: the trackId and SQLSTATE of the first (never the message: it may quote a value). */
+  private noteParked(parked: ParkedEntry[]): void {
+    this.metrics.entriesParked.inc(parked.length);
+    const [first] = parked;
+    this.logger.error(
+      `${parked.length} ledger entr${parked.length === 1 ? 'y' : 'ies'} refused by the database, parked ` +
+        `(first: trackId ${storableText(first.entry.trackId)?.slice(0, 64)}, SQLSTATE ${first.refusal.code}); ` +
+        'GET /admin/ledger/parked shows them (docs/runbooks.md, LedgerEntriesParked)',
+    );
   }
 
   private async observeBacklog(): Promise<void> {

@@ -4,7 +4,7 @@ import { GatewayMetrics } from '../observability/metrics.js';
 
 /**
  * The ledger's series, on the gateway's registry; all exist from start-up at 0, so the alerts
- * that read them (helm chart rules: VgwLedgerBacklog, VgwReconciliationUnsentCharges) see the
+ * that read them (helm chart rules: LedgerBacklog, LedgerEntriesParked, ReconciliationUnsentCharges) see the
  * first rise (docs/runbooks.md).
  */
 @Injectable()
@@ -14,6 +14,7 @@ export class LedgerMetrics {
   readonly queueOldestAge: Gauge;
   readonly entriesWritten: Counter<'kind'>;
   readonly writeFailures: Counter;
+  readonly entriesParked: Counter;
   readonly unsentCharges: Counter;
 
   constructor(metrics: GatewayMetrics) {
@@ -37,6 +38,11 @@ export class LedgerMetrics {
     this.writeFailures = new Counter({
       name: 'vgw_ledger_write_failures_total',
       help: 'Batches of ledger entries that could not be written to PostgreSQL (retried)',
+      registers,
+    });
+    this.entriesParked = new Counter({
+      name: 'vgw_ledger_entries_parked_total',
+      help: 'Ledger entries the database refused for their data, parked in ledger_parked (GET /admin/ledger/parked)',
       registers,
     });
     this.unsentCharges = new Counter({

@@ -57,6 +57,29 @@ const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> 
       );
     `,
   },
+  {
+    version: 4,
+    name: 'entries the database refused, parked',
+    sql: `
+      -- An entry the database refused for its data (src/ledger/entry-writer.ts), kept as the
+      -- JSON the queue held (bytea: storable whatever it holds, lone surrogates and NUL
+      -- included) with the database's SQLSTATE and message, so that it stops nothing and is
+      -- not lost (docs/runbooks.md, LedgerEntriesParked). Keyed by the entry's SHA-256: a batch
+      -- retried after a failure parks nothing twice. track_id, kind and request_id are the
+      -- entry's own, escaped to be storable; the upstream data is never kept here.
+      CREATE TABLE ledger_parked (
+        entry_sha256 text PRIMARY KEY,
+        track_id text,
+        kind text,
+        request_id text,
+        entry bytea NOT NULL,
+        error_code text NOT NULL,
+        error_message text NOT NULL,
+        parked_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX ledger_parked_at ON ledger_parked (parked_at);
+    `,
+  },
 ];
 
 /** A key of its own for pg_advisory_xact_lock: 'vgw-ledger' as a 64-bit number. */
@@ -99,7 +122,20 @@ export const PARTITIONED_TABLES = ['ledger_entries', 'ledger_results'] as const;
 
 /** The first instant (UTC) of the month `offset` months after the one holding `at`. */
 export function monthStart(at: Date, offset = 0): Date {
-  return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + offset, 1));
+  // Not Date.UTC: it reads years 0 to 99 as 1900 to 1999, and an entry of year 1 then found no
+  // partition for ever (test/ledger-parking.integration.spec.ts).
+  const start = new Date(0);
+  start.setUTCFullYear(at.getUTCFullYear(), at.getUTCMonth() + offset, 1);
+  return start;
+}
+
+/**
+ * A month's first instant as PostgreSQL reads it: toISOString writes year 10000 as
+ * `+010000`, which it refuses, so December 9999's partition could not be made.
+ */
+function boundOf(month: Date): string {
+  const year = String(month.getUTCFullYear()).padStart(4, '0');
+  return `${year}-${String(month.getUTCMonth() + 1).padStart(2, '0')}-01T00:00:00Z`;
 }
 
 function partitionName(table: string, month: Date): string {
@@ -120,7 +156,7 @@ export async function ensurePartitions(db: LedgerDatabase, instants: Iterable<Da
   for (const month of months.values()) {
     for (const table of PARTITIONED_TABLES) {
       const sql = `CREATE TABLE IF NOT EXISTS ${partitionName(table, month)} PARTITION OF ${table}
-        FOR VALUES FROM ('${month.toISOString()}') TO ('${monthStart(month, 1).toISOString()}')`;
+        FOR VALUES FROM ('${boundOf(month)}') TO ('${boundOf(monthStart(month, 1))}')`;
       try {
         await db.query(sql);
       } catch (error) {
