@@ -185,6 +185,28 @@ const CASES: Array<{
     fires: fires as boolean,
   })),
   ...[
+    ['an entry parked on a gateway pod', `vgw_ledger_entries_parked_total{${L}, pod="a"}`, '0 0 1 1 1', true],
+    [
+      'an entry parked on a drainer pod',
+      'vgw_ledger_entries_parked_total{namespace="kyc", job="vgw-verification-gateway-ledger-drainer", pod="d"}',
+      '0 0 1 1 1',
+      true,
+    ],
+    ['none parked', `vgw_ledger_entries_parked_total{${L}, pod="a"}`, '0x10', false],
+    [
+      "another release's drainer",
+      'vgw_ledger_entries_parked_total{namespace="other", job="vgw-verification-gateway-ledger-drainer", pod="d"}',
+      '0 0 1 1 1',
+      false,
+    ],
+  ].map(([name, series, values, fires]) => ({
+    alert: 'LedgerEntriesParked',
+    name: name as string,
+    series: { [series as string]: values as string },
+    at: '4m',
+    fires: fires as boolean,
+  })),
+  ...[
     ['no drainer pod up', '0x10', true],
     ['one drainer pod up', '1x10', false],
   ].map(([name, up, fires]) => ({
