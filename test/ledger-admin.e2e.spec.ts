@@ -14,6 +14,7 @@ import { PgLedgerDatabase } from '../src/ledger/ledger-database.js';
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { queuedEntry } from './support/ledger-entries.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
+import { ParkedEntries } from '../src/ledger/parked-entries.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { SHAHKAR } from './support/fixtures.js';
 import { apiKeysWith, callGateway, startGateway, TEST_CLIENTS, type RunningGateway } from './support/gateway.js';
@@ -318,5 +319,37 @@ describe('a hundred thousand entries', () => {
     expect(report.chargedAndRecorded.trackIds).toHaveLength(1_000);
     expect(report.chargedNotInLedger.count).toBe(0);
     expect(report.recordedNotCharged.count).toBe(0);
+  });
+});
+
+describe('GET /admin/ledger/parked', () => {
+  it('shows an entry the database refused, with its SQLSTATE and its JSON escaped; API keys with ledger:read only', async () => {
+    const refused = entry({ clientId: 'jwt:app\ud800', requestId: 'req-\u0000' });
+    const since = new Date(Date.now() - 1_000).toISOString();
+    await new ParkedEntries(store).park(refused, { code: '22P02', message: 'invalid input syntax for type json' });
+    const until = new Date(Date.now() + 60_000).toISOString();
+
+    const res = await admin(`/admin/ledger/parked?from=${since}&to=${until}`, { key: READER.key });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { parked: Array<Record<string, string>>; truncated: boolean };
+    expect(body.truncated).toBe(false);
+    const row = body.parked.find((p) => p.trackId === refused.trackId);
+    expect(row).toMatchObject({ kind: 'settled', requestId: 'req-\\u0000', code: '22P02' });
+    expect(row?.message).toBe('invalid input syntax for type json');
+    // The entry as the queue held it: the lone surrogate and the NUL as \u escapes, nothing lost.
+    expect(row?.entry).toContain('"clientId":"jwt:app\\ud800"');
+    expect(JSON.parse(row!.entry)).toEqual(refused);
+
+    const window = `from=${since}&to=${until}`;
+    expect((await fetch(`${ops}/admin/ledger/parked?${window}`)).status).toBe(401);
+    expect(
+      (await fetch(`${ops}/admin/ledger/parked?${window}`, { headers: { authorization: `Bearer ${jwt}` } })).status,
+    ).toBe(403);
+    expect((await admin('/admin/ledger/parked?from=yesterday&to=2035-04-01')).status).toBe(400);
+    expect((await admin(`/admin/ledger/parked?from=2035-03-01&to=2035-04-01`)).status).toBe(200);
+    const publicPort = await fetch(`${gateway.url}/admin/ledger/parked?${window}`, {
+      headers: { 'x-api-key': ADMIN.key },
+    });
+    expect(publicPort.status).toBe(404);
   });
 });

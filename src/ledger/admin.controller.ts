@@ -22,7 +22,8 @@ import { ENTRY_FIELDS, LedgerStore, usage, type ExportFilter } from './ledger.st
 import { Reconciliations } from './reconciliation.js';
 import { ledgerCall } from './ledger-call.js';
 import { ledgerRange as range } from './ledger-dates.js';
-import { ApiLedgerExport, ApiReconciliation, ApiUsage } from './admin.openapi.js';
+import { ApiLedgerExport, ApiParkedEntries, ApiReconciliation, ApiUsage } from './admin.openapi.js';
+import { ParkedEntries } from './parked-entries.js';
 
 const NDJSON = 'application/x-ndjson';
 const CSV = 'text/csv';
@@ -113,6 +114,17 @@ export class AdminController {
       to: to.toISOString(),
       usage: await ledgerCall('ledger usage', () => usage(this.store, from, to, period)),
     };
+  }
+
+  /** Entries the database refused, parked by the drainer (docs/runbooks.md, LedgerEntriesParked). */
+  @Get('ledger/parked')
+  @RequireScopes('ledger:read')
+  @ApiParkedEntries()
+  async parkedEntries(@CurrentCaller() caller: Caller, @Query() query: Record<string, string | undefined>) {
+    apiKeyOnly(caller);
+    const { from, to } = range(query.from, query.to);
+    const found = await ledgerCall('ledger parked entries', () => new ParkedEntries(this.store).list(from, to));
+    return { from: from.toISOString(), to: to.toISOString(), ...found };
   }
 
   @Post('reconciliations')

@@ -148,6 +148,55 @@ export function ApiUsage(): MethodDecorator {
   );
 }
 
+export function ApiParkedEntries(): MethodDecorator {
+  return applyDecorators(
+    ApiAdmin(
+      'Ledger entries the database refused, parked',
+      'Needs an API key with `ledger:read`. Entries parked in [from, to) (by when they were parked), oldest ' +
+        'first, at most 1000 (`truncated` when there are more): each with the database SQLSTATE and message and ' +
+        'the entry as the queue held it, JSON text with lone surrogates and control characters as \\u escapes ' +
+        '(docs/runbooks.md, LedgerEntriesParked).',
+    ),
+    FROM,
+    TO,
+    ApiResponse({
+      status: 200,
+      description: 'Parked entries.',
+      content: {
+        'application/json': {
+          schema: {
+            type: 'object',
+            required: ['from', 'to', 'parked', 'truncated'],
+            properties: {
+              from: { type: 'string', format: 'date-time' },
+              to: { type: 'string', format: 'date-time' },
+              truncated: { type: 'boolean' },
+              parked: {
+                type: 'array',
+                maxItems: 1000,
+                items: {
+                  type: 'object',
+                  required: ['trackId', 'kind', 'requestId', 'code', 'message', 'parkedAt', 'entry'],
+                  properties: {
+                    trackId: { type: 'string', nullable: true, description: 'As the entry held it, escaped.' },
+                    kind: { type: 'string', nullable: true },
+                    requestId: { type: 'string', nullable: true },
+                    code: { type: 'string', example: '22P02', description: 'The SQLSTATE the database refused with.' },
+                    message: { type: 'string' },
+                    parkedAt: { type: 'string', format: 'date-time' },
+                    entry: { type: 'string', description: 'The entry (without its upstream data) as JSON text.' },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    }),
+    ADMIN_PROBLEMS,
+  );
+}
+
 export function ApiReconciliation(): MethodDecorator {
   return applyDecorators(
     ApiAdmin(
