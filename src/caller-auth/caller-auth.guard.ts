@@ -12,7 +12,7 @@ import type { Scope } from '../config/app-config.js';
 import { noteAuthFailure } from '../observability/http-observability.js';
 import { ProblemException } from '../problem/problem.js';
 import { API_KEY_HEADER_IN, WWW_AUTHENTICATE_HEADER } from '../vocabulary/headers.js';
-import { CALLER_AUTHENTICATORS, type Caller, type CallerAuthenticator } from './caller.js';
+import { CALLER_AUTHENTICATORS, UnusableCredential, type Caller, type CallerAuthenticator } from './caller.js';
 
 const REQUIRED_SCOPES = 'vgw:requiredScopes';
 
@@ -51,10 +51,18 @@ export class CallerAuthGuard implements CanActivate {
         this.authenticators.map((a) => a.challenge(false)),
       );
     }
-    const caller = await authenticator.authenticate(request.headers);
+    let caller: Caller | null;
+    let detail = 'The credential is not valid.';
+    try {
+      caller = await authenticator.authenticate(request.headers);
+    } catch (error) {
+      if (!(error instanceof UnusableCredential)) throw error;
+      caller = null;
+      detail = error.detail;
+    }
     if (!caller) {
       noteAuthFailure(request, request.headers[API_KEY_HEADER_IN] !== undefined ? 'invalid_api_key' : 'invalid_jwt');
-      throw unauthenticated('The credential is not valid.', [authenticator.challenge(true)]);
+      throw unauthenticated(detail, [authenticator.challenge(true)]);
     }
     request.caller = caller;
 

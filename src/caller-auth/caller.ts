@@ -26,6 +26,17 @@ export interface CallerAuthenticator {
   challenge(invalid: boolean): string;
 }
 
+/**
+ * Thrown by an authenticator for a credential that verifies but cannot be used, with a detail
+ * saying why (never the offending value): the guard answers 401 with it, as for a bad credential.
+ */
+export class UnusableCredential extends Error {
+  constructor(readonly detail: string) {
+    super(detail);
+    this.name = 'UnusableCredential';
+  }
+}
+
 /** The realm every challenge names. */
 export const AUTH_REALM = 'verification-gateway';
 

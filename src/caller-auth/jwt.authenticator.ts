@@ -6,7 +6,7 @@ import { Counter, Gauge } from 'prom-client';
 import { SCOPES, type AppConfig, type Scope } from '../config/app-config.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException } from '../problem/problem.js';
-import { AUTH_REALM, type Caller, type CallerAuthenticator } from './caller.js';
+import { AUTH_REALM, UnusableCredential, type Caller, type CallerAuthenticator } from './caller.js';
 import { JwksKeySource, JwksUnavailableError, describeFailure, type JwksState } from './jwks-key-source.js';
 import { RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
 
@@ -133,16 +133,14 @@ export class JwtAuthenticator implements CallerAuthenticator {
       this.logger.debug(`JWT rejected: ${code}`);
       return null;
     }
-    const azp = stringClaim(payload.azp) ?? stringClaim(payload.client_id);
-    if (!azp) return null;
+    // The client and the end user end up in records, Redis keys and the ledger (PostgreSQL
+    // refuses a lone surrogate or a NUL in text: such an entry was once a batch that never
+    // wrote). An unusable one is refused here with a detail naming the claim, never its value.
+    const azp = idClaim(payload, payload.azp !== undefined ? 'azp' : 'client_id');
     // Fail closed on the end user: records, replays, Idempotency-Keys and the user quota are
     // scoped by `sub`, so a token without a usable one (missing, not a string, empty, over-long
     // or with control characters) would act for every user of its app. It is refused (401).
-    const subject = stringClaim(payload.sub);
-    if (!subject) {
-      this.logger.debug('JWT rejected: no usable sub claim');
-      return null;
-    }
+    const subject = idClaim(payload, 'sub');
     // `jwt:` keeps app clients apart from API-key clients (whose ids cannot contain ':'), so
     // no token can claim to be a service and read its inquiries.
     return { clientId: `jwt:${azp}`, scopes: scopesOf(payload), subject, credential: 'jwt' };
@@ -152,14 +150,27 @@ export class JwtAuthenticator implements CallerAuthenticator {
 /** Longest `azp`, `client_id` or `sub` accepted; identity providers use far shorter ids. */
 export const MAX_ID_CLAIM_LENGTH = 256;
 
-function stringClaim(value: unknown): string | undefined {
-  return typeof value === 'string' &&
-    value.length > 0 &&
-    value.length <= MAX_ID_CLAIM_LENGTH &&
-    // eslint-disable-next-line no-control-regex
-    !/[\u0000-\u001f\u007f-\u009f]/.test(value)
-    ? value
-    : undefined;
+/** C0 and C1 controls (NUL among them) and lone UTF-16 surrogates: what no id may hold. */
+const UNUSABLE_ID =
+  // eslint-disable-next-line no-control-regex
+  /[\u0000-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** The claim as an id: a string of 1 to 256 characters with no control character or lone surrogate. */
+export function isUsableId(value: unknown): value is string {
+  return (
+    typeof value === 'string' && value.length > 0 && value.length <= MAX_ID_CLAIM_LENGTH && !UNUSABLE_ID.test(value)
+  );
+}
+
+/** The claim `name` when usable as an id; else 401 naming the claim and the rule (never the value). */
+function idClaim(payload: JWTPayload, name: 'azp' | 'client_id' | 'sub'): string {
+  const value = payload[name];
+  if (isUsableId(value)) return value;
+  throw new UnusableCredential(
+    value === undefined
+      ? `The token has no ${name === 'sub' ? 'sub' : 'azp or client_id'} claim.`
+      : `The token's ${name} claim is not a usable id: a string of 1 to ${MAX_ID_CLAIM_LENGTH} characters without control characters or lone UTF-16 surrogates.`,
+  );
 }
 
 function scopesOf(payload: JWTPayload): Set<Scope> {
