@@ -5,11 +5,12 @@
  * consumer makes a synchronous inquiry, an asynchronous one (202, then long-polls) and an
  * inquiry whose first answer is lost on the way back (the connection drops after the gateway
  * answered): the client's retry, with the same Idempotency-Key, gets the stored answer, and the
- * upstream charged every trackId once.
+ * upstream charged every trackId once. The same install serves a CommonJS app too (the package
+ * ships both builds): its TypeScript, compiled as CommonJS, `require`s the package and inquires.
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -71,6 +72,21 @@ const summary = (r: Result<unknown>) => ({
 console.log(JSON.stringify({ sync: summary(sync), settled: summary(settled), retried: summary(retried) }));
 `;
 
+/** A CommonJS app (`"type": "commonjs"`): compiled to require() calls, no top-level await. */
+const CJS_CONSUMER = `
+import { VerificationGatewayClient } from '@verification-gateway/client';
+
+declare const process: { env: Record<string, string | undefined> };
+declare const console: { log(line: string): void };
+
+async function main(): Promise<void> {
+  const client = new VerificationGatewayClient({ baseUrl: process.env.GATEWAY_URL!, apiKey: process.env.API_KEY! });
+  const result = await client.iban({ iban: 'IR820540102680020817909002' });
+  console.log(JSON.stringify({ status: result.status, trackId: result.trackId }));
+}
+void main();
+`;
+
 interface Summary {
   ok: boolean;
   status: number;
@@ -105,7 +121,7 @@ describe('clients/typescript as a packed package in a consumer project', () => {
     const pkg = join(work, 'client');
     cpSync(join(ROOT, 'clients/typescript'), pkg, { recursive: true });
     symlinkSync(join(ROOT, 'node_modules'), join(pkg, 'node_modules'));
-    run(process.execPath, [TSC, '-p', 'tsconfig.json'], pkg);
+    run('npm', ['run', '--silent', 'build'], pkg);
     run('npm', ['pack', '--silent'], pkg);
     const tarball = readdirSync(pkg).find((name) => name.endsWith('.tgz'))!;
 
@@ -132,6 +148,18 @@ describe('clients/typescript as a packed package in a consumer project', () => {
       }),
     );
     writeFileSync(join(consumer, 'index.ts'), CONSUMER);
+    // The CommonJS app beside it, resolving the same node_modules one folder up.
+    const cjs = join(consumer, 'cjs-app');
+    mkdirSync(cjs);
+    writeFileSync(join(cjs, 'package.json'), JSON.stringify({ name: 'cjs-app', private: true, type: 'commonjs' }));
+    writeFileSync(
+      join(cjs, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', strict: true, types: [], outDir: 'dist' },
+        include: ['index.ts'],
+      }),
+    );
+    writeFileSync(join(cjs, 'index.ts'), CJS_CONSUMER);
     run(
       'npm',
       ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', join(pkg, tarball)],
@@ -145,10 +173,26 @@ describe('clients/typescript as a packed package in a consumer project', () => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it('installs only dist/, the README and package.json from the tarball', () => {
+  it('installs only dist/ (ES module and CommonJS builds), the README and package.json from the tarball', () => {
     const installed = join(consumer, 'node_modules/@verification-gateway/client');
     expect(readdirSync(installed).sort()).toEqual(['README.md', 'dist', 'package.json']);
-    expect(readdirSync(join(installed, 'dist'))).toEqual(expect.arrayContaining(['index.js', 'index.d.ts']));
+    expect(readdirSync(join(installed, 'dist'))).toEqual(expect.arrayContaining(['index.js', 'index.d.ts', 'cjs']));
+    expect(readdirSync(join(installed, 'dist/cjs'))).toEqual(expect.arrayContaining(['index.js', 'index.d.ts']));
+  });
+
+  it('loads in a CommonJS app: type-checked as CommonJS, required, and inquiring', async () => {
+    const cjs = join(consumer, 'cjs-app');
+    run(process.execPath, [TSC, '-p', 'tsconfig.json'], cjs);
+    // Compiled to require(), not import: the app is CommonJS through and through.
+    expect(readFileSync(join(cjs, 'dist/index.js'), 'utf8')).toContain('require("@verification-gateway/client")');
+    const { stdout } = await promisify(execFile)(process.execPath, ['dist/index.js'], {
+      cwd: cjs,
+      env: { ...process.env, GATEWAY_URL: gateway.url, API_KEY: TEST_CLIENTS.full.key },
+      timeout: 30_000,
+    });
+    const answer = JSON.parse(stdout) as { status: number; trackId: string };
+    expect(answer.status).toBe(200);
+    expect(sim.chargeCount(answer.trackId)).toBe(1);
   });
 
   it('type-checks the consumer against the published types, and runs it: sync, async, and a retry after a lost answer', async () => {
