@@ -4,7 +4,8 @@ import prettier from 'eslint-config-prettier';
 import globals from 'globals';
 
 export default tseslint.config(
-  { ignores: ['dist/', '.build/', 'node_modules/', 'coverage/', 'clients/typescript/src/schema.ts'] },
+  // `**/`: built output anywhere, the client's own dist/ and node_modules/ too (clients/typescript/README.md).
+  { ignores: ['**/dist/', '**/.build/', '**/node_modules/', 'coverage/', 'clients/typescript/src/schema.ts'] },
   js.configs.recommended,
   // Type-aware rules: the TypeScript project service gives each file the tsconfig.json that covers it.
   ...tseslint.configs.recommendedTypeChecked,
