@@ -1,7 +1,7 @@
 /**
  * `npm run sandbox` as an app developer uses it (docs/local-stack.md, "The sandbox's callers and
  * test data"): the narrow key's 403, the test inputs' non-match and supplier failures, a JWT
- * minted by `npm run sandbox:jwt`, the package version in vgw_build_info.
+ * minted by `npm run sandbox:jwt` (and its usage), the package version in vgw_build_info.
  *
  * Then stopped by its PID, as a process manager or `kill <pid>` does: SIGTERM to
  * the npm process must end the gateway and the simulator too. (npm forwards the signal to its
@@ -56,6 +56,8 @@ describe('npm run sandbox', () => {
         SIMULATOR_PORT: String(simulatorPort),
         LOG_LEVEL: 'warn',
         SANDBOX_API_KEY: API_KEY,
+        // Its ledger in memory: by default the sandbox keeps it in .data/ledger, in the repository.
+        LEDGER_DATA_DIR: 'memory://',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true, // its own process group, so the check below sees every descendant
@@ -107,6 +109,14 @@ describe('npm run sandbox', () => {
     expect(await inquire('/v1/kyc/iban', { iban: 'IR820540102680020817909002' }, bearer)).toMatchObject({
       status: 403,
     });
+    // --help, and a mistyped option: the usage, never a stack (exit 2 for the mistake).
+    expect(await mintToken(port, '--help')).toMatch(/^Usage: .*sandbox:jwt[\s\S]*--scope/);
+    const mistyped = mintToken(port, '--scoep', 'kyc:shahkar');
+    await expect(mistyped).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/'--scoep'[\s\S]*\nUsage: /),
+    });
+    await expect(mistyped).rejects.toMatchObject({ stderr: expect.not.stringContaining('    at ') });
 
     const { version } = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { version: string };
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
