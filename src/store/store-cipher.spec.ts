@@ -1,6 +1,7 @@
 /** AES-256-GCM key ring: round trip, fresh IVs, binding to the storage place, rotation, tampering. */
 import { randomBytes } from 'node:crypto';
-import { describe, expect, it } from '@jest/globals';
+import { Logger } from '@nestjs/common';
+import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { Secret } from '../config/secret.js';
 import { SEALED_PREFIX, StoreCipher, StoreCipherError } from './store-cipher.js';
 
@@ -10,6 +11,14 @@ const K2 = key('k2');
 const PLAIN = JSON.stringify({ data: { owner: 'Ali Rezaei' } });
 
 describe('StoreCipher', () => {
+  // Refusals are logged at error level; here they are expected, so they are asserted, not printed.
+  const silenceErrors = () => jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+  let logged: ReturnType<typeof silenceErrors>;
+  beforeEach(() => {
+    logged = silenceErrors();
+  });
+  afterEach(() => logged.mockRestore());
+
   it('seals with the first key and opens under the same context', () => {
     const cipher = new StoreCipher([K1, K2]);
     const sealed = cipher.seal(PLAIN, 'ctx');
@@ -44,6 +53,14 @@ describe('StoreCipher', () => {
     body[20] ^= 1;
     expect(() => cipher.open(`${SEALED_PREFIX}k1:${body.toString('base64')}`, 'ctx')).toThrow(StoreCipherError);
     expect(() => cipher.open(`${SEALED_PREFIX}k1:AAAA`, 'ctx')).toThrow(/truncated/);
+    // Once per kind, naming the key id and never the value.
+    expect(() => cipher.open(`${SEALED_PREFIX}k1:AAAA`, 'ctx')).toThrow(/truncated/);
+    expect(logged.mock.calls).toEqual([
+      [
+        'a stored value sealed with key id "k1" fails authentication (altered or moved); the request is refused as store_unavailable',
+      ],
+      ['a stored value is truncated; the request is refused as store_unavailable'],
+    ]);
   });
 
   it('without keys it writes in clear; values written in clear are read with or without keys', () => {
