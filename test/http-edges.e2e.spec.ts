@@ -50,11 +50,11 @@ describe('errors before routing are problem+json; slow clients are cut off', () 
 
   const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${TEST_CLIENTS.full.key}\r\n\r\n`;
 
-  it('a trackId far longer than any is 404 not_found (not 414), over fetch as well', async () => {
+  it('a trackId far longer than any is 400 validation_failed as any malformed trackId (not 414), over fetch as well', async () => {
     const long = await callGateway(gateway.url, 'GET', `/v1/inquiries/${'a'.repeat(5000)}`, {
       apiKey: TEST_CLIENTS.full.key,
     });
-    expect({ status: long.status, code: long.body.code }).toEqual({ status: 404, code: 'not_found' });
+    expect({ status: long.status, code: long.body.code }).toEqual({ status: 400, code: 'validation_failed' });
     expect(long.headers.get('content-type')).toMatch(/^application\/problem\+json/);
   });
 
@@ -158,6 +158,7 @@ describe('errors before routing are problem+json; slow clients are cut off', () 
         `${header}${framing}`,
     ]);
     expectProblem(answer, 413, 'payload_too_large');
+    expect(answer.body.detail).toBe('The request body is larger than the limit of 16 KiB.');
   });
 
   it('a body of another type to an unknown path is still 404 not_found', async () => {
@@ -165,10 +166,31 @@ describe('errors before routing are problem+json; slow clients are cut off', () 
     expectProblem(answer, 404, 'not_found');
   });
 
-  it('a method no route has is 404 not_found problem+json', async () => {
-    const answer = await callGateway(gateway.url, 'DELETE', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key });
-    expect({ status: answer.status, code: answer.body.code }).toEqual({ status: 404, code: 'not_found' });
-    expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  it.each([
+    ['GET', '/v1/kyc/shahkar', 'POST'],
+    ['DELETE', '/v1/kyc/iban', 'POST'],
+    ['POST', '/v1/inquiries/6f1c1d4e-3a2b-4c5d-8e9f-0a1b2c3d4e5f', 'GET, HEAD'],
+  ])(
+    '%s %s, a known path with another method, is 405 method_not_allowed with Allow: %s',
+    async (method, path, allow) => {
+      const answer = await callGateway(gateway.url, method, path, { apiKey: TEST_CLIENTS.full.key });
+      expect({ status: answer.status, code: answer.body.code, allow: answer.headers.get('allow') }).toEqual({
+        status: 405,
+        code: 'method_not_allowed',
+        allow,
+      });
+      expect(answer.body.detail).toBe(`${method} is not served at this path; it serves ${allow}.`);
+      expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    },
+  );
+
+  it('an unknown path is 404 not_found whatever the method', async () => {
+    const answer = await callGateway(gateway.url, 'DELETE', '/v1/kyc/unknown', { apiKey: TEST_CLIENTS.full.key });
+    expect({ status: answer.status, code: answer.body.code, allow: answer.headers.get('allow') }).toEqual({
+      status: 404,
+      code: 'not_found',
+      allow: null,
+    });
   });
 
   it('a body that never finishes: 408 request_timeout within the limit, connection closed, nothing recorded', async () => {

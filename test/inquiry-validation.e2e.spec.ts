@@ -219,7 +219,8 @@ describe('400 validation_failed: nothing reaches the upstream', () => {
     ['too short', '0912123456'],
     ['+98 with a short number', '+98912123456'],
     ['+98 then 0', '+9809121234567'],
-    ['dashes', '0912-123-4567'],
+    ['a leading dash', '-09121234567'],
+    ['dots', '0912.123.4567'],
     ['landline', '02112345678'],
     ['letters', '0912abc4567'],
     ['empty', ''],
@@ -301,6 +302,18 @@ describe('401 unauthenticated, 403 forbidden, 404 not_found, 413 payload_too_lar
     expect(sim.inquiryCalls).toBe(callsBefore);
   });
 
+  it('answers 401 to an API key sent as a bearer token, saying where API keys go', async () => {
+    const res = await call('POST', '/v1/kyc/shahkar', {
+      json: SHAHKAR,
+      headers: { authorization: `Bearer ${TEST_CLIENTS.full.key}` },
+    });
+    expectProblem(res, 401, 'unauthenticated', false);
+    expect(res.body.detail).toBe(
+      'A credential is required: X-Api-Key or Authorization: Bearer. ' +
+        'An API key goes in the X-Api-Key header, not in Authorization: Bearer.',
+    );
+  });
+
   it('answers 403 to a client without the scope', async () => {
     const key = TEST_CLIENTS.none.key;
     expectProblem(await call('POST', '/v1/kyc/shahkar', { apiKey: key, json: SHAHKAR }), 403, 'forbidden', false);
@@ -345,17 +358,19 @@ describe('401 unauthenticated, 403 forbidden, 404 not_found, 413 payload_too_lar
   });
 
   it.each([
-    ['GET', '/v1/kyc/unknown'],
-    ['POST', '/v1/kyc/passport'],
-    ['GET', '/v1/kyc/shahkar'],
-    ['PUT', '/v1/kyc/iban'],
-    ['GET', '/v2/inquiries'],
-  ])('answers 404 to %s %s', async (method, path) => {
+    ['GET', '/v1/kyc/unknown', 404, 'not_found'],
+    ['POST', '/v1/kyc/passport', 404, 'not_found'],
+    ['GET', '/v2/inquiries', 404, 'not_found'],
+    // A known path with another method (RFC 9110 §15.5.6).
+    ['GET', '/v1/kyc/shahkar', 405, 'method_not_allowed'],
+    ['PUT', '/v1/kyc/iban', 405, 'method_not_allowed'],
+  ] as Array<[string, string, number, string]>)('answers %s %s with %i %s', async (method, path, status, code) => {
     const res = await call(method, path, {
       apiKey: TEST_CLIENTS.full.key,
       ...(method === 'GET' ? {} : { json: SHAHKAR }),
     });
-    expectProblem(res, 404, 'not_found', false);
+    expectProblem(res, status, code, false);
+    expect(res.headers.get('allow')).toBe(status === 405 ? 'POST' : null);
     expect(sim.inquiryCalls).toBe(callsBefore);
   });
 
@@ -382,6 +397,8 @@ describe('accepted spellings, normalised before they go upstream', () => {
     ['989… mobile', NATIONAL_CODE, '989121234567'],
     ['9… mobile', NATIONAL_CODE, '9121234567'],
     ['00989… mobile', NATIONAL_CODE, '00989121234567'],
+    ['a mobile with spaces', NATIONAL_CODE, '0912 123 4567'],
+    ['a mobile with dashes, after +98', NATIONAL_CODE, '+98 912-123-4567'],
     ['surrounding spaces', ` ${NATIONAL_CODE} `, ` ${MOBILE} `],
     ['mixed Persian and ASCII digits', '04۹۹37٠899', '+98912۱۲۳۴۵۶۷'],
   ])('Shahkar with %s', async (_name, nationalCode, mobileNumber) => {
@@ -513,12 +530,20 @@ describe('GET /v1/inquiries/{trackId}', () => {
     });
   });
 
-  it.each([['not-a-uuid'], ['6f1c1d4e3a2b4c5d8e9f0a1b2c3d4e5f'], ['00000000-0000-0000-0000-000000000000']])(
-    'answers 404 to trackId %s',
+  it.each([['not-a-uuid'], ['6f1c1d4e3a2b4c5d8e9f0a1b2c3d4e5f']])(
+    'answers 400 validation_failed to the malformed trackId %s, as /admin/ledger does',
     async (trackId) => {
-      expectProblem(await record(trackId), 404, 'not_found', false);
+      const res = await record(trackId);
+      expectProblem(res, 400, 'validation_failed', false);
+      expect(res.body.errors).toEqual([
+        { field: 'trackId', message: 'must be a UUID, as in the X-Track-Id of an inquiry answer' },
+      ]);
     },
   );
+
+  it('answers 404 to a well-formed trackId no inquiry has', async () => {
+    expectProblem(await record('00000000-0000-0000-0000-000000000000'), 404, 'not_found', false);
+  });
 });
 
 describe('what the responses of this file never carry', () => {

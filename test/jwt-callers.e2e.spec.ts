@@ -189,6 +189,17 @@ describe('JWT callers', () => {
     expect(sim.inquiryCalls).toBe(before);
   });
 
+  it('an API key sent as a bearer token: 401 saying API keys go in X-Api-Key; a bad JWT gets no such hint', async () => {
+    const hint = 'An API key goes in the X-Api-Key header, not in Authorization: Bearer.';
+    const asBearer = await call(byPublicKey, TEST_CLIENTS.full.key);
+    expect([asBearer.status, ((await asBearer.json()) as { detail: string }).detail]).toEqual([
+      401,
+      `The credential is not valid. ${hint}`,
+    ]);
+    const badJwt = await call(byPublicKey, 'abc.def.ghi');
+    expect(((await badJwt.json()) as { detail: string }).detail).not.toContain('X-Api-Key');
+  });
+
   it('offers both schemes in WWW-Authenticate when no credential is sent', async () => {
     const response = await fetch(`${byPublicKey.url}/v1/kyc/shahkar`, {
       method: 'POST',

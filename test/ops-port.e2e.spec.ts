@@ -138,6 +138,8 @@ describe('OPS_PORT', () => {
       expect({ path, status: hidden.status, code: hidden.body.code }).toEqual({ path, status: 404, code: 'not_found' });
       expect(hidden.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     }
+    // Not 405 either: another method does not reveal the path exists on the ops port.
+    expect((await callGateway(gateway.url, 'POST', '/metrics')).status).toBe(404);
   });
 
   it('serves GET /admin/budgets on the ops port only (ledger:read), GET /v1/budget on the main port only', async () => {

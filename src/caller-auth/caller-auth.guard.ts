@@ -47,7 +47,7 @@ export class CallerAuthGuard implements CanActivate {
       noteAuthFailure(request, 'missing_credential');
       // No credential of a known kind: every configured scheme is offered.
       throw unauthenticated(
-        'A credential is required: X-Api-Key or Authorization: Bearer.',
+        `A credential is required: X-Api-Key or Authorization: Bearer.${apiKeyAsBearerHint(request.headers)}`,
         this.authenticators.map((a) => a.challenge(false)),
       );
     }
@@ -62,7 +62,7 @@ export class CallerAuthGuard implements CanActivate {
     }
     if (!caller) {
       noteAuthFailure(request, request.headers[API_KEY_HEADER_IN] !== undefined ? 'invalid_api_key' : 'invalid_jwt');
-      throw unauthenticated(detail, [authenticator.challenge(true)]);
+      throw unauthenticated(detail + apiKeyAsBearerHint(request.headers), [authenticator.challenge(true)]);
     }
     request.caller = caller;
 
@@ -76,6 +76,16 @@ export class CallerAuthGuard implements CanActivate {
       throw new ProblemException('forbidden', `The credential lacks the scope ${missing.join(', ')}.`);
     return true;
   }
+}
+
+/**
+ * A bearer token that is not a JWT (three dot-separated parts) and no X-Api-Key: most likely an
+ * API key in the wrong header (docs/api.md §1), so the 401 says where it goes.
+ */
+function apiKeyAsBearerHint(headers: Record<string, string | string[] | undefined>): string {
+  const token = /^Bearer\s+(\S+)\s*$/i.exec(String(headers.authorization ?? ''))?.[1];
+  if (token === undefined || headers[API_KEY_HEADER_IN] !== undefined || token.split('.').length === 3) return '';
+  return ' An API key goes in the X-Api-Key header, not in Authorization: Bearer.';
 }
 
 /** 401 with the challenges of RFC 9110 §11.6.1, which requires one on every 401. */

@@ -117,7 +117,10 @@ export class IdempotencyService {
     fingerprint: string,
   ): Promise<StoredResponse | null> {
     if (earlier.fingerprint !== fingerprint) {
-      throw new ProblemException('idempotency_key_reused', 'This Idempotency-Key was used with a different request.');
+      throw new ProblemException(
+        'idempotency_key_reused',
+        'This Idempotency-Key was used with a different request; nothing was done with this one. Send it with a new key.',
+      );
     }
     if (earlier.state === 'done' && earlier.response) {
       this.metrics.idempotentReplays.inc();
@@ -180,7 +183,11 @@ export class IdempotencyService {
     } else {
       const problem =
         record.status === 'failed'
-          ? new ProblemException('upstream_error', 'The first request with this Idempotency-Key failed.', { trackId })
+          ? new ProblemException(
+              'upstream_error',
+              'The first request with this Idempotency-Key failed; nothing was charged. Send a new key to ask again.',
+              { trackId },
+            )
           : new ProblemException(
               'upstream_timeout',
               'The first request with this Idempotency-Key did not finish; its outcome is unknown.',

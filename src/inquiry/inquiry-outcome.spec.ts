@@ -59,6 +59,16 @@ describe('failureOutcome: the error table of docs/api.md §3', () => {
     expect(outcome.response.body).toMatchObject({ status: row.status, code: row.code, trackId: TRACK_ID });
   });
 
+  it("says in a 502's detail whether it was charged, and that a retry with the same Idempotency-Key is safe", () => {
+    for (const row of TABLE.filter((r) => r.status === 502)) {
+      const { detail } = failureOutcome(row.error, TRACK_ID, RETRY_AFTER).response.body as ProblemBody;
+      // Upstream rule 9: a failed attempt is not charged; an unknown outcome may have been.
+      const charged = row.record === 'failed' ? 'nothing was charged' : 'It may have been charged';
+      expect([row.when, detail]).toEqual([row.when, expect.stringContaining(charged)]);
+      expect(detail).toMatch(/same Idempotency-Key (is safe|replays this answer)/);
+    }
+  });
+
   it('sets Retry-After only while the circuit is open', () => {
     for (const row of TABLE) {
       const { headers } = failureOutcome(row.error, TRACK_ID, RETRY_AFTER).response;

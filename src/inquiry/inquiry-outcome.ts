@@ -45,6 +45,13 @@ export function problemResponse(problem: ProblemException): Omit<StoredResponse,
   };
 }
 
+/** A 502 teaches what it cost and how to retry (docs/api.md §3, "Retrying safely"). */
+const UPSTREAM_FAILED =
+  'The verification service reported an error; nothing was charged (failed attempts are not). ' +
+  'Retrying is safe: the same Idempotency-Key replays this answer, a new key asks again.';
+const UNKNOWN_RETRY =
+  'It may have been charged: a retry with the same Idempotency-Key is safe (it replays this answer, never charged twice).';
+
 /**
  * A failed upstream call as the error table of docs/api.md §3 describes it: which problem
  * the caller gets, whether the record is `failed` (the upstream decided, or nothing was sent)
@@ -108,14 +115,14 @@ export function failureOutcome(error: unknown, trackId: string, circuitRetryAfte
             'unknown',
             new ProblemException(
               'upstream_error',
-              'The connection to the verification service broke; the outcome is unknown.',
+              `The connection to the verification service broke; the outcome is unknown. ${UNKNOWN_RETRY}`,
             ),
             false,
           );
     case 'malformed':
       return fail(
         'unknown',
-        new ProblemException('upstream_error', 'The verification service sent an unreadable answer.'),
+        new ProblemException('upstream_error', `The verification service sent an unreadable answer. ${UNKNOWN_RETRY}`),
         false,
       );
     case 'rejected':
@@ -138,7 +145,8 @@ export function failureOutcome(error: unknown, trackId: string, circuitRetryAfte
   }
   return fail(
     'failed',
-    new ProblemException('upstream_error', 'The verification service reported an error.'),
+    // Upstream rule 9: a failed attempt is not charged (docs/upstream-api.md).
+    new ProblemException('upstream_error', UPSTREAM_FAILED),
     false,
     upstream,
   );

@@ -1,9 +1,11 @@
 import { Controller, Get, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { isUUID } from 'class-validator';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../caller-auth/caller.js';
 import { CallerAuthGuard, CurrentCaller, RequireScopes, requireScope } from '../caller-auth/caller-auth.guard.js';
 import { CallerQuotas } from '../caller-auth/caller-quotas.js';
 import { requestFacts } from '../observability/http-observability.js';
+import { ProblemException } from '../problem/problem.js';
 import {
   IDEMPOTENT_REPLAYED_HEADER,
   PREFERENCE_APPLIED_HEADER,
@@ -83,6 +85,9 @@ export class InquiryController {
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
+    // One rule for a malformed trackId everywhere (docs/api.md §3): 400, as /admin/ledger?trackId=
+    // answers; a well-formed one that is not the caller's is 404.
+    if (!isUUID(trackId)) throw malformedTrackId();
     // `Prefer: wait=<s>`: hold the answer until the record settles (docs/api.md, "Asynchronous answers").
     const { waitSeconds } = parsePrefer(request.headers[PREFER_HEADER_IN]);
     // A caller that hangs up mid-wait frees its slot (INQUIRY_MAX_HELD_WAITS) at once.
@@ -119,6 +124,14 @@ export class InquiryController {
     const async = prefer.respondAsync ? { waitMs: (prefer.waitSeconds ?? 0) * 1000, gone: gone.signal } : undefined;
     send(reply, await this.inquiries.execute(caller, inquiry, idempotencyKey, requestFacts(request), async));
   }
+}
+
+/** A path segment that cannot be a trackId: the gateway's trackIds are UUIDs (its X-Track-Id answers). */
+function malformedTrackId(): ProblemException {
+  return ProblemException.validation(
+    [{ field: 'trackId', message: 'must be a UUID, as in the X-Track-Id of an inquiry answer' }],
+    'trackId must be a UUID.',
+  );
 }
 
 function send(reply: FastifyReply, response: StoredResponse | InquiryResponse): void {

@@ -134,13 +134,15 @@ export function ApiInquiryRecord(): MethodDecorator {
       summary: 'The recorded state of one of your inquiries',
       description:
         'Needs the scope `inquiries:read`. Only the client that made the inquiry (and, for an app, only its end ' +
-        'user) sees it; anyone else gets 404, as for a trackId that never existed or has expired.',
+        'user) sees it; anyone else gets 404, as for a trackId that never existed or has expired. A trackId that ' +
+        'is not a UUID is a 400.',
     }),
     ApiScope('inquiries:read'),
     ApiParam({
       name: 'trackId',
       description:
-        'The trackId of an earlier inquiry (any other value is a 404; a path that is not valid URL encoding is a 400).',
+        'The trackId of an earlier inquiry: a UUID (anything else is a 400 `validation_failed` on `trackId`; a ' +
+        'well-formed one that is not yours, or has expired, is a 404).',
       schema: { type: 'string', format: 'uuid' },
     }),
     PREFER_WAIT,

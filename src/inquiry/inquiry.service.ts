@@ -142,9 +142,15 @@ export class InquiryService {
     if (idempotencyKey !== undefined) {
       const claimed = await this.claimKey(caller, request, idempotencyKey, trackId, fingerprint, prefer).catch(
         (error: unknown) => {
-          // The trackId was stamped: a refusal (422 reused, 503) names it (docs/api.md §3); a
-          // 409 names the request in flight instead.
-          if (error instanceof ProblemException && error.trackId === undefined) error.trackId = trackId;
+          // The trackId was stamped: a refusal (503) names it (docs/api.md §3); a 409 names the
+          // request in flight instead. A 422 names none: no record was written under this one,
+          // and a trackId in an answer is one that can be read.
+          if (
+            error instanceof ProblemException &&
+            error.trackId === undefined &&
+            error.code !== 'idempotency_key_reused'
+          )
+            error.trackId = trackId;
           throw error;
         },
       );

@@ -23,9 +23,12 @@ export function problemForFrameworkError(error: { code?: string }): ProblemExcep
         'The request URL is not valid.',
       );
     case 'FST_ERR_MAX_PARAM_LENGTH':
-      // An over-long path segment (e.g. a trackId of kilobytes) names nothing that exists: 404, as
-      // any unknown trackId (docs/api.md §2), rather than fastify's 414.
-      return new ProblemException('not_found', 'No such resource.');
+      // An over-long path segment (e.g. a trackId of kilobytes) is malformed: 400, as any malformed
+      // trackId (docs/api.md §3), rather than fastify's 414.
+      return ProblemException.validation(
+        [{ field: 'path', message: 'A path segment is longer than allowed (a trackId is a 36-character UUID).' }],
+        'The request URL is not valid.',
+      );
     default:
       return new ProblemException('internal', 'An unexpected error occurred.');
   }

@@ -14,6 +14,9 @@ const EXAMPLES: Record<ProblemCode, ProblemException> = {
   unauthenticated: new ProblemException('unauthenticated', 'The credential is not valid.'),
   forbidden: new ProblemException('forbidden', 'The credential lacks the scope kyc:advanced.'),
   not_found: new ProblemException('not_found', 'No inquiry with this trackId.'),
+  method_not_allowed: new ProblemException('method_not_allowed', 'GET is not served here; this path serves POST.', {
+    headers: { allow: 'POST' },
+  }),
   request_timeout: new ProblemException('request_timeout', 'The request was not received in time.'),
   headers_too_large: new ProblemException('headers_too_large', 'The request headers are larger than allowed.'),
   idempotency_key_in_use: new ProblemException(
@@ -21,10 +24,10 @@ const EXAMPLES: Record<ProblemCode, ProblemException> = {
     'A request with this Idempotency-Key is still in progress.',
     { trackId: TRACK_ID },
   ),
-  payload_too_large: new ProblemException('payload_too_large', 'The request body is larger than allowed.'),
+  payload_too_large: new ProblemException('payload_too_large', 'The request body is larger than the limit of 16 KiB.'),
   idempotency_key_reused: new ProblemException(
     'idempotency_key_reused',
-    'This Idempotency-Key was used with a different request.',
+    'This Idempotency-Key was used with a different request; nothing was done with this one. Send it with a new key.',
   ),
   upstream_rejected: new ProblemException('upstream_rejected', 'Validation failed', {
     trackId: TRACK_ID,
@@ -36,9 +39,14 @@ const EXAMPLES: Record<ProblemCode, ProblemException> = {
     'The daily budget of this client is exhausted: 0 unit(s) remain and this inquiry costs 1; it resets at ' +
       '2026-11-25T00:00:00.000Z. Nothing was sent to the verification service.',
   ),
-  upstream_error: new ProblemException('upstream_error', 'The verification service reported an error.', {
-    trackId: TRACK_ID,
-  }),
+  upstream_error: new ProblemException(
+    'upstream_error',
+    'The verification service reported an error; nothing was charged (failed attempts are not). ' +
+      'Retrying is safe: the same Idempotency-Key replays this answer, a new key asks again.',
+    {
+      trackId: TRACK_ID,
+    },
+  ),
   upstream_unavailable: new ProblemException(
     'upstream_unavailable',
     'The verification service cannot be used right now.',

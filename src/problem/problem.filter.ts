@@ -1,6 +1,6 @@
 import { Catch, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
-import { PROBLEM_CONTENT_TYPE, type ProblemException } from './problem.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { PROBLEM_CONTENT_TYPE, ProblemException } from './problem.js';
 import { toProblem } from './to-problem.js';
 import { TRACK_ID_HEADER } from '../vocabulary/headers.js';
 
@@ -18,11 +18,42 @@ export class ProblemFilter implements ExceptionFilter {
   private readonly logger = new Logger('Problem');
 
   catch(error: unknown, host: ArgumentsHost): void {
-    const problem = toProblem(error);
+    const request = host.switchToHttp().getRequest<FastifyRequest>();
+    // The route's own body limit, so a 413 can state it (docs/api.md §3).
+    let problem = toProblem(error, { bodyLimitBytes: request.routeOptions?.bodyLimit });
+    // The router's 404 (Nest's not-found handler) for a path that exists with other methods.
+    if (problem.code === 'not_found' && !(error instanceof ProblemException)) problem = wrongMethod(request) ?? problem;
     if (problem.code === 'internal') {
       // Name only: messages and stacks of unexpected errors may carry input or secrets.
       this.logger.error(`unexpected ${error instanceof Error ? error.name : typeof error} while serving a request`);
     }
     sendProblem(host.switchToHttp().getResponse<FastifyReply>(), problem);
   }
+}
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/**
+ * RFC 9110 §15.5.6: a known path asked with a method it does not serve is 405 with `Allow`,
+ * not 404. Answered on the main listener only: the ops listener's routes are told apart by a
+ * router constraint (src/http/ops-listener.ts) this layer does not know, so there it stays 404.
+ * OPTIONS is left out: CORS registers it for every path.
+ */
+function wrongMethod(request: FastifyRequest): ProblemException | undefined {
+  const { server } = request;
+  const address = server.server.address();
+  const localPort = request.raw.socket?.localPort;
+  if (address !== null && typeof address !== 'string' && localPort !== undefined && localPort !== address.port)
+    return undefined;
+  const url = request.url.split('?', 1)[0];
+  const allowed = METHODS.filter((method) => server.findRoute({ method, url }) !== null);
+  if (allowed.length === 0 || allowed.includes(request.method as (typeof METHODS)[number])) return undefined;
+  const allow = allowed.join(', ');
+  return new ProblemException(
+    'method_not_allowed',
+    `${request.method} is not served at this path; it serves ${allow}.`,
+    {
+      headers: { allow },
+    },
+  );
 }

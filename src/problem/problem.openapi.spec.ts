@@ -9,6 +9,6 @@ describe('problemResponse', () => {
     expect(examples.validation_failed.summary).toMatch(
       /^body not JSON or not sent as `Content-Type: application\/json` \(the problem names Content-Type\), .*per bad field\)$/,
     );
-    expect(examples.payload_too_large.summary).toBe('body over the limit (16 KiB by default)');
+    expect(examples.payload_too_large.summary).toBe('body over the limit (16 KiB by default), stated in `detail`');
   });
 });

@@ -17,14 +17,15 @@ const WHEN: Record<ProblemCode, string> = {
   validation_failed:
     '`validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names ' +
     'Content-Type), unknown or missing field, bad national code, mobile, IBAN, ' +
-    '`requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field)',
+    '`requestHandlingType` or `Idempotency-Key`, a trackId that is not a UUID (one `errors` entry per bad field)',
   unauthenticated: '`unauthenticated`: no or bad credential',
   forbidden: '`forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`)',
   not_found: '`not_found`: trackId unknown to this caller',
+  method_not_allowed: '`method_not_allowed`: a known path with another method; `Allow` names the methods it serves',
   request_timeout: '`request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`',
   headers_too_large: '`headers_too_large`: the request headers are larger than the server accepts',
   idempotency_key_in_use: '`idempotency_key_in_use`: the first request with this Idempotency-Key is still running',
-  payload_too_large: '`payload_too_large`: body over the limit (16 KiB by default)',
+  payload_too_large: '`payload_too_large`: body over the limit (16 KiB by default), stated in `detail`',
   idempotency_key_reused: '`idempotency_key_reused`: this Idempotency-Key was used with another body or path',
   upstream_rejected: '`upstream_rejected`: the upstream refused the input (its message in `detail`)',
   rate_limited: '`rate_limited`: client or end-user quota used up; retry after `Retry-After` seconds',

@@ -11,6 +11,8 @@ export const PROBLEM_STATUS = {
   unauthenticated: 401,
   forbidden: 403,
   not_found: 404,
+  /** A known path with another method (RFC 9110 §15.5.6): the answer's `Allow` names the methods it serves. */
+  method_not_allowed: 405,
   /** Not in the contract's table: the request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS. */
   request_timeout: 408,
   idempotency_key_in_use: 409,
@@ -37,6 +39,7 @@ const TITLES: Record<ProblemCode, string> = {
   unauthenticated: 'Authentication required',
   forbidden: 'Not allowed',
   not_found: 'Not found',
+  method_not_allowed: 'Method not allowed',
   request_timeout: 'Request timeout',
   idempotency_key_in_use: 'Idempotency key in use',
   payload_too_large: 'Payload too large',

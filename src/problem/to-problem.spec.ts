@@ -72,6 +72,13 @@ describe('toProblem: Nest HTTP exceptions', () => {
     const problem = toProblem(wrapped);
     expect(problem.code).toBe('payload_too_large');
     expect(problem.detail).toBe('The request body is larger than allowed.');
+    // With the route's limit known, the detail states it.
+    expect(toProblem(wrapped, { bodyLimitBytes: 16 * 1024 }).detail).toBe(
+      'The request body is larger than the limit of 16 KiB.',
+    );
+    expect(toProblem(wrapped, { bodyLimitBytes: 1000 }).detail).toBe(
+      'The request body is larger than the limit of 1000 bytes.',
+    );
   });
 
   it('takes the status from the exception, not from the wrapped cause', () => {

@@ -1,6 +1,20 @@
 import { HttpException } from '@nestjs/common';
 import { ProblemException, type ProblemCode } from './problem.js';
 
+/** What the request was held to, for details that state a limit. */
+export interface ProblemLimits {
+  /** The route's body limit (BODY_LIMIT_BYTES unless the route sets its own). */
+  bodyLimitBytes?: number;
+}
+
+/** 413 states the limit (docs/api.md §3), so a caller knows how far over it is. */
+function payloadTooLarge({ bodyLimitBytes }: ProblemLimits): ProblemException {
+  if (bodyLimitBytes === undefined)
+    return new ProblemException('payload_too_large', 'The request body is larger than allowed.');
+  const limit = bodyLimitBytes % 1024 === 0 ? `${bodyLimitBytes / 1024} KiB` : `${bodyLimitBytes} bytes`;
+  return new ProblemException('payload_too_large', `The request body is larger than the limit of ${limit}.`);
+}
+
 /** Fastify's own request errors (body parsing, limits) carry a `FST_…` code and a status. */
 interface FastifyLikeError {
   code?: string;
@@ -23,34 +37,35 @@ const CODE_BY_STATUS: Record<number, ProblemCode> = {
  * itself raised keep their message; everything else gets a fixed, generic detail so that
  * nothing internal (stack, upstream secrets, raw input) can reach the caller.
  */
-export function toProblem(error: unknown): ProblemException {
+export function toProblem(error: unknown, limits: ProblemLimits = {}): ProblemException {
   if (error instanceof ProblemException) return error;
 
   if (error instanceof HttpException) {
     // Nest wraps fastify's own request errors (body parsing, limits) and keeps them as cause.
     const cause = error.cause as FastifyLikeError | undefined;
     if (typeof cause?.code === 'string' && cause.code.startsWith('FST_'))
-      return fromFastifyError({ ...cause, statusCode: error.getStatus() });
+      return fromFastifyError({ ...cause, statusCode: error.getStatus() }, limits);
     const status = error.getStatus();
     const code = CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal' : 'validation_failed');
     if (code === 'not_found') return new ProblemException(code, 'No such resource.');
     if (code === 'validation_failed') {
       return ProblemException.validation([{ field: 'body', message: 'The request could not be read.' }]);
     }
+    if (code === 'payload_too_large') return payloadTooLarge(limits);
     return new ProblemException(code, defaultDetail(code));
   }
 
   const fastifyError = error as FastifyLikeError;
   if (typeof fastifyError?.statusCode === 'number' && fastifyError.statusCode < 500) {
-    return fromFastifyError(fastifyError);
+    return fromFastifyError(fastifyError, limits);
   }
   return new ProblemException('internal', 'An unexpected error occurred.');
 }
 
-function fromFastifyError(error: FastifyLikeError): ProblemException {
+function fromFastifyError(error: FastifyLikeError, limits: ProblemLimits): ProblemException {
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ProblemException('payload_too_large', 'The request body is larger than allowed.');
+      return payloadTooLarge(limits);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       // A Content-Type that is not a media type at all: fastify refuses it before parsing. Any
       // other media type is parsed and answered by the route's validation step, in the same words.
@@ -71,6 +86,7 @@ function fromFastifyError(error: FastifyLikeError): ProblemException {
       break;
   }
   const code = CODE_BY_STATUS[error.statusCode ?? 400] ?? 'validation_failed';
+  if (code === 'payload_too_large') return payloadTooLarge(limits);
   if (code === 'validation_failed') {
     // Fastify reports malformed JSON as a plain 400 (a SyntaxError from the JSON parser).
     return ProblemException.validation(
@@ -87,8 +103,6 @@ function defaultDetail(code: ProblemCode): string {
       return 'A valid credential is required.';
     case 'forbidden':
       return 'The credential does not allow this operation.';
-    case 'payload_too_large':
-      return 'The request body is larger than allowed.';
     case 'rate_limited':
       return 'Too many requests; retry later.';
     default:

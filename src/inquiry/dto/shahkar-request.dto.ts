@@ -34,7 +34,7 @@ export class ShahkarRequestDto {
     pattern: MOBILE_PATTERN,
     example: '09121234567',
     description:
-      'Iranian mobile number: `09xxxxxxxxx`, also accepted as `+989xxxxxxxxx`, `00989xxxxxxxxx`, `989xxxxxxxxx` or `9xxxxxxxxx`; normalised to `09xxxxxxxxx`. Persian and Arabic-Indic digits are accepted.',
+      'Iranian mobile number: `09xxxxxxxxx`, also accepted as `+989xxxxxxxxx`, `00989xxxxxxxxx`, `989xxxxxxxxx` or `9xxxxxxxxx`; normalised to `09xxxxxxxxx`. Spaces and dashes between the digits, and Persian and Arabic-Indic digits, are accepted.',
   })
   @NormaliseWith(normaliseIranianMobile)
   @IsIranianMobile()

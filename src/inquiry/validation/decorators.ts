@@ -23,7 +23,8 @@ export const MESSAGES = {
   required: 'is required',
   notString: 'must be a string',
   nationalCode: 'must be a 10-digit Iranian national code with a valid check digit',
-  mobile: 'must be an Iranian mobile number: 09xxxxxxxxx, +989xxxxxxxxx, 989xxxxxxxxx or 9xxxxxxxxx',
+  mobile:
+    'must be an Iranian mobile number: 09xxxxxxxxx, +989xxxxxxxxx, 989xxxxxxxxx or 9xxxxxxxxx (spaces and dashes allowed)',
   iban: 'must be an Iranian IBAN: IR followed by 24 digits with a valid ISO 13616 checksum',
   requestHandlingType: `must be one of: ${REQUEST_HANDLING_TYPES.join(', ')}`,
   unknownField: 'is not allowed',

@@ -14,9 +14,14 @@ const digit = (n: number) => `[${n}${String.fromCharCode(0x06f0 + n)}${String.fr
 /** normaliseNationalCode: 10 digits. */
 export const NATIONAL_CODE_PATTERN = `^\\s*${D}{10}\\s*$`;
 
-/** normaliseIranianMobile: `9` + 9 digits, after an optional `+98`, `0098`, `98` or `0`. */
+/**
+ * normaliseIranianMobile: `9` + 9 digits, after an optional `+98`, `0098`, `98` or `0`, with
+ * spaces and dashes (`s`) between any two characters.
+ */
 const [d0, d8, d9] = [digit(0), digit(8), digit(9)];
-export const MOBILE_PATTERN = `^\\s*(?:\\+${d9}${d8}|${d0}${d0}${d9}${d8}|${d9}${d8}|${d0})?${d9}${D}{9}\\s*$`;
+const s = '[ -]*';
+const prefix = `\\+${s}${d9}${s}${d8}|${d0}${s}${d0}${s}${d9}${s}${d8}|${d9}${s}${d8}|${d0}`;
+export const MOBILE_PATTERN = `^\\s*(?:(?:${prefix})${s})?${d9}(?:${s}${D}){9}\\s*$`;
 
 /** normaliseIban: `IR` (any case) and 24 digits, with ASCII spaces anywhere inside. */
 export const IBAN_PATTERN = `^\\s*[Ii] *[Rr](?: *${D}){24}\\s*$`;

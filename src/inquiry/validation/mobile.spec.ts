@@ -38,6 +38,16 @@ describe('normaliseIranianMobile', () => {
     expect(normaliseIranianMobile('۰۹۱۲١٢٣4567')).toBe('09121234567');
   });
 
+  it.each([
+    ['spaces', '0912 123 4567'],
+    ['dashes', '0912-123-4567'],
+    ['both, after +98', '+98 912-123 4567'],
+    ['after 0098', '0098-912-1234567'],
+    ['in Persian digits', '۰۹۱۲ ۱۲۳ ۴۵۶۷'],
+  ])('accepts %s between the characters (%s), as people type them', (_label, input) => {
+    expect(normaliseIranianMobile(input)).toBe('09121234567');
+  });
+
   it('trims surrounding whitespace', () => {
     expect(normaliseIranianMobile('  09121234567 ')).toBe('09121234567');
     expect(normaliseIranianMobile('\t+989121234567\n')).toBe('09121234567');
@@ -52,8 +62,10 @@ describe('normaliseIranianMobile', () => {
     ['+98 with a trunk zero', '+9809121234567'],
     ['0 without 9', '0812345678'],
     ['letters', '0912123456a'],
-    ['inner spaces', '0912 123 4567'],
-    ['dashes', '0912-123-4567'],
+    ['a leading dash', '-09121234567'],
+    ['a trailing dash', '09121234567-'],
+    ['a tab inside', '0912\t1234567'],
+    ['dots', '0912.123.4567'],
     ['brackets', '(0912)1234567'],
     ['other country code', '+4479121234567'],
     ['plus without country code', '+09121234567'],

@@ -14,13 +14,19 @@ import { toAsciiDigits } from './digits.js';
  */
 const MOBILE = /^(?:\+98|0098|98|0)?(9[0-9]{9})$/;
 
+/** Spaces and dashes between characters, as people type numbers (`0912 123 4567`, `0912-123-4567`). */
+const SEPARATORS = /[ -]/g;
+
 /**
  * Returns the mobile number as `09xxxxxxxxx` (11 ASCII digits) when it is an Iranian mobile
- * number, else `null`. Surrounding whitespace is trimmed; inner spaces, dashes or brackets
- * are not accepted.
+ * number, else `null`. Surrounding whitespace is trimmed; ASCII spaces and dashes between its
+ * characters are removed (as an IBAN's spaces are); a leading or trailing dash, brackets, dots
+ * or other whitespace inside are not accepted.
  */
 export function normaliseIranianMobile(input: string): string | null {
   if (typeof input !== 'string') return null;
-  const match = MOBILE.exec(toAsciiDigits(input.trim()));
+  const raw = toAsciiDigits(input.trim());
+  if (raw.startsWith('-') || raw.endsWith('-')) return null;
+  const match = MOBILE.exec(raw.replace(SEPARATORS, ''));
   return match ? `0${match[1]}` : null;
 }
