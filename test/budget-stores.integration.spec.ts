@@ -90,24 +90,36 @@ describe.each(stores)('%s budget store', (_name, make) => {
     expect(await usage(store, NOW + 11_000)).toMatchObject({ 'svc-a|daily': { spent: 1, reserved: 0 } });
   });
 
-  it('resolves an unknown once: not charged gives the units back, charged keeps them', async () => {
+  it('moves a resolution once per revision by its recorded units and windows; a correction moves them back', async () => {
     const store = make();
     await reserve(store, 'u1', 3);
     await reserve(store, 'u2', 1);
     await store.settle('u1', 'commit', NOW);
     await store.settle('u2', 'commit', NOW);
-    const fallback = (units: number) => ({ units, windows, names: ['svc-a', '*'] });
-    await store.resolve('u1', false, fallback(3), NOW);
-    await store.resolve('u1', false, fallback(3), NOW);
-    await store.resolve('u2', true, fallback(1), NOW);
+    const move = (trackId: string, revision: number, charged: boolean, units: number) => ({
+      trackId,
+      revision,
+      charged,
+      units,
+      budgets: ['svc-a', '*'],
+      daily: windows.daily.id,
+      monthly: windows.monthly.id,
+    });
+    await store.resolve(move('u1', 1, false, -3), NOW);
+    await store.resolve(move('u1', 1, false, -3), NOW);
+    await store.resolve(move('u2', 1, true, 0), NOW);
     expect(await usage(store)).toMatchObject({
       'svc-a|daily': { spent: 1, reserved: 0 },
       '*|monthly': { spent: 1, reserved: 0 },
     });
-    // Resolved while still reserved: settled by the resolution.
-    await reserve(store, 'u3', 2);
-    await store.resolve('u3', false, fallback(2), NOW);
-    expect(await usage(store)).toMatchObject({ 'svc-a|daily': { spent: 1, reserved: 0 } });
+    // A later list corrects u1 (no → yes): its units are spent again, once.
+    await store.resolve(move('u1', 2, true, 3), NOW);
+    await store.resolve(move('u1', 2, true, 3), NOW);
+    expect(await usage(store)).toMatchObject({ 'svc-a|daily': { spent: 4 }, '*|monthly': { spent: 4 } });
+    // Resolved while still reserved: the reservation is settled by the resolution.
+    expect(await reserve(store, 'u3', 1)).toEqual({ admitted: true });
+    await store.resolve(move('u3', 1, false, -1), NOW);
+    expect(await usage(store)).toMatchObject({ 'svc-a|daily': { spent: 4, reserved: 0 } });
   });
 });
 

@@ -161,7 +161,7 @@ describe('GET /admin/ledger', () => {
     expect(res.headers.get('content-type')).toContain('text/csv');
     const [header, row, end] = (await res.text()).split('\r\n');
     expect(header).toBe(
-      'trackId,kind,clientId,subjectSha256,operation,requestHandlingType,status,charged,costUnits,createdAt,completedAt,upstreamCode,requestId',
+      'trackId,kind,clientId,subjectSha256,operation,requestHandlingType,status,charged,costUnits,createdAt,completedAt,upstreamCode,requestId,revision',
     );
     expect(row.startsWith(`${advanced.trackId},settled,svc-b,,shahkar,advanced,succeeded,yes,3,`)).toBe(true);
     expect(end).toBe('');
@@ -260,6 +260,40 @@ describe('POST /admin/reconciliations', () => {
     // The same unsent charge found again is not counted again.
     const again = parseExposition(await (await fetch(`${ops}/metrics`)).text());
     expect(again.value('vgw_reconciliation_unsent_charges_total')).toBe(1);
+  });
+
+  it('refuses an empty body, a header-only file and JSON sent as CSV, and a dry run writes nothing (issue 33)', async () => {
+    const unknowns = ['2037-05-02', '2037-05-03'].map((day) =>
+      entry({
+        kind: 'overdue',
+        status: 'unknown',
+        charged: 'possibly',
+        completedAt: undefined,
+        createdAt: `${day}T10:00:00.000Z`,
+      }),
+    );
+    await store.insert(unknowns);
+    const reconcile = (body: string, query = '') =>
+      admin(`/admin/reconciliations?from=2037-05-01&to=2037-06-01${query}`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/csv' },
+        body,
+      });
+    const count = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM ledger_entries'))[0].n;
+    const before = await count();
+    for (const body of ['', 'trackId\n', JSON.stringify({ trackIds: [unknowns[0].trackId] })]) {
+      const res = await reconcile(body);
+      expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([400, 'validation_failed']);
+    }
+    expect(await count()).toBe(before);
+    const dry = await reconcile(`trackId\n${unknowns[0].trackId}\n`, '&dryRun=true');
+    expect(dry.status).toBe(200);
+    expect(await dry.json()).toMatchObject({
+      dryRun: true,
+      resolved: { count: 1, trackIds: [unknowns[0].trackId] },
+      resolvedNotCharged: { count: 1, trackIds: [unknowns[1].trackId] },
+    });
+    expect(await count()).toBe(before);
   });
 
   it('refuses a file without a trackId column', async () => {

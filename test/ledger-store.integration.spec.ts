@@ -37,9 +37,9 @@ describe('migrations', () => {
     const dbs = Array.from({ length: 5 }, () => new PgLedgerDatabase(server.url, { max: 1 }));
     try {
       const applied = await Promise.all(dbs.map((db) => migrate(db)));
-      expect(applied.flat().sort()).toEqual([1, 2, 4]);
+      expect(applied.flat().sort()).toEqual([1, 2, 3, 4]);
       const rows = await dbs[0].query<{ version: number }>('SELECT version FROM ledger_migrations ORDER BY version');
-      expect(rows).toEqual([{ version: 1 }, { version: 2 }, { version: 4 }]);
+      expect(rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }]);
     } finally {
       await Promise.all(dbs.map((db) => db.close()));
     }
@@ -158,7 +158,7 @@ describe.each([
       expect(told).toEqual([]);
 
       const period = { from: new Date('2032-05-01T00:00:00Z'), to: new Date('2032-06-01T00:00:00Z') };
-      const named = await reconciliations.reconcile(csv(charged.trackId), undefined, period);
+      const named = await reconciliations.reconcile(csv(charged.trackId), { period });
       expect(named).toMatchObject({
         unknownsAbsentFromList: 'resolvedNotCharged',
         resolvedNotCharged: { count: 1, trackIds: [absent.trackId] },
@@ -167,13 +167,17 @@ describe.each([
         ['overdue', 'unknown', 'possibly'],
         ['reconciled', 'failed', 'no'],
       ]);
-      expect(told).toEqual([expect.objectContaining({ trackId: absent.trackId, clientId: 'svc-a', charged: 'no' })]);
+      // No reservation recorded with it (no budget applied): no budget move.
+      expect(told).toEqual([]);
       const [row] = await usage(store, period.from, period.to, 'month');
       expect(row).toMatchObject({ inquiries: 2, failed: 1, unknown: 0, unitsSpent: 1 });
     });
 
     it('tells the resolutions a failed listener missed when the same file is sent again', async () => {
-      const unknown = unknownAt('2032-07-04T10:00:00.000Z');
+      const unknown = {
+        ...unknownAt('2032-07-04T10:00:00.000Z'),
+        reservation: { units: 3, budgets: ['svc-a'], daily: 'd2032-07-04', monthly: 'm2032-07' },
+      };
       await store.insert([unknown]);
       const told: Told[] = [];
       let failures = 1;
@@ -189,7 +193,9 @@ describe.each([
       // Nothing appended the second time, yet the budget is told.
       expect(again.resolved.count).toBe(0);
       expect((await store.facts(unknown.trackId))?.entries).toHaveLength(2);
-      expect(told).toEqual([expect.objectContaining({ trackId: unknown.trackId, charged: 'yes' })]);
+      expect(told).toEqual([
+        { ...unknown.reservation, trackId: unknown.trackId, revision: 1, charged: true, units: 0 },
+      ]);
     });
   });
 

@@ -29,11 +29,50 @@ export type ReserveResult =
       first: boolean;
     };
 
+/**
+ * What a reservation counted, recorded on the inquiry's record and carried into its ledger
+ * entries: a resolution gives back exactly this, to exactly these windows, whatever the
+ * prices and budgets are by then (docs/api.md §6).
+ */
+export interface ReservationRecord {
+  units: number;
+  /** The budgets it counted in: the client's own and/or `*`. */
+  budgets: string[];
+  /** The window ids (BudgetCalendar.windowsAt): `d2026-11-24`, `m2026-11`. */
+  daily: string;
+  monthly: string;
+}
+
+/** What a request reserves, as its record keeps it. */
+export function reservationRecord(request: ReserveRequest): ReservationRecord {
+  return {
+    units: request.units,
+    budgets: request.budgets.map((b) => b.name),
+    daily: request.windows.daily.id,
+    monthly: request.windows.monthly.id,
+  };
+}
+
+/** One budget move of a reconciliation: a resolution (revision 1) or a correction (2, 3, …). */
+export interface BudgetMove {
+  trackId: string;
+  revision: number;
+  /** What the inquiry is now resolved as: settles a reservation still held (revision 1). */
+  charged: boolean;
+  /** Units added to spent once the reservation is settled, signed (negative: given back). */
+  units: number;
+  budgets: string[];
+  daily: string;
+  monthly: string;
+}
+
 /** Spent and reserved units of one budget in one window. */
 export interface BudgetUsage {
   spent: number;
   reserved: number;
 }
+
+const DAY_MS = 86_400_000;
 
 /** How long a reservation concluded as spent is kept, so that a late settlement still finds it. */
 export const CONCLUDED_KEEP_MS = 24 * 3_600_000;
@@ -54,15 +93,12 @@ export abstract class BudgetStore {
   abstract reserve(request: ReserveRequest): Promise<ReserveResult>;
   abstract settle(trackId: string, action: 'commit' | 'release', now: number): Promise<void>;
   /**
-   * An `unknown` inquiry resolved by reconciliation: `charged` confirms the units, otherwise
-   * they are given back, in the windows it was reserved in, once per trackId.
+   * A reconciliation's budget move (docs/api.md §6): exactly the recorded reservation, in its
+   * recorded windows, once per (trackId, revision). A first resolution settles the reservation
+   * when it is still held (commit when charged, release otherwise); once settled, `units` are
+   * added to spent (negative: given back). A window that has ended is left alone.
    */
-  abstract resolve(
-    trackId: string,
-    charged: boolean,
-    fallback: { units: number; windows: BudgetWindows; names: string[] },
-    now: number,
-  ): Promise<void>;
+  abstract resolve(move: BudgetMove, now: number): Promise<void>;
   /** Usage by `<name>|<window>`; concludes overdue reservations first. */
   abstract read(windows: BudgetWindows, names: string[], now: number): Promise<Map<string, BudgetUsage>>;
 }
@@ -123,19 +159,17 @@ export class MemoryBudgetStore extends BudgetStore {
     return Promise.resolve();
   }
 
-  resolve(
-    trackId: string,
-    charged: boolean,
-    fallback: { units: number; windows: BudgetWindows; names: string[] },
-    now: number,
-  ): Promise<void> {
+  resolve(move: BudgetMove, now: number): Promise<void> {
     this.sweep(now);
-    if ((this.resolved.get(trackId) ?? 0) > now) return Promise.resolve();
-    this.resolved.set(trackId, fallback.windows.monthly.resetsAt + WINDOW_GRACE_MS);
-    if (this.finish(trackId, charged ? 'commit' : 'release') || charged) return Promise.resolve();
-    for (const id of [fallback.windows.daily.id, fallback.windows.monthly.id]) {
+    const marker = `${move.trackId}:${move.revision}`;
+    if (this.resolved.has(marker)) return Promise.resolve();
+    // Kept as long as a window it may move: the month's counters, and a day beyond (sweep).
+    this.resolved.set(marker, (this.counters.get(move.monthly)?.expiresAt ?? now) + DAY_MS);
+    if (move.revision === 1 && this.finish(move.trackId, move.charged ? 'commit' : 'release')) return Promise.resolve();
+    if (move.units === 0) return Promise.resolve();
+    for (const id of [move.daily, move.monthly]) {
       const counters = this.counters.get(id)?.fields;
-      if (counters) for (const name of fallback.names) add(counters, `s:${name}`, -fallback.units);
+      if (counters) for (const name of move.budgets) add(counters, `s:${name}`, move.units);
     }
     return Promise.resolve();
   }

@@ -9,6 +9,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { DEFAULT_INQUIRY_PRICES, type BudgetEntry } from '../config/budget-config.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException } from '../problem/problem.js';
+import { BudgetCalendar } from './budget-windows.js';
 import { MemoryBudgetStore } from './budget.store.js';
 import { Budgets } from './budgets.js';
 
@@ -86,21 +87,19 @@ describe('Budgets', () => {
     expect(text).toContain('vgw_budget_reserved_units{client="svc-a",window="daily"} 3');
   });
 
-  it('resolves an unknown: units not charged are given back to the window it counted in', async () => {
+  it('resolves an unknown by exactly its recorded reservation, once per revision, whatever the prices now', async () => {
     const { budgets: service, store, reserve } = budgets([{ clientId: '*', monthly: 10 }]);
-    await reserve('svc-a', 'iban', 'standard', 'u1');
+    await reserve('svc-a', 'iban', 'advanced', 'u1');
     await store.settle('u1', 'commit', Date.now());
-    expect((await service.view('*')).budgets[0]).toMatchObject({ spentUnits: 1, remainingUnits: 9 });
-    const resolution = {
-      trackId: 'u1',
-      clientId: 'svc-a',
-      operation: 'iban' as const,
-      requestHandlingType: 'standard' as const,
-      createdAt: new Date().toISOString(),
-    };
-    await service.resolveUnknown({ ...resolution, charged: 'no' });
-    await service.resolveUnknown({ ...resolution, charged: 'no' });
+    expect((await service.view('*')).budgets[0]).toMatchObject({ spentUnits: 3, remainingUnits: 7 });
+    const windows = new BudgetCalendar('UTC', 'gregory').windowsAt(Date.now());
+    const move = { trackId: 'u1', budgets: ['*'], daily: windows.daily.id, monthly: windows.monthly.id };
+    // Given back (charged no), twice told: once; then a correction takes them again.
+    await service.resolveUnknown({ ...move, revision: 1, charged: false, units: -3 });
+    await service.resolveUnknown({ ...move, revision: 1, charged: false, units: -3 });
     expect((await service.view('*')).budgets[0]).toMatchObject({ spentUnits: 0, remainingUnits: 10 });
+    await service.resolveUnknown({ ...move, revision: 2, charged: true, units: 3 });
+    expect((await service.view('*')).budgets[0]).toMatchObject({ spentUnits: 3, remainingUnits: 7 });
   });
 
   it('applies a changed BUDGETS_FILE while running and keeps the budgets when the change is bad', async () => {

@@ -13,6 +13,7 @@ import { BUDGET_WINDOWS, BudgetCalendar, type BudgetWindow, type BudgetWindowNam
 import {
   BudgetStore,
   type BudgetLimits,
+  type BudgetMove,
   type BudgetUsage,
   type ReserveRequest,
   type ReserveResult,
@@ -32,17 +33,6 @@ export interface BudgetView {
 export interface ClientBudgets {
   clientId: string;
   budgets: BudgetView[];
-}
-
-/** An `unknown` inquiry resolved by reconciliation (the ledger's, docs/api.md §6 "Administration"). */
-export interface UnknownResolution {
-  trackId: string;
-  clientId: string;
-  operation: InquiryOperation;
-  requestHandlingType: RequestHandlingType;
-  /** ISO 8601: when the inquiry was made, which says the day and month it counted in. */
-  createdAt: string;
-  charged: 'yes' | 'no';
 }
 
 /**
@@ -184,24 +174,12 @@ export class Budgets implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Reconciliation of an `unknown` inquiry (docs/api.md §6): `charged: 'yes'` confirms its units
-   * as spent, `'no'` gives them back to the windows it counted in. Once per trackId.
+   * A reconciliation's move (docs/api.md §6): exactly the units recorded with the inquiry, to
+   * exactly the budgets and windows it counted in; never today's prices or budgets. Once per
+   * (trackId, revision) while Redis keeps its marker; the ledger records each move it applied.
    */
-  async resolveUnknown(resolution: UnknownResolution): Promise<void> {
-    const names = this.limitsFor(resolution.clientId).map((b) => b.name);
-    if (names.length === 0) return;
-    // A throwaway calendar: the shared one caches the current windows.
-    const calendar = new BudgetCalendar(this.calendar.timeZone, this.calendar.calendar);
-    await this.store.resolve(
-      resolution.trackId,
-      resolution.charged === 'yes',
-      {
-        units: this.prices.unitsOf(resolution.operation, resolution.requestHandlingType),
-        windows: calendar.windowsAt(Date.parse(resolution.createdAt)),
-        names,
-      },
-      Date.now(),
-    );
+  async resolveUnknown(move: BudgetMove): Promise<void> {
+    await this.store.resolve(move, Date.now());
   }
 
   /** `GET /v1/budget`: the caller's own budgets (none configured: an empty list). */

@@ -5,6 +5,7 @@ import type { BudgetWindows } from './budget-windows.js';
 import {
   BudgetStore,
   CONCLUDED_KEEP_MS,
+  type BudgetMove,
   WINDOW_GRACE_MS,
   type BudgetUsage,
   type ReserveRequest,
@@ -156,18 +157,22 @@ sweep(KEYS[1], KEYS[2], tonumber(ARGV[1]))
 return finish(KEYS[1], KEYS[2], ARGV[2], ARGV[3]) and 1 or 0`;
 
 /**
- * KEYS: reservations, deadlines, resolved marker, day window, month window. ARGV: now, trackId,
- * yes | no, units, marker lifetime (ms), names. Once per trackId (the marker): a reservation
- * still held is settled; one settled already is given back when it was not charged.
+ * KEYS: reservations, deadlines, move marker, day window, month window. ARGV: now, trackId,
+ * revision, yes | no, units (signed), budget names. Once per (trackId, revision): the marker
+ * lives as long as the month's window (a move after it changes nothing). A first resolution
+ * settles the reservation still held; otherwise the units go to spent in both windows, each
+ * only while it exists (an ended window is not brought back without its expiry).
  */
 const RESOLVE = `${COMMON}
 sweep(KEYS[1], KEYS[2], tonumber(ARGV[1]))
-if not redis.call('SET', KEYS[3], 1, 'NX', 'PX', ARGV[5]) then return 0 end
-if finish(KEYS[1], KEYS[2], ARGV[2], ARGV[3] == 'yes' and 'commit' or 'release') then return 1 end
-if ARGV[3] == 'no' then
+local ttl = redis.call('PTTL', KEYS[5])
+if not redis.call('SET', KEYS[3], 1, 'NX', 'PX', math.max(ttl, 60000)) then return 0 end
+if ARGV[3] == '1' and finish(KEYS[1], KEYS[2], ARGV[2], ARGV[4] == 'yes' and 'commit' or 'release') then return 1 end
+local units = tonumber(ARGV[5])
+if units ~= 0 then
   for i = 6, #ARGV do
-    incr(KEYS[4], 's:' .. ARGV[i], -tonumber(ARGV[4]))
-    incr(KEYS[5], 's:' .. ARGV[i], -tonumber(ARGV[4]))
+    incr(KEYS[4], 's:' .. ARGV[i], units)
+    incr(KEYS[5], 's:' .. ARGV[i], units)
   end
 end
 return 1`;
@@ -231,27 +236,20 @@ export class RedisBudgetStore extends BudgetStore {
     });
   }
 
-  resolve(
-    trackId: string,
-    charged: boolean,
-    fallback: { units: number; windows: BudgetWindows; names: string[] },
-    now: number,
-  ): Promise<void> {
+  resolve(move: BudgetMove, now: number): Promise<void> {
     return storeCall('budget resolve', async () => {
-      const { daily, monthly } = fallback.windows;
       await this.scripts.vgwBudgetResolve(
         this.keys.budgetReservations(),
         this.keys.budgetDeadlines(),
-        this.keys.budgetResolved(trackId),
-        this.keys.budgetWindow(daily.id),
-        this.keys.budgetWindow(monthly.id),
+        this.keys.budgetResolved(move.trackId, move.revision),
+        this.keys.budgetWindow(move.daily),
+        this.keys.budgetWindow(move.monthly),
         now,
-        trackId,
-        charged ? 'yes' : 'no',
-        fallback.units,
-        // Past the month's grace, nothing is left to give back twice.
-        Math.max(60_000, monthly.resetsAt + WINDOW_GRACE_MS - now),
-        ...fallback.names,
+        move.trackId,
+        move.revision,
+        move.charged ? 'yes' : 'no',
+        move.units,
+        ...move.budgets,
       );
     });
   }

@@ -1,3 +1,4 @@
+import type { ReservationRecord } from '../budget/budget.store.js';
 import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
 import { statusNow } from './inquiry-deadline.js';
 
@@ -39,6 +40,8 @@ export interface InquiryRecord {
   requestId?: string;
   /** For the ledger: the inquiry's price in cost units when it was made (INQUIRY_PRICES). */
   costUnits?: number;
+  /** For the ledger: what the budget reservation counted, so a resolution gives back exactly that. */
+  reservation?: ReservationRecord;
 }
 
 /** What `GET /v1/inquiries/{trackId}` shows (docs/api.md §2), as of now. */

@@ -12,7 +12,7 @@ import { LedgerQueue } from '../ledger/ledger-queue.js';
 import { LedgerReads } from '../ledger/ledger-reads.js';
 import { AuthorizedUpstream, type CallBudget } from '../token/authorized-upstream.js';
 import { InquiryPrices } from '../accounting/inquiry-prices.js';
-import type { ReserveRequest, ReserveResult } from '../budget/budget.store.js';
+import { reservationRecord, type ReserveRequest, type ReserveResult } from '../budget/budget.store.js';
 import { Budgets } from '../budget/budgets.js';
 import { LOCATION_HEADER, PREFERENCE_APPLIED_HEADER, RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
 import { IdempotencyService, msUntilSettledAnswerDue, type ClaimResult, type HeldKey } from './idempotency.service.js';
@@ -184,6 +184,7 @@ export class InquiryService {
       deadlineAt: new Date(budget.deadline).toISOString(),
       requestId: facts?.requestId,
       costUnits: reservation?.units ?? this.prices.unitsOf(request.operation, request.requestHandlingType),
+      ...(reservation ? { reservation: reservationRecord(reservation) } : {}),
     };
     await this.open(record, reservation, key);
 
@@ -514,6 +515,7 @@ export class InquiryService {
             : 'no',
       requestId: record.requestId,
       costUnits: record.costUnits,
+      reservation: record.reservation,
     };
     // Owed until stored (or the record has expired): the caller is answered either way.
     const until = this.owedUntil(record);

@@ -141,7 +141,14 @@ export class AdminController {
     if (!(request.body instanceof Readable))
       throw new ProblemException('validation_failed', 'The body must be text/csv with a trackId header column.');
     const body = request.body;
-    return ledgerCall('ledger reconciliation', () => this.reconciliations.reconcile(body, request.id, period));
+    if (query.dryRun !== undefined && query.dryRun !== 'true' && query.dryRun !== 'false')
+      throw new ProblemException('validation_failed', 'dryRun must be true or false.', {
+        errors: [{ field: 'dryRun', message: 'must be true or false' }],
+      });
+    const dryRun = query.dryRun === 'true';
+    return ledgerCall('ledger reconciliation', () =>
+      this.reconciliations.reconcile(body, { requestId: request.id, period, dryRun }),
+    );
   }
 }
 

@@ -1,6 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiOperation, ApiQuery, ApiResponse, ApiSecurity, ApiTags, type SchemaObject } from '@nestjs/swagger';
-import { API_KEY_SCHEME } from '../openapi.js';
+import { API_KEY_SCHEME, responseHeader } from '../openapi.js';
+import { MAX_ROWS } from './reconciliation.js';
 import { ApiProblemResponses } from '../problem/problem.openapi.js';
 
 const DATE_QUERY = { type: 'string', example: '2026-11-24' } satisfies SchemaObject;
@@ -44,6 +45,22 @@ const ENTRY = {
     completedAt: { type: 'string', format: 'date-time' },
     upstreamCode: { type: 'integer' },
     requestId: { type: 'string' },
+    revision: {
+      type: 'integer',
+      minimum: 1,
+      description: "A `reconciled` entry's place among the inquiry's resolutions: 1, then 2, 3, … per correction.",
+    },
+    reservation: {
+      type: 'object',
+      description: 'What the budget reservation counted (NDJSON only): a resolution moves exactly this.',
+      required: ['units', 'budgets', 'daily', 'monthly'],
+      properties: {
+        units: { type: 'integer' },
+        budgets: { type: 'array', items: { type: 'string' } },
+        daily: { type: 'string', example: 'd2026-11-24' },
+        monthly: { type: 'string', example: 'm2026-11' },
+      },
+    },
   },
 } satisfies SchemaObject;
 
@@ -202,9 +219,19 @@ export function ApiReconciliation(): MethodDecorator {
     ApiAdmin(
       "The provider's list of charged inquiries against the ledger",
       'Needs an API key with `ledger:read` and `ledger:reconcile`. Body `text/csv` with a header row naming a ' +
-        '`trackId` column, streamed. Each list holds the first 1000 trackIds (`truncated` when there are more). ' +
-        'Idempotent: the same file twice appends nothing the second time.',
+        '`trackId` column and at least one row (otherwise 400 `validation_failed`, nothing written), at most ' +
+        `${MAX_ROWS} rows (413 \`payload_too_large\`: send it in parts by period). The file is read and checked ` +
+        'whole before anything is written. Each list holds the first 1000 trackIds (`truncated` when there are ' +
+        'more). A resolution or correction is appended (the history kept) and moves the budgets by exactly the ' +
+        'reservation recorded with the inquiry. The same file twice appends nothing the second time. One at a ' +
+        'time per instance: another sent meanwhile is 429 `rate_limited` with `Retry-After`.',
     ),
+    ApiQuery({
+      name: 'dryRun',
+      required: false,
+      description: 'true: the same answer, and nothing is written (no entry, no budget move, no metric).',
+      schema: { type: 'boolean', default: false },
+    }),
     ApiQuery({
       name: 'from',
       required: false,
@@ -226,23 +253,36 @@ export function ApiReconciliation(): MethodDecorator {
             type: 'object',
             required: [
               'rows',
+              'dryRun',
               'chargedAndRecorded',
               'chargedNotInLedger',
               'recordedNotCharged',
               'chargedButRecordedNotCharged',
               'resolved',
               'resolvedNotCharged',
+              'correctedToCharged',
+              'correctedToNotCharged',
               'unknownsAbsentFromList',
               'period',
             ],
             properties: {
               rows: { type: 'integer' },
+              dryRun: { type: 'boolean' },
               chargedAndRecorded: LIST,
               chargedNotInLedger: LIST,
               recordedNotCharged: LIST,
               chargedButRecordedNotCharged: LIST,
               resolved: LIST,
               resolvedNotCharged: LIST,
+              correctedToCharged: {
+                ...LIST,
+                description: 'Resolved earlier as not charged, on this list: a correction (charged) appended.',
+              },
+              correctedToNotCharged: {
+                ...LIST,
+                description:
+                  'Resolved earlier as charged, absent from this list of its named period: a correction appended.',
+              },
               unknownsAbsentFromList: {
                 type: 'string',
                 enum: ['resolvedNotCharged', 'leftUnresolved'],
@@ -262,6 +302,17 @@ export function ApiReconciliation(): MethodDecorator {
         },
       },
     }),
-    ADMIN_PROBLEMS,
+    ApiProblemResponses(
+      [
+        'validation_failed',
+        'unauthenticated',
+        'forbidden',
+        'payload_too_large',
+        'rate_limited',
+        'internal',
+        'store_unavailable',
+      ],
+      { 429: { 'Retry-After': responseHeader('Retry-After', true) } },
+    ),
   );
 }

@@ -1,3 +1,4 @@
+import type { ReservationRecord } from '../budget/budget.store.js';
 import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
 
 export type EntryKind = 'settled' | 'overdue' | 'reconciled';
@@ -24,6 +25,10 @@ export interface LedgerEntry {
   /** The upstream `meta.code`. */
   upstreamCode?: number;
   requestId?: string;
+  /** A `reconciled` entry's place among the inquiry's resolutions: 1, then 2, 3, … for each correction. */
+  revision?: number;
+  /** What its budget reservation counted (docs/api.md §6); absent when no budget applied. */
+  reservation?: ReservationRecord;
 }
 
 /** An entry on its way to PostgreSQL, with the upstream `data` of a success. */

@@ -1,5 +1,5 @@
 import type { InquiryPrices } from '../accounting/inquiry-prices.js';
-import type { ReserveRequest, ReserveResult } from '../budget/budget.store.js';
+import type { ReservationRecord, ReserveRequest, ReserveResult } from '../budget/budget.store.js';
 import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
 import { isInt4, type Charged, type QueuedEntry } from './ledger-entry.js';
 
@@ -23,6 +23,8 @@ export interface InquiryFactsInput {
   requestId?: string;
   /** The price when the inquiry was made (an entry derived later keeps it, whatever the prices are then). */
   costUnits?: number;
+  /** What its budget reservation counted, when one was made: a resolution moves exactly this. */
+  reservation?: ReservationRecord;
 }
 
 /** One entry read from the queue, with the id that acknowledges it. */
@@ -124,6 +126,7 @@ export abstract class LedgerQueue {
       costUnits: record.costUnits ?? this.prices.unitsOf(record.operation, record.requestHandlingType),
       createdAt: record.createdAt,
       ...(record.requestId ? { requestId: record.requestId } : {}),
+      ...(record.reservation ? { reservation: record.reservation } : {}),
     };
   }
 }

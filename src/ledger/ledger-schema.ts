@@ -58,6 +58,36 @@ const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> 
     `,
   },
   {
+    version: 3,
+    name: 'resolutions by revision, reservations recorded, budget moves',
+    sql: `
+      -- A later list may correct a resolution (docs/api.md §7): each reconciled entry has its
+      -- revision (1, 2, ... by correction; 0 for settled and overdue), the history kept. The
+      -- partition key stays in the primary key, as PostgreSQL requires.
+      ALTER TABLE ledger_entries ADD COLUMN revision integer NOT NULL DEFAULT 0;
+      UPDATE ledger_entries SET revision = 1 WHERE kind = 'reconciled' AND revision = 0;
+      ALTER TABLE ledger_entries DROP CONSTRAINT ledger_entries_pkey;
+      ALTER TABLE ledger_entries ADD PRIMARY KEY (track_id, kind, revision, created_at);
+      ALTER TABLE ledger_entries ADD CONSTRAINT ledger_entries_revision CHECK ((kind = 'reconciled') = (revision > 0));
+      -- What the inquiry's budget reservation counted, as its record kept it: a resolution moves
+      -- exactly this (docs/api.md §6), never today's prices or budgets. NULL: no budget applied.
+      ALTER TABLE ledger_entries ADD COLUMN reserved_units integer, ADD COLUMN reserved_budgets text[],
+        ADD COLUMN reserved_daily text, ADD COLUMN reserved_monthly text;
+      -- Each budget move applied to Redis for a reconciled entry, written after Redis took it:
+      -- what is applied is known here, so a Redis that lost its data replays nothing
+      -- (src/ledger/reconciliation.ts). Small (one row per resolution), not partitioned.
+      CREATE TABLE ledger_budget_moves (
+        track_id uuid NOT NULL,
+        revision integer NOT NULL,
+        units integer NOT NULL,
+        budgets text[] NOT NULL,
+        windows text[] NOT NULL,
+        applied_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (track_id, revision)
+      );
+    `,
+  },
+  {
     version: 4,
     name: 'entries the database refused, parked',
     sql: `

@@ -17,10 +17,19 @@ interface EntryRow {
   completed_at: Date | null;
   upstream_code: number | null;
   request_id: string | null;
+  revision: number;
+  reserved_units: number | null;
+  reserved_budgets: string[] | null;
+  reserved_daily: string | null;
+  reserved_monthly: string | null;
 }
 
 const ENTRY_COLUMNS = `track_id::text AS track_id, kind, client_id, subject_sha256, operation, request_handling_type,
-  status, charged, cost_units, created_at, completed_at, upstream_code, request_id`;
+  status, charged, cost_units, created_at, completed_at, upstream_code, request_id, revision,
+  reserved_units, reserved_budgets, reserved_daily, reserved_monthly`;
+
+/** Of one inquiry's entries, the latest fact first: reconciled (highest revision) > settled > overdue. */
+export const LATEST_FIRST = `CASE kind WHEN 'reconciled' THEN 2 WHEN 'settled' THEN 1 ELSE 0 END DESC, revision DESC`;
 
 function toEntry(row: EntryRow): LedgerEntry {
   return {
@@ -37,14 +46,26 @@ function toEntry(row: EntryRow): LedgerEntry {
     ...(row.completed_at !== null ? { completedAt: new Date(row.completed_at).toISOString() } : {}),
     ...(row.upstream_code !== null ? { upstreamCode: row.upstream_code } : {}),
     ...(row.request_id !== null ? { requestId: row.request_id } : {}),
+    ...(row.revision > 0 ? { revision: row.revision } : {}),
+    ...(row.reserved_units !== null
+      ? {
+          reservation: {
+            units: row.reserved_units,
+            budgets: row.reserved_budgets ?? [],
+            daily: row.reserved_daily ?? '',
+            monthly: row.reserved_monthly ?? '',
+          },
+        }
+      : {}),
   };
 }
 
 /**
  * An entry's fields in a fixed order: the export's columns (the CSV header). `entryRow` below
- * writes each of them (its type requires every field of LedgerEntry).
+ * writes each of them (its type requires every field of LedgerEntry). The reservation, an
+ * object, is in the NDJSON export only.
  */
-export const ENTRY_FIELDS: ReadonlyArray<keyof LedgerEntry> = [
+export const ENTRY_FIELDS: ReadonlyArray<Exclude<keyof LedgerEntry, 'reservation'>> = [
   'trackId',
   'kind',
   'clientId',
@@ -58,6 +79,7 @@ export const ENTRY_FIELDS: ReadonlyArray<keyof LedgerEntry> = [
   'completedAt',
   'upstreamCode',
   'requestId',
+  'revision',
 ];
 
 /**
@@ -81,6 +103,8 @@ function entryRow(entry: QueuedEntry): Record<keyof LedgerEntry, unknown> {
     // Checked again here: an entry queued before the check existed (Cluster queues built entries).
     upstreamCode: isInt4(entry.upstreamCode) ? entry.upstreamCode : undefined,
     requestId: entry.requestId,
+    revision: entry.revision,
+    reservation: entry.reservation,
   };
 }
 
@@ -89,11 +113,12 @@ export function resultContext(trackId: string): string {
   return `ledger:result:${trackId}`;
 }
 
-/** Keyset position of an export: the last row's (created_at, track_id, kind). */
+/** Keyset position of an export: the last row's (created_at, track_id, kind, revision). */
 export interface ExportCursor {
   createdAt: Date;
   trackId: string;
   kind: string;
+  revision: number;
 }
 
 export interface ExportFilter {
@@ -163,12 +188,17 @@ export class LedgerStore {
     const rows = await this.db.query<{ n: number }>(
       `WITH written AS (
          INSERT INTO ledger_entries (track_id, kind, client_id, subject_sha256, operation, request_handling_type,
-           status, charged, cost_units, created_at, completed_at, upstream_code, request_id)
+           status, charged, cost_units, created_at, completed_at, upstream_code, request_id, revision,
+           reserved_units, reserved_budgets, reserved_daily, reserved_monthly)
          SELECT "trackId", kind, "clientId", "subjectSha256", operation, "requestHandlingType", status, charged,
-           "costUnits", "createdAt", "completedAt", "upstreamCode", "requestId"
+           "costUnits", "createdAt", "completedAt", "upstreamCode", "requestId",
+           coalesce(revision, CASE kind WHEN 'reconciled' THEN 1 ELSE 0 END),
+           (reservation->>'units')::int,
+           CASE WHEN reservation IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(reservation->'budgets')) END,
+           reservation->>'daily', reservation->>'monthly'
          FROM json_to_recordset($1::json) AS x("trackId" uuid, kind text, "clientId" text, "subjectSha256" text,
            operation text, "requestHandlingType" text, status text, charged text, "costUnits" int,
-           "createdAt" timestamptz, "completedAt" timestamptz, "upstreamCode" int, "requestId" text)
+           "createdAt" timestamptz, "completedAt" timestamptz, "upstreamCode" int, "requestId" text, revision int, reservation json)
          ON CONFLICT DO NOTHING RETURNING 1)
        SELECT count(*)::int AS n FROM written`,
       [JSON.stringify(entries.map(entryRow))],
@@ -201,15 +231,15 @@ export class LedgerStore {
   }
 
   /**
-   * Every entry of one inquiry, weakest fact first (overdue < settled < reconciled, then
-   * recorded_at: the rank usage uses), and its data while kept; null when unknown. Not write
+   * Every entry of one inquiry, weakest fact first (overdue < settled < reconciled by revision,
+   * then recorded_at: the rank usage uses), and its data while kept; null when unknown. Not write
    * order: two drainers may record a settlement before the overdue entry (docs/api.md §7).
    */
   async facts(trackId: string): Promise<InquiryFacts | null> {
     await this.ready();
     const rows = await this.db.query<EntryRow>(
       `SELECT ${ENTRY_COLUMNS} FROM ledger_entries WHERE track_id = $1
-       ORDER BY CASE kind WHEN 'reconciled' THEN 2 WHEN 'settled' THEN 1 ELSE 0 END, recorded_at`,
+       ORDER BY CASE kind WHEN 'reconciled' THEN 2 WHEN 'settled' THEN 1 ELSE 0 END, revision, recorded_at`,
       [trackId],
     );
     if (rows.length === 0) return null;
@@ -224,7 +254,7 @@ export class LedgerStore {
   }
 
   /**
-   * One keyset page of an export, in (created_at, track_id, kind) order: the same SQL on
+   * One keyset page of an export, in (created_at, track_id, kind, revision) order: the same SQL on
    * PostgreSQL and PGlite, no server cursor, memory bounded by the page (PAGE_ROWS).
    */
   async page(filter: ExportFilter, after?: ExportCursor, limit = PAGE_ROWS): Promise<LedgerEntry[]> {
@@ -233,9 +263,9 @@ export class LedgerStore {
       `SELECT ${ENTRY_COLUMNS} FROM ledger_entries
        WHERE created_at >= $1 AND created_at < $2
          AND ($3::text IS NULL OR client_id = $3) AND ($4::text IS NULL OR status = $4)
-         AND ($5::timestamptz IS NULL OR (created_at, track_id, kind) > ($5, $6::uuid, $7))
+         AND ($5::timestamptz IS NULL OR (created_at, track_id, kind, revision) > ($5, $6::uuid, $7, $10::int))
          AND ($9::uuid IS NULL OR track_id = $9)
-       ORDER BY created_at, track_id, kind LIMIT $8`,
+       ORDER BY created_at, track_id, kind, revision LIMIT $8`,
       [
         filter.from,
         filter.to,
@@ -246,6 +276,7 @@ export class LedgerStore {
         after?.kind ?? null,
         limit,
         filter.trackId ?? null,
+        after?.revision ?? 0,
       ],
     );
     return rows.map(toEntry);
@@ -259,7 +290,12 @@ export class LedgerStore {
       yield* page;
       if (page.length < PAGE_ROWS) return;
       const last = page[page.length - 1];
-      after = { createdAt: new Date(last.createdAt), trackId: last.trackId, kind: last.kind };
+      after = {
+        createdAt: new Date(last.createdAt),
+        trackId: last.trackId,
+        kind: last.kind,
+        revision: last.revision ?? 0,
+      };
     }
   }
 }
@@ -296,7 +332,7 @@ export async function usage(store: LedgerStore, from: Date, to: Date, period: 'd
     `WITH latest AS (
        SELECT DISTINCT ON (track_id) track_id, client_id, created_at, status, charged, cost_units
        FROM ledger_entries WHERE created_at >= $1 AND created_at < $2
-       ORDER BY track_id, CASE kind WHEN 'reconciled' THEN 2 WHEN 'settled' THEN 1 ELSE 0 END DESC)
+       ORDER BY track_id, ${LATEST_FIRST})
      SELECT client_id, to_char(date_trunc($3, created_at AT TIME ZONE 'UTC'), $4) AS period,
        count(*)::int AS inquiries,
        (count(*) FILTER (WHERE status = 'succeeded'))::int AS succeeded,

@@ -1,11 +1,12 @@
-import type { UnknownResolution } from '../budget/budgets.js';
+import type { BudgetMove } from '../budget/budget.store.js';
 
 /**
- * Told when a reconciliation resolves an `unknown` inquiry (docs/api.md §7), so that what was
- * held for it (a budget's units) can be released (`no`) or confirmed (`yes`). Optional.
+ * Told each budget move a reconciliation's resolutions and corrections owe (docs/api.md §6):
+ * exactly the reservation recorded with the inquiry. Must be idempotent per (trackId,
+ * revision); the ledger records each move once told (table ledger_budget_moves). Optional.
  */
 export interface ResolutionListener {
-  resolved(resolution: UnknownResolution): Promise<void>;
+  resolved(move: BudgetMove): Promise<void>;
 }
 
 export const RESOLUTION_LISTENER = Symbol('RESOLUTION_LISTENER');

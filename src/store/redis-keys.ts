@@ -73,9 +73,9 @@ export class RedisKeys {
     return this.accounting('budget:due');
   }
 
-  /** Marks an `unknown` inquiry's budget resolution as done (once per trackId). */
-  budgetResolved(trackId: string): string {
-    return this.accounting(`budget:resolved:${trackId}`);
+  /** Marks a reconciliation's budget move as done: once per (trackId, revision). */
+  budgetResolved(trackId: string, revision: number): string {
+    return this.accounting(`budget:resolved:${trackId}:${revision}`);
   }
 
   /** One idempotency claim: the caller scope (client, or client and hashed end user) and the SHA-256 of the key. */

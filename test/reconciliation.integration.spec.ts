@@ -1,0 +1,278 @@
+/**
+ * Reconciliation that cannot destroy facts, and budget moves from the record (issue 33, items
+ * 1 and 2), on a PostgreSQL server and on PGlite, with the budgets in a real redis-server:
+ * a file without rows is refused before anything is written; a dry run writes nothing; a wrong
+ * list is corrected by the right one (history kept, spent back to what it was); a resolution
+ * gives back exactly the units recorded, to the budgets recorded, whatever the prices and
+ * budgets are now; and what was applied is known from PostgreSQL, so a Redis that lost its
+ * data replays nothing.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { ConfigService } from '@nestjs/config';
+import { Redis } from 'ioredis';
+import { InquiryPrices } from '../src/accounting/inquiry-prices.js';
+import { reservationRecord, type BudgetStore } from '../src/budget/budget.store.js';
+import { Budgets } from '../src/budget/budgets.js';
+import { RedisBudgetStore } from '../src/budget/redis-budget.store.js';
+import type { AppConfig } from '../src/config/app-config.js';
+import type { BudgetEntry } from '../src/config/budget-config.js';
+import { Secret } from '../src/config/secret.js';
+import { PgLedgerDatabase, PgliteLedgerDatabase, type LedgerDatabase } from '../src/ledger/ledger-database.js';
+import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
+import { migrate } from '../src/ledger/ledger-schema.js';
+import { LedgerStore, usage } from '../src/ledger/ledger.store.js';
+import { Reconciliations } from '../src/ledger/reconciliation.js';
+import { GatewayMetrics } from '../src/observability/metrics.js';
+import { RedisKeys } from '../src/store/redis-keys.js';
+import { StoreCipher } from '../src/store/store-cipher.js';
+import { queuedEntry } from './support/ledger-entries.js';
+import { PostgresServer } from './support/postgres-server.js';
+import { RedisServer } from './support/redis-server.js';
+
+const cipher = new StoreCipher([{ id: 'k1', key: new Secret(Buffer.alloc(32, 7).toString('base64')) }]);
+const metrics = { unsentCharges: { inc: () => undefined } } as never;
+
+let postgres: PostgresServer;
+let redisServer: RedisServer;
+let redis: Redis;
+let prefixes = 0;
+beforeAll(async () => {
+  [postgres, redisServer] = await Promise.all([PostgresServer.start(), RedisServer.start()]);
+  redis = new Redis(redisServer.url);
+});
+afterAll(async () => {
+  redis?.disconnect();
+  await Promise.all([postgres?.stop(), redisServer?.stop()]);
+});
+
+/** Budgets as configured now (prices and budgets), on this file's Redis under a prefix of its own. */
+function budgetsWith(store: BudgetStore, entries: BudgetEntry[], price: number): Budgets {
+  const slices: Partial<AppConfig> = {
+    budgets: { entries, timeZone: 'UTC', calendar: 'gregory' },
+    inquiryPrices: { shahkar: { standard: price, advanced: price }, iban: { standard: price, advanced: price } },
+    secretFiles: { pollIntervalMs: 60_000 },
+  };
+  const config = { get: (name: keyof AppConfig) => slices[name] } as unknown as ConfigService<AppConfig, true>;
+  return new Budgets(config, new InquiryPrices(config), store, new GatewayMetrics());
+}
+
+const csv = (...lines: string[]) => Readable.from([`${lines.join('\n')}\n`]);
+const list = (...trackIds: string[]) => csv('trackId', ...trackIds);
+
+describe.each([
+  ['PostgreSQL server', () => Promise.resolve(new PgLedgerDatabase(postgres.url) as LedgerDatabase)],
+  [
+    'PGlite',
+    () => PgliteLedgerDatabase.open(mkdtempSync(join(tmpdir(), 'vgw-reconciliation-'))) as Promise<LedgerDatabase>,
+  ],
+])('reconciliation on %s', (_engine, open) => {
+  let db: LedgerDatabase;
+  let store: LedgerStore;
+  let budgetStore: RedisBudgetStore;
+  let month = 0;
+  beforeAll(async () => {
+    db = await open();
+    await migrate(db);
+    store = new LedgerStore(db, cipher, 90);
+  });
+  afterAll(async () => {
+    await db.close();
+    if (db instanceof PgliteLedgerDatabase) rmSync(db.dataDir, { recursive: true, force: true });
+  });
+
+  /**
+   * A fresh budget prefix and a month of its own (2040-01, 2040-02, …) for each test's
+   * inquiries: a named period resolves every unknown in it. Budgets then: client `svc-a`, daily 100.
+   */
+  function setting() {
+    budgetStore = new RedisBudgetStore(redis, new RedisKeys(`reconcile-${++prefixes}`));
+    month += 1;
+    const from = new Date(Date.UTC(2040, month - 1, 1));
+    return {
+      from,
+      to: new Date(Date.UTC(2040, month, 1)),
+      at: (day: number) => new Date(from.getTime() + day * 86_400_000),
+    };
+  }
+
+  /** An inquiry the budget admitted (units at today's price), that ended `unknown`: kept as spent. */
+  async function unknownInquiry(budgets: Budgets, createdAt: Date): Promise<QueuedEntry> {
+    const overdue = queuedEntry({
+      kind: 'overdue',
+      status: 'unknown',
+      charged: 'possibly',
+      completedAt: undefined,
+      createdAt: createdAt.toISOString(),
+    });
+    const request = budgets.reservationFor('svc-a', 'shahkar', 'standard', overdue.trackId, Date.now() + 60_000)!;
+    expect(await budgetStore.reserve(request)).toEqual({ admitted: true });
+    await budgetStore.settle(overdue.trackId, 'commit', Date.now());
+    const entry = { ...overdue, costUnits: request.units, reservation: reservationRecord(request) };
+    expect(await store.insert([entry])).toBe(1);
+    return entry;
+  }
+
+  const spent = async (budgets: Budgets, clientId = 'svc-a') =>
+    (await budgets.all()).find((b) => b.clientId === clientId)?.budgets.map((b) => b.spentUnits) ?? [];
+  const history = async (trackId: string) =>
+    (await store.facts(trackId))?.entries.map((e) => [e.kind, e.revision ?? 0, e.charged]);
+  const counts = async () => {
+    const [row] = await db.query<{ entries: number; moves: number; unsent: number }>(
+      `SELECT (SELECT count(*)::int FROM ledger_entries) AS entries,
+         (SELECT count(*)::int FROM ledger_budget_moves) AS moves,
+         (SELECT count(*)::int FROM ledger_unsent_charges) AS unsent`,
+    );
+    return row;
+  };
+
+  it('refuses an empty body, a header-only file, JSON sent as CSV and a file without trackId: nothing written, nothing moved', async () => {
+    const period = setting();
+    const budgets = budgetsWith(budgetStore, [{ clientId: 'svc-a', daily: 100 }], 2);
+    const unknown = await unknownInquiry(budgets, period.at(1));
+    const reconciliations = new Reconciliations(store, metrics, { resolved: (m) => budgets.resolveUnknown(m) });
+    const before = await counts();
+    for (const body of [
+      Readable.from([]),
+      csv('trackId'),
+      csv('\uFEFFtrackId', '', ''),
+      csv(JSON.stringify({ trackIds: [unknown.trackId] })),
+      csv('id', unknown.trackId),
+    ]) {
+      const refused = await reconciliations.reconcile(body, { period }).catch((error: unknown) => error);
+      expect(refused).toMatchObject({ code: 'validation_failed', status: 400 });
+    }
+    expect(await counts()).toEqual(before);
+    expect(await history(unknown.trackId)).toEqual([['overdue', 0, 'possibly']]);
+    expect(await spent(budgets)).toEqual([2]);
+  });
+
+  it('dryRun answers the same report and writes nothing: no entry, no unsent charge, no budget move', async () => {
+    const period = setting();
+    const budgets = budgetsWith(budgetStore, [{ clientId: 'svc-a', daily: 100 }], 1);
+    const [absent, listed] = [await unknownInquiry(budgets, period.at(1)), await unknownInquiry(budgets, period.at(2))];
+    const told: unknown[] = [];
+    const reconciliations = new Reconciliations(store, metrics, {
+      resolved: (m) => {
+        told.push(m);
+        return budgets.resolveUnknown(m);
+      },
+    });
+    const stranger = '00000000-0000-4000-8000-0000000000aa';
+    const before = await counts();
+    const dry = await reconciliations.reconcile(list(listed.trackId, stranger), { period, dryRun: true });
+    expect(await counts()).toEqual(before);
+    expect(told).toEqual([]);
+    expect(await spent(budgets)).toEqual([2]);
+    const real = await reconciliations.reconcile(list(listed.trackId, stranger), { period });
+    const { dryRun: wasDry, ...dryReport } = dry;
+    const { dryRun: wasReal, ...realReport } = real;
+    expect([wasDry, wasReal]).toEqual([true, false]);
+    expect(dryReport).toEqual(realReport);
+    expect(real).toMatchObject({
+      resolved: { count: 1, trackIds: [listed.trackId], truncated: false },
+      resolvedNotCharged: { count: 1, trackIds: [absent.trackId], truncated: false },
+      chargedNotInLedger: { count: 1, trackIds: [stranger], truncated: false },
+    });
+    expect(await counts()).toEqual({ entries: before.entries + 2, moves: before.moves + 2, unsent: before.unsent + 1 });
+    expect(await spent(budgets)).toEqual([1]);
+  });
+
+  it('a wrong list then the right one: corrected, history kept, spent back to what it was; the same file again writes nothing', async () => {
+    const period = setting();
+    const budgets = budgetsWith(budgetStore, [{ clientId: 'svc-a', daily: 100 }], 2);
+    const [a, b] = [await unknownInquiry(budgets, period.at(1)), await unknownInquiry(budgets, period.at(2))];
+    const reconciliations = new Reconciliations(store, metrics, { resolved: (m) => budgets.resolveUnknown(m) });
+    expect(await spent(budgets)).toEqual([4]);
+
+    // Wrong: a list holding b only, for the period: a is resolved as not charged.
+    const wrong = await reconciliations.reconcile(list(b.trackId), { period });
+    expect(wrong.resolvedNotCharged.trackIds).toEqual([a.trackId]);
+    expect(await spent(budgets)).toEqual([2]);
+
+    // Right: both were charged. a is corrected, given its units again.
+    const right = await reconciliations.reconcile(list(a.trackId, b.trackId), { period });
+    expect(right).toMatchObject({
+      correctedToCharged: { count: 1, trackIds: [a.trackId] },
+      chargedAndRecorded: { count: 1, trackIds: [b.trackId] },
+      chargedButRecordedNotCharged: { count: 0 },
+    });
+    expect(await spent(budgets)).toEqual([4]);
+    expect(await history(a.trackId)).toEqual([
+      ['overdue', 0, 'possibly'],
+      ['reconciled', 1, 'no'],
+      ['reconciled', 2, 'yes'],
+    ]);
+    const [row] = await usage(store, period.from, period.to, 'month');
+    expect(row).toMatchObject({ inquiries: 2, succeeded: 2, unknown: 0, unitsSpent: 4 });
+
+    // The right file again: nothing appended, nothing moved.
+    const before = await counts();
+    const again = await reconciliations.reconcile(list(a.trackId, b.trackId), { period });
+    expect(again).toMatchObject({ chargedAndRecorded: { count: 2 }, correctedToCharged: { count: 0 } });
+    expect(await counts()).toEqual(before);
+    expect(await spent(budgets)).toEqual([4]);
+
+    // And the wrong one again corrects back (yes → no): revision 3, its units given back.
+    const back = await reconciliations.reconcile(list(b.trackId), { period });
+    expect(back.correctedToNotCharged.trackIds).toEqual([a.trackId]);
+    expect((await history(a.trackId))?.at(-1)).toEqual(['reconciled', 3, 'no']);
+    expect(await spent(budgets)).toEqual([2]);
+  });
+
+  it('gives back exactly the recorded units to the recorded budget, after a price change (1 → 5) and a new budget', async () => {
+    const period = setting();
+    const then = budgetsWith(budgetStore, [{ clientId: 'svc-a', daily: 100 }], 1);
+    const [a, b] = [await unknownInquiry(then, period.at(1)), await unknownInquiry(then, period.at(2))];
+    // Now: each inquiry costs 5, and `*` (all callers) and svc-b have budgets they did not have.
+    const now = budgetsWith(
+      budgetStore,
+      [
+        { clientId: 'svc-a', daily: 100 },
+        { clientId: 'svc-b', daily: 100 },
+        { clientId: '*', daily: 1000 },
+      ],
+      5,
+    );
+    expect([await spent(now), await spent(now, '*'), await spent(now, 'svc-b')]).toEqual([[2], [0], [0]]);
+    const reconciliations = new Reconciliations(store, metrics, { resolved: (m) => now.resolveUnknown(m) });
+    await reconciliations.reconcile(list(b.trackId), { period });
+    expect([await spent(now), await spent(now, '*'), await spent(now, 'svc-b')]).toEqual([[1], [0], [0]]);
+    expect((await store.facts(a.trackId))?.entries.at(-1)).toMatchObject({
+      kind: 'reconciled',
+      charged: 'no',
+      reservation: { units: 1, budgets: ['svc-a'] },
+    });
+  });
+
+  it('after Redis lost its data, an unrelated reconciliation replays nothing; a failed move is applied by a resend', async () => {
+    const period = setting();
+    const budgets = budgetsWith(budgetStore, [{ clientId: 'svc-a', daily: 100 }], 2);
+    const old = await unknownInquiry(budgets, period.at(1));
+    let failures = 1;
+    const reconciliations = new Reconciliations(store, metrics, {
+      resolved: (m) => (failures-- > 0 ? Promise.reject(new Error('Redis down')) : budgets.resolveUnknown(m)),
+    });
+    // Redis fails during the move: the resolution is a fact, its move not recorded; a resend applies it.
+    await expect(
+      reconciliations.reconcile(csv('trackId', '00000000-0000-4000-8000-0000000000bb'), { period }),
+    ).rejects.toThrow('Redis down');
+    expect(await spent(budgets)).toEqual([2]);
+    await reconciliations.reconcile(csv('trackId', '00000000-0000-4000-8000-0000000000bb'), { period });
+    expect(await spent(budgets)).toEqual([0]);
+    expect(await history(old.trackId)).toEqual([
+      ['overdue', 0, 'possibly'],
+      ['reconciled', 1, 'no'],
+    ]);
+
+    // Redis loses everything; a new inquiry spends 2 in the fresh window; an unrelated list over the period.
+    await redis.flushall();
+    const fresh = await unknownInquiry(budgets, period.at(3));
+    expect(await spent(budgets)).toEqual([2]);
+    await reconciliations.reconcile(list(fresh.trackId), { period });
+    expect(await spent(budgets)).toEqual([2]);
+  });
+});
