@@ -55,10 +55,18 @@ ENV BUILD_COMMIT=${BUILD_COMMIT}
 ENV NODE_OPTIONS="--max-old-space-size=128 --max-semi-space-size=8"
 WORKDIR /app
 # Only what runs: the compiled gateway and its production dependencies, owned by root and
-# read-only to the process; nothing is written at run time (readOnlyRootFilesystem works).
+# read-only to the process; nothing is written under /app (readOnlyRootFilesystem works).
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The one place the gateway writes: the embedded ledger's files (PGlite, used when
+# LEDGER_DATABASE_URL is unset; docs/operations.md, "Ledger"), a volume owned by the runtime user.
+# Without a volume mounted here (the chart mounts an emptyDir, or a PersistentVolumeClaim) the
+# engine gives an anonymous one, lost with the container. Made by node: a minimal base has no
+# coreutils.
+ENV LEDGER_DATA_DIR=/var/lib/verification-gateway/ledger
+RUN ["node", "-e", "const fs = require('node:fs'); fs.mkdirSync(process.env.LEDGER_DATA_DIR, { recursive: true, mode: 0o700 }); fs.chownSync(process.env.LEDGER_DATA_DIR, 10001, 10001)"]
+VOLUME /var/lib/verification-gateway/ledger
 # A numeric non-root user, so Kubernetes' runAsNonRoot can verify it without /etc/passwd.
 USER 10001:10001
 EXPOSE 3000

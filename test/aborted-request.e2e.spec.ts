@@ -52,6 +52,9 @@ describe('a caller that hangs up', () => {
         UPSTREAM_PASSWORD,
         API_KEYS: TEST_API_KEYS,
         LOG_LEVEL: 'info',
+        // The run's PostgreSQL (test/support/ledger-postgres.js), else PGlite in memory.
+        LEDGER_DATABASE_URL: process.env.VGW_TEST_LEDGER_DATABASE_URL,
+        LEDGER_DATA_DIR: 'memory://',
       },
       { logger: new JsonLogger('info', lines) },
     ));

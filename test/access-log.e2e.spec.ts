@@ -55,6 +55,9 @@ describe('access log and request ids', () => {
         UPSTREAM_PASSWORD: 'sandbox-password',
         API_KEYS,
         BODY_LIMIT_BYTES: '1024',
+        // The run's PostgreSQL (test/support/ledger-postgres.js), else PGlite in memory.
+        LEDGER_DATABASE_URL: process.env.VGW_TEST_LEDGER_DATABASE_URL,
+        LEDGER_DATA_DIR: 'memory://',
       },
       { logger: new JsonLogger('debug', lines) },
     ));

@@ -18,7 +18,17 @@
  * (namespaces, a read-only root) as Kubernetes applies it.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -56,7 +66,8 @@ async function serveAndStop(gateway: ChildProcess, port: number): Promise<{ stdo
     await nextEvent(gateway.stdout!, 'data', () => stdout.includes('successfully started'), 20_000);
     const url = `http://127.0.0.1:${port}`;
     expect((await fetch(`${url}/health/live`)).status).toBe(200);
-    expect((await fetch(`${url}/health/ready`)).status).toBe(200);
+    // Ready once the embedded ledger is open and migrated in its worker (a few seconds).
+    expect(await readyWithin(url, 20_000)).toBe(true);
     // The console's files and its chart library (docs/operations.md, "The console") are in the image.
     for (const file of ['/console', '/console/console.js', '/console/vendor/uplot.js']) {
       expect((await fetch(`${url}${file}`)).status).toBe(200);
@@ -70,6 +81,14 @@ async function serveAndStop(gateway: ChildProcess, port: number): Promise<{ stdo
   expect(await exited).toBe(0);
   expect(stderr).toBe('');
   return { stdout, metrics };
+}
+
+/** Whether /health/ready answers 200 within `ms` (polled every 100 ms). */
+async function readyWithin(url: string, ms: number): Promise<boolean> {
+  for (const until = Date.now() + ms; Date.now() < until; await new Promise((resolve) => setTimeout(resolve, 100))) {
+    if ((await fetch(`${url}/health/ready`)).status === 200) return true;
+  }
+  return false;
 }
 
 function run(command: string, args: string[], cwd: string): void {
@@ -145,6 +164,9 @@ describe('the image runtime stage, replayed', () => {
     const port = await freePort();
     const nodeOptions = /^ENV NODE_OPTIONS="([^"]+)"$/m.exec(RUNTIME_STAGE)![1];
     const asImageUser = process.getuid?.() === 0 ? { uid: 10001, gid: 10001 } : {};
+    // The image's ledger volume (LEDGER_DATA_DIR), outside the read-only tree, the user's own.
+    const ledger = mkdtempSync(join(tmpdir(), 'vgw-image-ledger-'));
+    if (asImageUser.uid !== undefined) chownSync(ledger, asImageUser.uid, asImageUser.gid);
     const gateway: ChildProcess = spawn(node, ['dist/main.js'], {
       cwd: app,
       ...asImageUser,
@@ -158,12 +180,15 @@ describe('the image runtime stage, replayed', () => {
         UPSTREAM_PASSWORD,
         API_KEYS: TEST_API_KEYS,
         LOG_LEVEL: 'info',
+        LEDGER_DATA_DIR: ledger,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     // Every line it wrote is JSON (the shutdown included), and the last one, written just
     // before exit, was not lost in the logger's buffer.
-    const { stdout } = await serveAndStop(gateway, port);
+    const { stdout } = await serveAndStop(gateway, port).finally(() =>
+      rmSync(ledger, { recursive: true, force: true }),
+    );
     const lines = stdout.trim().split('\n');
     for (const line of lines) expect(() => JSON.parse(line) as unknown).not.toThrow();
     // The signal's line, then the shutdown sequence's steps (src/http/shutdown-sequence.ts), then 'stopped'.
@@ -193,6 +218,7 @@ describeWith(buildah(), "the Dockerfile, built with buildah on a base assembled 
     WorkingDir: string;
     Cmd: string[];
     ExposedPorts?: Record<string, object>;
+    Volumes?: Record<string, object>;
     Labels?: Record<string, string>;
   };
   // What a release build passes (docs/releasing.md): the version, the commit, the date.
@@ -247,6 +273,9 @@ describeWith(buildah(), "the Dockerfile, built with buildah on a base assembled 
       ]),
     );
     expect(Object.keys(config.ExposedPorts ?? {})).toEqual(['3000/tcp']);
+    // The embedded ledger on a volume the user owns: the root file system stays read-only.
+    expect(config.Env).toContain('LEDGER_DATA_DIR=/var/lib/verification-gateway/ledger');
+    expect(Object.keys(config.Volumes ?? {})).toEqual(['/var/lib/verification-gateway/ledger']);
     const app = readdirSync(join(root, 'app')).sort();
     expect(app).toEqual(['dist', 'node_modules', 'package.json']);
     expect(existsSync(join(root, 'app/node_modules/typescript'))).toBe(false);

@@ -76,7 +76,17 @@ interface LoggedGateway {
 
 /** Like support/gateway.ts startGateway, but with a real JsonLogger instead of `logger: false`. */
 async function startLoggedGateway(env: Record<string, string>, logger: JsonLogger): Promise<LoggedGateway> {
-  const { app } = await createGateway({ API_KEYS: TEST_API_KEYS, LOG_LEVEL: 'trace', ...env }, { logger });
+  const { app } = await createGateway(
+    {
+      API_KEYS: TEST_API_KEYS,
+      LOG_LEVEL: 'trace',
+      // The run's PostgreSQL (support/ledger-postgres.js), else PGlite in memory.
+      LEDGER_DATABASE_URL: process.env.VGW_TEST_LEDGER_DATABASE_URL,
+      LEDGER_DATA_DIR: 'memory://',
+      ...env,
+    },
+    { logger },
+  );
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.getHttpServer().address() as { port: number };
   return { app, url: `http://127.0.0.1:${port}`, tokens: app.get(TokenProvider) };

@@ -1,7 +1,8 @@
 /**
  * `npm run sandbox`: the gateway on PORT (3000) in front of the built-in upstream simulator,
- * with the in-process store (no Redis) and the ledger on PGlite, PostgreSQL in the process
- * (unless LEDGER_DATABASE_URL is set). Ctrl-C stops both. Its callers and test data are listed
+ * with the in-process store (no Redis) and the ledger on PGlite, PostgreSQL in a worker thread,
+ * kept in .data/ledger so that it survives a restart (LEDGER_DATA_DIR; unless
+ * LEDGER_DATABASE_URL is set). Ctrl-C stops both. Its callers and test data are listed
  * in docs/local-stack.md ("The sandbox's callers and test data"):
  * - an API key with every scope: SANDBOX_API_KEY, or a random one generated and printed here;
  * - a narrow key with `kyc:shahkar` only (the first key plus `-shahkar-only`), for 403 answers;
@@ -12,6 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { relative } from 'node:path';
 import { createGateway } from '../../src/bootstrap.js';
 import { ConfigError } from '../../src/config/load-config.js';
 import { SANDBOX_INPUT_OUTCOMES, UpstreamSimulator } from '../upstream-simulator/upstream-simulator.js';
@@ -30,6 +32,16 @@ function gitCommit(): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Where the banner says the ledger is, and whether it outlives the sandbox. */
+function ledgerWhere(ledger: { databaseUrl?: unknown; dataDir: string }): string {
+  if (ledger.databaseUrl) return 'LEDGER_DATABASE_URL';
+  if (ledger.dataDir === 'memory://')
+    return 'PGlite in memory (LEDGER_DATA_DIR=memory://): lost when the sandbox stops';
+  const path = relative(process.cwd(), ledger.dataDir);
+  const shown = path.startsWith('..') ? ledger.dataDir : path;
+  return `PGlite in ${shown}: kept when the sandbox stops and restarts (LEDGER_DATA_DIR)`;
 }
 
 /**
@@ -112,7 +124,7 @@ async function main(): Promise<void> {
       `  curl -s -X POST ${url}/v1/kyc/shahkar -H 'X-Api-Key: ${apiKey}' -H 'Content-Type: application/json' \\`,
       `       -d '{"nationalCode":"0499370899","mobileNumber":"09121234567"}'`,
       '',
-      `The ledger (${config.ledger.databaseUrl ? 'LEDGER_DATABASE_URL' : 'PGlite, in this process'}; an entry a moment after each inquiry):`,
+      `The ledger (${ledgerWhere(config.ledger)}; an entry a moment after each inquiry):`,
       `  curl -s '${opsUrl}/admin/ledger?from=${today}&to=${tomorrow}' -H 'X-Api-Key: ${apiKey}'`,
       `  curl -s '${opsUrl}/admin/usage?from=${today}&to=${tomorrow}&period=day' -H 'X-Api-Key: ${apiKey}'`,
       '',

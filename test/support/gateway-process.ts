@@ -51,10 +51,12 @@ export async function startGatewayProcess(outDir: string, env: Record<string, st
       UPSTREAM_PASSWORD,
       API_KEYS: TEST_API_KEYS,
       LOG_LEVEL: 'info',
-      // The run's PostgreSQL for the ledger (ledger-postgres.js), not an embedded PGlite per process.
+      // The run's PostgreSQL for the ledger (ledger-postgres.js), not an embedded PGlite per
+      // process; without it, PGlite in memory: never a directory in the repository.
       ...(process.env.VGW_TEST_LEDGER_DATABASE_URL
         ? { LEDGER_DATABASE_URL: process.env.VGW_TEST_LEDGER_DATABASE_URL }
         : {}),
+      LEDGER_DATA_DIR: 'memory://',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

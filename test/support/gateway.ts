@@ -65,8 +65,10 @@ export async function startGateway(
       UPSTREAM_PASSWORD: 'sandbox-password',
       API_KEYS: TEST_API_KEYS,
       LOG_LEVEL: 'silent',
-      // The run's PostgreSQL (ledger-postgres.js), not one embedded PGlite per gateway.
+      // The run's PostgreSQL (ledger-postgres.js), not one embedded PGlite per gateway; without
+      // it, PGlite in memory: never a directory in the repository.
       LEDGER_DATABASE_URL: process.env.VGW_TEST_LEDGER_DATABASE_URL,
+      LEDGER_DATA_DIR: 'memory://',
       ...env,
     },
     { logger: false, ...options },
