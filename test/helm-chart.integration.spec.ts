@@ -254,6 +254,59 @@ describe('Helm chart', () => {
     });
   });
 
+  it('gives the embedded ledger an emptyDir, or a kept PersistentVolumeClaim with strategy Recreate', async () => {
+    type Pod = {
+      containers: Array<{
+        env: Array<{ name: string; value?: string }>;
+        volumeMounts: Array<{ name: string; mountPath: string }>;
+      }>;
+      volumes: Array<{ name: string; emptyDir?: object; persistentVolumeClaim?: { claimName: string } }>;
+    };
+    const ledger = (objects: KubernetesObject[]) => {
+      const spec = deployment(objects).spec as unknown as { strategy: { type: string }; template: { spec: Pod } };
+      const pod = spec.template.spec;
+      return {
+        strategy: spec.strategy.type,
+        dir: pod.containers[0].env.find((e) => e.name === 'LEDGER_DATA_DIR')?.value,
+        mount: pod.containers[0].volumeMounts.find((m) => m.name === 'ledger')?.mountPath,
+        volume: pod.volumes.find((v) => v.name === 'ledger'),
+        claim: objects.find((o) => o.kind === 'PersistentVolumeClaim') as unknown,
+      };
+    };
+    const dir = '/var/lib/verification-gateway/ledger';
+    expect(ledger(rendered.get('single-replica-memory-values.yaml')!)).toEqual({
+      strategy: 'RollingUpdate',
+      dir,
+      mount: dir,
+      volume: { name: 'ledger', emptyDir: {} },
+      claim: undefined,
+    });
+    const persisted = await template([
+      ...VALID,
+      '--set',
+      'ledger.embedded.persistence.enabled=true',
+      '--set',
+      'ledger.embedded.persistence.size=5Gi',
+      '--set',
+      'ledger.embedded.persistence.storageClass=fast',
+    ]);
+    expect(persisted.ok).toBe(true);
+    expect(ledger(persisted.objects)).toMatchObject({
+      strategy: 'Recreate',
+      dir,
+      volume: { name: 'ledger', persistentVolumeClaim: { claimName: 'vgw-verification-gateway-ledger' } },
+      claim: {
+        metadata: { name: 'vgw-verification-gateway-ledger', annotations: { 'helm.sh/resource-policy': 'keep' } },
+        spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'fast', resources: { requests: { storage: '5Gi' } } },
+      },
+    });
+    // With a PostgreSQL URL, no embedded ledger and no volume for it.
+    expect(ledger(rendered.get('cluster-password-tls-values.yaml')!)).toMatchObject({
+      dir: undefined,
+      volume: undefined,
+    });
+  });
+
   it('runs the ledger drainer as a Deployment of its own that no gateway selector matches, its pods scraped and policed', async () => {
     type Labels = Record<string, string>;
     type Deployment = KubernetesObject & {
