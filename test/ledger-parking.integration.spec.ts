@@ -15,6 +15,7 @@ import { LedgerDrainer } from '../src/ledger/ledger-drainer.js';
 import { LedgerMetrics } from '../src/ledger/ledger-metrics.js';
 import { isInt4, type QueuedEntry } from '../src/ledger/ledger-entry.js';
 import type { InquiryFactsInput } from '../src/ledger/ledger-queue.js';
+import { ensurePartitions } from '../src/ledger/ledger-schema.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { storableText } from '../src/ledger/parked-entries.js';
 import { RedisLedgerQueue } from '../src/ledger/redis-ledger.queue.js';
@@ -257,6 +258,30 @@ describe.each([
     expect(JSON.parse(Buffer.from(parked[0].entry).toString('utf8'))).toMatchObject({ clientId: 'jwt:app\ud800' });
     expect((await metrics.entriesParked.get()).values[0]?.value).toBe(1);
     expect((await metrics.entriesWritten.get()).values.find((v) => v.labels.kind === 'settled')?.value).toBe(12);
+  });
+
+  it('keeps a batch queued, parking nothing, while its month has no partition (detached); writes it once the partition is back', async () => {
+    const { queue, drainer, store } = replica();
+    await store.ready();
+    // A month no other case uses: its partition made, then detached (an operator's mistake).
+    const at = '2035-05-10T00:00:00.000Z';
+    await ensurePartitions(db, [new Date(at)]);
+    await db.query('ALTER TABLE ledger_entries DETACH PARTITION ledger_entries_203505');
+    const inquiries = Array.from({ length: 3 }, () => record({ createdAt: at, completedAt: at }));
+    for (const inquiry of inquiries) await queue.settled(inquiry);
+    const trackIds = inquiries.map((r) => r.trackId);
+
+    // Twice: the second read is the unacknowledged batch again, still not the data's fault.
+    for (let i = 0; i < 2; i++) await expect(drainer.drainOnce()).rejects.toMatchObject({ code: '23514' });
+    expect((await queue.backlog(Date.now())).depth).toBe(3);
+    expect(await db.query('SELECT 1 FROM ledger_parked WHERE track_id = ANY($1::text[])', [trackIds])).toEqual([]);
+
+    await db.query(
+      "ALTER TABLE ledger_entries ATTACH PARTITION ledger_entries_203505 FOR VALUES FROM ('2035-05-01T00:00:00Z') TO ('2035-06-01T00:00:00Z')",
+    );
+    expect(await drainer.drainOnce()).toBe(3);
+    expect((await writtenKinds(trackIds)).sort()).toEqual([...trackIds].sort());
+    expect((await queue.backlog(Date.now())).depth).toBe(0);
   });
 
   it('writes or parks every entry exactly once whatever its fields hold, parking only what the database cannot store', async () => {

@@ -142,6 +142,11 @@ describe('EntryWriter', () => {
       message: 'unsupported Unicode escape sequence',
     });
     expect(refusalOf(sqlError('23502'))?.code).toBe('23502');
+    // A CHECK names its constraint; the no-partition 23514 names none: the schema's fault, retried.
+    expect(refusalOf(Object.assign(sqlError('23514'), { constraint: 'ledger_entries_charged_check' }))?.code).toBe(
+      '23514',
+    );
+    expect(refusalOf(sqlError('23514', 'no partition of relation "ledger_entries" found for row'))).toBeUndefined();
     expect(refusalOf(sqlError('54000'))?.code).toBe('54000');
     for (const other of ['42P01', '40P01', '57014', 'XX000', 'EPIPE', 'ECONNRESET'])
       expect(refusalOf(sqlError(other))).toBeUndefined();

@@ -28,10 +28,22 @@ export interface EntryParking {
  */
 const DATA_CLASSES = new Set(['22', '23', '54']);
 
+/**
+ * 23514 without a `constraint`: "no partition of relation … found for row". A CHECK's refusal
+ * names its constraint (both engines: the PGlite worker keeps the field); this one names none,
+ * and it is the schema's fault (a partition missing or detached), not the entry's.
+ */
+export function isMissingPartition(error: unknown): boolean {
+  const { code, constraint } = (error ?? {}) as { code?: unknown; constraint?: unknown };
+  return code === '23514' && (typeof constraint !== 'string' || constraint === '');
+}
+
 /** The refusal when `error` is the database refusing data; undefined for any other failure. */
 export function refusalOf(error: unknown): Refusal | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || !DATA_CLASSES.has(code.slice(0, 2))) return undefined;
+  // Parking good entries for a missing partition would lose them from the ledger for good.
+  if (isMissingPartition(error)) return undefined;
   return { code, message: error instanceof Error ? error.message : 'refused' };
 }
 

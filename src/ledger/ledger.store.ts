@@ -2,6 +2,7 @@ import type { StoreCipher } from '../store/store-cipher.js';
 import type { LedgerDatabase } from './ledger-database.js';
 import { isInt4, type EntryStatus, type LedgerEntry, type QueuedEntry } from './ledger-entry.js';
 import { ensurePartitions, migrate } from './ledger-schema.js';
+import { isMissingPartition } from './entry-writer.js';
 
 interface EntryRow {
   track_id: string;
@@ -169,8 +170,9 @@ export class LedgerStore {
     try {
       return await this.insertOnce(entries);
     } catch (error) {
-      // 23514: no partition for a row's month (a fresh database, or a backlog across months).
-      if ((error as { code?: string }).code !== '23514') throw error;
+      // No partition for a row's month (a fresh database, or a backlog across months); a
+      // CHECK's 23514 (it names its constraint) is the data's, and a retry would not help.
+      if (!isMissingPartition(error)) throw error;
       await ensurePartitions(
         this.db,
         entries.map((entry) => new Date(entry.createdAt)),
