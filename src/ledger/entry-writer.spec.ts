@@ -79,10 +79,12 @@ describe('EntryWriter', () => {
   });
 
   it('parks every entry of a batch that holds nothing else', async () => {
-    const { writer, written, parked } = fakes(new Set(ids(7)));
+    const { writer, written, parked, state } = fakes(new Set(ids(7)));
     expect((await writer.write(ids(7).map((id) => entry(id)))).written).toBe(0);
     expect(parked).toHaveLength(7);
     expect(written).toEqual([]);
+    // The bound entry-writer.ts states: 2n − 1 inserts (every node of the halving tree).
+    expect(state.statements).toBe(2 * 7 - 1);
   });
 
   it('throws, parking nothing, when the database fails for another reason than the data (retried with backoff)', async () => {
