@@ -7,6 +7,7 @@
  * budgets are now; and what was applied is known from PostgreSQL, so a Redis that lost its
  * data replays nothing.
  */
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +26,7 @@ import { PgLedgerDatabase, PgliteLedgerDatabase, type LedgerDatabase } from '../
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { migrate } from '../src/ledger/ledger-schema.js';
 import { LedgerStore, usage } from '../src/ledger/ledger.store.js';
+import { ParkedEntries } from '../src/ledger/parked-entries.js';
 import { Reconciliations } from '../src/ledger/reconciliation.js';
 import { GatewayMetrics } from '../src/observability/metrics.js';
 import { RedisKeys } from '../src/store/redis-keys.js';
@@ -179,6 +181,20 @@ describe.each([
     });
     expect(await counts()).toEqual({ entries: before.entries + 2, moves: before.moves + 2, unsent: before.unsent + 1 });
     expect(await spent(budgets)).toEqual([1]);
+  });
+
+  it('reports a listed inquiry whose entry the ledger parked as parked, not as charged but never sent (no unsent-charge record)', async () => {
+    // Refused by the database for a lone surrogate (entry-writer.ts): in ledger_parked, not ledger_entries.
+    const refused = queuedEntry({ clientId: 'jwt:app\ud800' });
+    await new ParkedEntries(store).park(refused, { code: '22P05', message: 'unsupported Unicode escape sequence' });
+    const stranger = randomUUID();
+    const before = await counts();
+    const report = await new Reconciliations(store, metrics).reconcile(list(refused.trackId, stranger));
+    expect(report).toMatchObject({
+      chargedNotInLedger: { count: 1, trackIds: [stranger], truncated: false },
+      parked: { count: 1, trackIds: [refused.trackId], truncated: false },
+    });
+    expect(await counts()).toEqual({ ...before, unsent: before.unsent + 1 });
   });
 
   it('a wrong list then the right one: corrected, history kept, spent back to what it was; the same file again writes nothing', async () => {

@@ -256,6 +256,7 @@ export function ApiReconciliation(): MethodDecorator {
               'dryRun',
               'chargedAndRecorded',
               'chargedNotInLedger',
+              'parked',
               'recordedNotCharged',
               'chargedButRecordedNotCharged',
               'resolved',
@@ -270,6 +271,11 @@ export function ApiReconciliation(): MethodDecorator {
               dryRun: { type: 'boolean' },
               chargedAndRecorded: LIST,
               chargedNotInLedger: LIST,
+              parked: {
+                ...LIST,
+                description:
+                  'On the list, with no entry because the database refused it and it was parked (GET /admin/ledger/parked): not a security event.',
+              },
               recordedNotCharged: LIST,
               chargedButRecordedNotCharged: LIST,
               resolved: LIST,

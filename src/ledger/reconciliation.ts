@@ -48,6 +48,11 @@ export interface ReconciliationReport {
   chargedAndRecorded: ReconciliationList;
   /** On the list, never sent by this gateway: the credentials are used elsewhere (a security event). */
   chargedNotInLedger: ReconciliationList;
+  /**
+   * On the list, not in the ledger because the database refused the entry and it was parked
+   * (GET /admin/ledger/parked): sent by this gateway, so not a security event.
+   */
+  parked: ReconciliationList;
   /** In the ledger as charged (`yes`) within the list's period, but not on the list. */
   recordedNotCharged: ReconciliationList;
   /** On the list, recorded by this gateway as not charged (`no`): the provider's word against ours. */
@@ -164,6 +169,15 @@ export class Reconciliations {
     if (dryRun) return report;
     // After the commit: the resolutions are facts now; budgets move by what each reserved.
     if (span) await this.tell(span);
+    if (report.parked.count > 0) {
+      this.logger.warn({
+        msg: 'the provider charged trackIds whose ledger entries were parked (GET /admin/ledger/parked)',
+        event: 'reconciliation_parked_charges',
+        count: report.parked.count,
+        trackIds: report.parked.trackIds.slice(0, 20),
+        requestId,
+      });
+    }
     if (report.chargedNotInLedger.count > 0) {
       // Only those no earlier reconciliation found: the same file twice counts them once.
       this.metrics.unsentCharges.inc(newUnsent);
@@ -265,6 +279,10 @@ export class Reconciliations {
     const latestIn = (from: string, to: string) => `SELECT DISTINCT ON (e.track_id) e.* FROM ledger_entries e
         WHERE e.created_at >= ${from} AND e.created_at < ${to} ORDER BY e.track_id, ${LATEST_FIRST}`;
     const idsOf = (sql: string) => sql.replace('SELECT l.*', 'SELECT l.track_id');
+    // Listed, with no entry: parked (the database refused it; ledger_parked.track_id is the
+    // entry's text) or never sent by this gateway.
+    const notInLedger = 'NOT EXISTS (SELECT 1 FROM ledger_entries e WHERE e.track_id = p.track_id)';
+    const parkedHere = 'EXISTS (SELECT 1 FROM ledger_parked k WHERE lower(k.track_id) = p.track_id::text)';
     // A resolution (revision 1 after an unknown) or a correction (the next revision), with the
     // inquiry's facts and its recorded reservation copied from the entry it follows.
     const append = (status: 'succeeded' | 'failed', charged: Charged, source: string, params: unknown[]) =>
@@ -335,8 +353,9 @@ export class Reconciliations {
       dryRun,
       chargedAndRecorded,
       chargedNotInLedger: await list(
-        'SELECT p.track_id FROM provider_list p WHERE NOT EXISTS (SELECT 1 FROM ledger_entries e WHERE e.track_id = p.track_id)',
+        `SELECT p.track_id FROM provider_list p WHERE ${notInLedger} AND NOT ${parkedHere}`,
       ),
+      parked: await list(`SELECT p.track_id FROM provider_list p WHERE ${notInLedger} AND ${parkedHere}`),
       // After the appends: a correction to not charged is no longer recorded as charged.
       recordedNotCharged: period
         ? await list(
@@ -357,8 +376,7 @@ export class Reconciliations {
     const [{ n: newUnsent }] = await tx.query<{ n: number }>(
       `WITH found AS (
          INSERT INTO ledger_unsent_charges (track_id, request_id)
-         SELECT p.track_id, $1 FROM provider_list p
-         WHERE NOT EXISTS (SELECT 1 FROM ledger_entries e WHERE e.track_id = p.track_id)
+         SELECT p.track_id, $1 FROM provider_list p WHERE ${notInLedger} AND NOT ${parkedHere}
          ON CONFLICT DO NOTHING RETURNING 1)
        SELECT count(*)::int AS n FROM found`,
       [requestId],
