@@ -205,7 +205,7 @@ function storable(entry: QueuedEntry): boolean {
 describe.each([
   ['a PostgreSQL server', () => Promise.resolve(new PgLedgerDatabase(postgres.url) as LedgerDatabase)],
   ['PGlite', () => PgliteLedgerDatabase.open() as Promise<LedgerDatabase>],
-])('the drainer on %s', (_engine, open) => {
+])('the drainer on %s', (engine, open) => {
   let db: LedgerDatabase;
   beforeAll(async () => {
     db = await open();
@@ -223,6 +223,13 @@ describe.each([
     const metrics = new LedgerMetrics(new GatewayMetrics());
     return { queue, store, metrics, drainer: new LedgerDrainer(config, db, queue, store, metrics) };
   }
+
+  /**
+   * A text column as this engine's client reads it back. PGlite (0.5) drops a leading U+FEFF
+   * when it decodes a text value (its TextDecoder takes it for a byte-order mark); the row holds
+   * it (length() counts it) and a PostgreSQL server returns it.
+   */
+  const readBack = (text: string) => (engine === 'PGlite' ? text.replace(/^\ufeff/, '') : text);
 
   async function writtenKinds(trackIds: string[]): Promise<string[]> {
     const rows = await db.query<{ track_id: string }>(
@@ -317,12 +324,18 @@ describe.each([
             parked: fits ? 0 : 1,
             error: fits ? undefined : expect.any(String),
           });
-          if (row) expect(row.client_id).toBe(r.clientId);
+          if (row) expect(row.client_id).toBe(readBack(r.clientId));
         }
         parkedSeen += parked.length;
         writtenSeen += written.length;
       }),
-      { numRuns: 30 },
+      // A fixed seed: CI runs the same 30 cases every time (FC_SEED explores others locally);
+      // first, a storable client_id that starts with U+FEFF (the engines' divergence above).
+      {
+        numRuns: 30,
+        seed: Number(process.env.FC_SEED ?? -1163195203),
+        examples: [[[{ ...PLAIN, clientId: '\ufeffsvc-a' } as Parameters<typeof drawn>[0]]]],
+      },
     );
     // The runs drew both kinds, so neither half of the property held vacuously.
     expect(parkedSeen).toBeGreaterThan(0);
