@@ -342,3 +342,49 @@ describe.each([
     expect(writtenSeen).toBeGreaterThan(0);
   });
 });
+
+describe('the drainer on a PostgreSQL server that drops its connection in the middle of a bisect', () => {
+  let db: PgLedgerDatabase;
+  beforeAll(async () => {
+    db = new PgLedgerDatabase(postgres.url);
+    await new LedgerStore(db, cipher, 90).ready();
+    // The server ends the statement's own connection (57P01) when it inserts this client's row.
+    await db.query(`CREATE FUNCTION cut_connection() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NEW; END $$`);
+    await db.query(`CREATE TRIGGER cut_connection BEFORE INSERT ON ledger_entries FOR EACH ROW
+      WHEN (NEW.client_id = 'svc-cut') EXECUTE FUNCTION cut_connection()`);
+  });
+  afterAll(async () => {
+    await db.query('DROP TRIGGER IF EXISTS cut_connection ON ledger_entries');
+    await db.close();
+  });
+
+  it('parks nothing and acknowledges nothing; the batch is written and parked whole once the database is back', async () => {
+    const client = new Redis(redis.url);
+    clients.push(client);
+    const queue = new RedisLedgerQueue(client, new RedisKeys(`p${prefixes++}`), cipher, prices);
+    const store = new LedgerStore(db, cipher, 90);
+    const drainer = new LedgerDrainer(config, db, queue, store, new LedgerMetrics(new GatewayMetrics()));
+    // The whole batch is refused for `bad`; its first half then loses the connection at `cut`.
+    const [g1, cut, g2, bad] = [record(), record({ clientId: 'svc-cut' }), record(), record({ clientId: 'a\ud800' })];
+    for (const inquiry of [g1, cut, g2, bad]) await queue.settled(inquiry);
+    const trackIds = [g1, cut, g2, bad].map((r) => r.trackId);
+    const rows = async (table: string) =>
+      (
+        await db.query<{ track_id: string }>(
+          `SELECT track_id::text FROM ${table} WHERE track_id::text = ANY($1::text[])`,
+          [trackIds],
+        )
+      ).map((row) => row.track_id);
+
+    await expect(drainer.drainOnce()).rejects.toMatchObject({ code: '57P01' });
+    expect((await queue.backlog(Date.now())).depth).toBe(4);
+    expect([await rows('ledger_entries'), await rows('ledger_parked')]).toEqual([[], []]);
+
+    await db.query('DROP TRIGGER cut_connection ON ledger_entries');
+    expect(await drainer.drainOnce()).toBe(4);
+    expect((await rows('ledger_entries')).sort()).toEqual([g1, cut, g2].map((r) => r.trackId).sort());
+    expect(await rows('ledger_parked')).toEqual([bad.trackId]);
+    expect((await queue.backlog(Date.now())).depth).toBe(0);
+  });
+});
