@@ -101,7 +101,10 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
   /** Resolves once PGlite is open in its worker; rejects if it could not be opened. */
   readonly opened: Promise<void>;
   private readonly worker: Worker;
-  private readonly pending = new Map<number, { resolve: (rows: unknown[]) => void; reject: (error: Error) => void }>();
+  private readonly pending = new Map<
+    number,
+    { rows: unknown[]; resolve: (rows: unknown[]) => void; reject: (error: Error) => void }
+  >();
   private nextId = 1;
   /** Set once the database is closed or its worker is gone: every later call fails with it. */
   private failure: Error | null = null;
@@ -129,9 +132,16 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
     this.worker.on('message', (reply: WorkerReply) => {
       if (reply.id === 0) return 'error' in reply ? failed(restored(reply.error)) : open();
       const call = this.pending.get(reply.id);
-      this.pending.delete(reply.id);
-      if ('error' in reply) call?.reject(restored(reply.error));
-      else call?.resolve(reply.rows);
+      if (!call) return;
+      if ('error' in reply) {
+        this.pending.delete(reply.id);
+        call.reject(restored(reply.error));
+      } else if (reply.more) {
+        call.rows.push(...reply.rows);
+      } else {
+        this.pending.delete(reply.id);
+        call.resolve(call.rows.length === 0 ? reply.rows : [...call.rows, ...reply.rows]);
+      }
     });
     const gone = (error: Error) => {
       this.failure ??= error;
@@ -169,7 +179,7 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
     if (this.failure) return Promise.reject(this.failure);
     const id = this.nextId++;
     return new Promise<R[]>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (rows: unknown[]) => void, reject });
+      this.pending.set(id, { rows: [], resolve: resolve as (rows: unknown[]) => void, reject });
       this.worker.postMessage({ ...request, id } satisfies WorkerRequest);
     });
   }

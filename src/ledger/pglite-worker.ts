@@ -21,8 +21,15 @@ export interface WorkerError {
   [field: string]: unknown;
 }
 
-/** What the worker answers: id 0 once PGlite is open (or failed to open). */
-export type WorkerReply = { id: number; rows: unknown[] } | { id: number; error: WorkerError };
+/**
+ * What the worker answers: id 0 once PGlite is open (or failed to open). Rows come in slices
+ * (`more` on all but the last): each slice is copied into the gateway's thread in a task of its
+ * own, so a 5 000-row page never holds its event loop in one piece.
+ */
+export type WorkerReply = { id: number; rows: unknown[]; more?: true } | { id: number; error: WorkerError };
+
+/** Rows per reply message. */
+export const SLICE_ROWS = 500;
 
 export interface WorkerOptions {
   /** An absolute directory, or `memory://`. */
@@ -59,12 +66,20 @@ async function handle(request: WorkerRequest): Promise<WorkerReply> {
   return { id: request.id, rows: result.rows };
 }
 
+function post(reply: WorkerReply): void {
+  if (!('rows' in reply) || reply.rows.length <= SLICE_ROWS) return port!.postMessage(reply);
+  for (let i = 0; i < reply.rows.length; i += SLICE_ROWS) {
+    const rows = reply.rows.slice(i, i + SLICE_ROWS);
+    port!.postMessage(i + SLICE_ROWS < reply.rows.length ? { id: reply.id, rows, more: true } : { id: reply.id, rows });
+  }
+}
+
 port.on('message', (request: WorkerRequest) => {
   // One after the other, in arrival order: the client's transaction is its BEGIN, its
   // statements and its COMMIT sent in a row, and nothing else may run between them.
   chain = chain.then(() =>
     handle(request).then(
-      (reply) => port.postMessage(reply),
+      (reply) => post(reply),
       (error: unknown) => port.postMessage({ id: request.id, error: plain(error) } satisfies WorkerReply),
     ),
   );
