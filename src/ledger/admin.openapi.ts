@@ -171,7 +171,7 @@ export function ApiParkedEntries(): MethodDecorator {
       'Ledger entries the database refused, parked',
       'Needs an API key with `ledger:read`. Entries parked in [from, to) (by when they were parked), oldest ' +
         'first, at most 1000 (`truncated` when there are more): each with the database SQLSTATE and message and ' +
-        'the entry as the queue held it, JSON text with lone surrogates and control characters as \\u escapes ' +
+        'the entry as the queue held it, JSON text with lone surrogates, control characters and U+2028/U+2029 as \\u escapes ' +
         '(docs/runbooks.md, LedgerEntriesParked).',
     ),
     FROM,

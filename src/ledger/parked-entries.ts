@@ -12,7 +12,7 @@ export interface ParkedRow {
   code: string;
   message: string;
   parkedAt: string;
-  /** The entry as the queue held it, JSON text: lone surrogates, NUL and other controls as \u escapes. */
+  /** The entry as the queue held it, JSON text: lone surrogates, controls (C0, DEL, C1) and U+2028/U+2029 as \u escapes. */
   entry: string;
 }
 
@@ -32,6 +32,17 @@ export function storableText(value: unknown): string | null {
   if (typeof value !== 'string') return null;
   const escaped = value.replace(UNSTORABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   return escaped.length > MAX_TEXT ? `${escaped.slice(0, MAX_TEXT)}…` : escaped;
+}
+
+/** What JSON.stringify leaves raw that a terminal or a log viewer takes for a control or a line end. */
+const RAW_IN_JSON = /[\u007f-\u009f\u2028\u2029]/g;
+
+/**
+ * JSON text with DEL, C1 controls and U+2028/U+2029 as \u escapes: the same JSON (they occur
+ * only inside its strings, never after a backslash), printable as the parked view promises.
+ */
+export function printableJson(json: string): string {
+  return json.replace(RAW_IN_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** The ledger's parked entries (table ledger_parked, migration 4): written by EntryWriter, read by operators. */
@@ -87,7 +98,7 @@ export class ParkedEntries implements EntryParking {
         code: row.error_code,
         message: row.error_message,
         parkedAt: new Date(row.parked_at).toISOString(),
-        entry: Buffer.from(row.entry).toString('utf8'),
+        entry: printableJson(Buffer.from(row.entry).toString('utf8')),
       })),
       truncated: rows.length > PARKED_ROWS,
     };
