@@ -22,6 +22,7 @@ import { RedisLedgerQueue } from '../src/ledger/redis-ledger.queue.js';
 import { GatewayMetrics } from '../src/observability/metrics.js';
 import { RedisKeys } from '../src/store/redis-keys.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
+import { queuedEntry } from './support/ledger-entries.js';
 import { PostgresServer } from './support/postgres-server.js';
 import { RedisServer } from './support/redis-server.js';
 
@@ -289,6 +290,23 @@ describe.each([
     expect(await drainer.drainOnce()).toBe(3);
     expect((await writtenKinds(trackIds)).sort()).toEqual([...trackIds].sort());
     expect((await queue.backlog(Date.now())).depth).toBe(0);
+  });
+
+  it('costs one statement for an entry a CHECK refuses (it names its constraint): no partition work, no retry', async () => {
+    const statements: string[] = [];
+    const counting = Object.assign(Object.create(db) as LedgerDatabase, {
+      query: <R>(sql: string, params?: unknown[]) => {
+        statements.push(sql);
+        return db.query<R>(sql, params);
+      },
+    });
+    const store = new LedgerStore(counting, cipher, 90);
+    await store.ready();
+    const refused = { ...queuedEntry(), charged: 'maybe' } as unknown as QueuedEntry;
+    await ensurePartitions(db, [new Date(refused.createdAt)]);
+    statements.length = 0;
+    await expect(store.insert([refused])).rejects.toMatchObject({ code: '23514', constraint: expect.any(String) });
+    expect(statements).toHaveLength(1);
   });
 
   it('writes or parks every entry exactly once whatever its fields hold, parking only what the database cannot store', async () => {

@@ -87,7 +87,8 @@ function screen(entry: QueuedEntry): Refusal | undefined {
  * Inserts per batch of n: 1 when clean; with k refused, at most 1 + 2·k·⌈log2 n⌉ and never over
  * 2n − 1 (all refused: every node of the halving tree), plus k parkings (entry-writer.spec.ts,
  * "isolates each refused entry…" and "parks every entry of a batch that holds nothing else").
- * A refusal costs no partition work: only a missing partition (not a refusal) retries an insert.
+ * A refusal costs no partition work: only a missing partition (not a refusal) retries an insert
+ * (test/ledger-parking.integration.spec.ts, "costs one statement for an entry a CHECK refuses").
  */
 export class EntryWriter {
   constructor(
