@@ -94,6 +94,14 @@ describe('sealed or not kept', () => {
       // Without a key ring: the entry is written, no result row.
       expect(await db.query('SELECT 1 FROM ledger_entries WHERE track_id = $1', [answers[1].trackId])).toHaveLength(1);
       expect(await raw(answers[1].trackId)).toEqual([]);
+      // A gateway without the key ring reads that inquiry from the ledger: its facts without the
+      // data it cannot open, not a 503 for as long as the result is kept.
+      const read = await callGateway(clear.g.url, 'GET', `/v1/inquiries/${answers[0].trackId as string}`, {
+        apiKey: TEST_CLIENTS.full.key,
+      });
+      expect(read.status).toBe(200);
+      expect(read.body).toMatchObject({ trackId: answers[0].trackId, status: 'succeeded' });
+      expect(read.body).not.toHaveProperty('data');
 
       const warned = (log: CapturedLog) => log.lines.filter((line) => line.includes('STORE_ENCRYPTION_KEYS unset'));
       expect(warned(clear.log)).toHaveLength(1);

@@ -2,7 +2,8 @@
  * The ledger's SQL against a real PostgreSQL server (started here) and against PGlite: the
  * same migrations and statements on both (docs/decisions/0010-ledger-postgresql-client.md).
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { Logger } from '@nestjs/common';
 import { Secret } from '../src/config/secret.js';
 import { PgLedgerDatabase, PgliteLedgerDatabase, type LedgerDatabase } from '../src/ledger/ledger-database.js';
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
@@ -86,6 +87,30 @@ describe.each([
     expect(row.sealed_data).toMatch(/^enc:v1:k1:/);
     expect(row.sealed_data).not.toContain('Ali');
     expect((await store.facts(settled.trackId))?.data).toEqual({ firstName: 'Ali' });
+  });
+
+  it('answers without the data a result it cannot open (no key ring, a retired key), said once, never a failure', async () => {
+    const settled = entry({ data: { firstName: 'Ali' } });
+    await store.insert([settled]);
+    const errors = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    try {
+      const retired = new StoreCipher([{ id: 'k2', key: new Secret(Buffer.alloc(32, 8).toString('base64')) }]);
+      for (const reader of [new StoreCipher([]), retired]) {
+        const reads = new LedgerStore(db, reader, 90);
+        for (let i = 0; i < 2; i += 1) {
+          const facts = await reads.facts(settled.trackId);
+          expect(facts?.entries.map((e) => e.trackId)).toEqual([settled.trackId]);
+          expect(facts).not.toHaveProperty('data');
+        }
+      }
+      // The retired key's reader says it once, naming neither the trackId nor the key id.
+      expect(errors.mock.calls.map(([line]) => String(line))).toEqual([
+        expect.stringMatching(/ledger result cannot be opened.*without their data/),
+      ]);
+      expect(String(errors.mock.calls[0][0])).not.toMatch(new RegExp(`${settled.trackId}|k1|k2`));
+    } finally {
+      errors.mockRestore();
+    }
   });
 
   it('keeps a later fact (a reconciliation) beside the first, by kind', async () => {

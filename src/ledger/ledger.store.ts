@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import type { StoreCipher } from '../store/store-cipher.js';
 import type { LedgerDatabase } from './ledger-database.js';
 import { isInt4, type EntryStatus, type LedgerEntry, type QueuedEntry } from './ledger-entry.js';
@@ -146,7 +147,9 @@ export const PAGE_ROWS = 5_000;
  * `ON CONFLICT DO NOTHING`: the same entry written twice (two drainers, a redelivery) is one row.
  */
 export class LedgerStore {
+  private readonly logger = new Logger('LedgerStore');
   private migrated: Promise<unknown> | null = null;
+  private unopenableReported = false;
 
   constructor(
     readonly db: LedgerDatabase,
@@ -246,13 +249,32 @@ export class LedgerStore {
     );
     if (rows.length === 0) return null;
     const entries = rows.map(toEntry);
+    // Without a key ring no result opens: not even asked for.
+    if (!this.cipher.enabled) return { entries };
     const since = new Date(Date.now() - this.resultRetentionMs());
     const results = await this.db.query<{ sealed_data: string }>(
       'SELECT sealed_data FROM ledger_results WHERE track_id = $1 AND created_at >= $2',
       [trackId, since],
     );
     if (results.length === 0) return { entries };
-    return { entries, data: JSON.parse(this.cipher.open(results[0].sealed_data, resultContext(trackId))) };
+    const opened = this.cipher.openOrUndefined(results[0].sealed_data, resultContext(trackId));
+    if (opened === undefined) {
+      // Its key left the ring before the result retention ended, or the row was altered: the
+      // facts still answer (a 503 would last until retention drops the row), said once
+      // (test/ledger-store.integration.spec.ts).
+      this.reportUnopenable();
+      return { entries };
+    }
+    return { entries, data: JSON.parse(opened) };
+  }
+
+  private reportUnopenable(): void {
+    if (this.unopenableReported) return;
+    this.unopenableReported = true;
+    this.logger.error(
+      'a ledger result cannot be opened (sealed under a key no longer in STORE_ENCRYPTION_KEYS, or altered): ' +
+        'inquiries are answered without their data; said once',
+    );
   }
 
   /**

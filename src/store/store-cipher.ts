@@ -93,13 +93,32 @@ export class StoreCipher {
 
   /** Opens a value `seal` wrote under the same context; a value stored in clear is returned as is. */
   open(stored: string, context: string): string {
+    return this.unseal(stored, context, true)!;
+  }
+
+  /**
+   * As open, for a caller that answers without the value when it cannot be opened (the
+   * ledger's results): undefined then, and nothing logged here, where the caller says what it
+   * does instead (an error logged here says the request is refused).
+   */
+  openOrUndefined(stored: string, context: string): string | undefined {
+    return this.unseal(stored, context, false);
+  }
+
+  private unseal(stored: string, context: string, refuse: boolean): string | undefined {
     if (!stored.startsWith(SEALED_PREFIX)) return stored;
     const separator = stored.indexOf(':', SEALED_PREFIX.length);
     const id = stored.slice(SEALED_PREFIX.length, separator);
     const key = this.ring.get(id);
-    if (separator < 0 || !key) throw this.failure(`a stored value is sealed with key id "${id}", not in the key ring`);
+    if (separator < 0 || !key) {
+      if (!refuse) return undefined;
+      throw this.failure(`a stored value is sealed with key id "${id}", not in the key ring`);
+    }
     const sealed = Buffer.from(stored.slice(separator + 1), 'base64');
-    if (sealed.length < IV_BYTES + TAG_BYTES) throw this.failure('a stored value is truncated');
+    if (sealed.length < IV_BYTES + TAG_BYTES) {
+      if (!refuse) return undefined;
+      throw this.failure('a stored value is truncated');
+    }
     try {
       const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV_BYTES));
       decipher.setAAD(Buffer.from(context, 'utf8'));
@@ -109,6 +128,7 @@ export class StoreCipher {
         decipher.final(),
       ]).toString('utf8');
     } catch {
+      if (!refuse) return undefined;
       throw this.failure(`a stored value sealed with key id "${id}" fails authentication (altered or moved)`);
     }
   }
