@@ -38,9 +38,9 @@ describe('migrations', () => {
     const dbs = Array.from({ length: 5 }, () => new PgLedgerDatabase(server.url, { max: 1 }));
     try {
       const applied = await Promise.all(dbs.map((db) => migrate(db)));
-      expect(applied.flat().sort()).toEqual([1, 2, 3, 4]);
+      expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5]);
       const rows = await dbs[0].query<{ version: number }>('SELECT version FROM ledger_migrations ORDER BY version');
-      expect(rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }]);
+      expect(rows).toEqual([1, 2, 3, 4, 5].map((version) => ({ version })));
     } finally {
       await Promise.all(dbs.map((db) => db.close()));
     }
@@ -111,6 +111,28 @@ describe.each([
     } finally {
       errors.mockRestore();
     }
+  });
+
+  it('keeps no result in clear: migration 5 deletes those written before, and a read never serves one', async () => {
+    const { data: _data, ...plain } = entry({ data: { firstName: 'Ali' } });
+    const sealed = entry({ data: { firstName: 'Reza' } });
+    await store.insert([plain, sealed]);
+    // As a gateway without a key ring wrote it before results were kept only sealed.
+    await db.query('INSERT INTO ledger_results (track_id, created_at, sealed_data) VALUES ($1, $2, $3)', [
+      plain.trackId,
+      plain.createdAt,
+      JSON.stringify({ firstName: 'Ali' }),
+    ]);
+    expect(await store.facts(plain.trackId)).not.toHaveProperty('data');
+
+    await db.query('DELETE FROM ledger_migrations WHERE version = 5');
+    expect(await migrate(db)).toEqual([5]);
+    const left = await db.query<{ t: string }>(
+      'SELECT track_id::text AS t FROM ledger_results WHERE track_id IN ($1, $2)',
+      [plain.trackId, sealed.trackId],
+    );
+    expect(left).toEqual([{ t: sealed.trackId }]);
+    expect((await store.facts(sealed.trackId))?.data).toEqual({ firstName: 'Reza' });
   });
 
   it('keeps a later fact (a reconciliation) beside the first, by kind', async () => {

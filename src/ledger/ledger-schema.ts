@@ -110,6 +110,16 @@ const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> 
       CREATE INDEX ledger_parked_at ON ledger_parked (parked_at);
     `,
   },
+  {
+    version: 5,
+    name: 'results kept only sealed',
+    sql: `
+      -- The data is kept only sealed (docs/api.md §6): a result written in clear by a gateway
+      -- without a key ring, before that rule, is deleted, not served. Sealed values carry the
+      -- StoreCipher prefix. One scan of the results, once.
+      DELETE FROM ledger_results WHERE left(sealed_data, 7) <> 'enc:v1:';
+    `,
+  },
 ];
 
 /** A key of its own for pg_advisory_xact_lock: 'vgw-ledger' as a 64-bit number. */

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { StoreCipher } from '../store/store-cipher.js';
+import { SEALED_PREFIX, type StoreCipher } from '../store/store-cipher.js';
 import type { LedgerDatabase } from './ledger-database.js';
 import { isInt4, type EntryStatus, type LedgerEntry, type QueuedEntry } from './ledger-entry.js';
 import { ensurePartitions, migrate } from './ledger-schema.js';
@@ -256,7 +256,8 @@ export class LedgerStore {
       'SELECT sealed_data FROM ledger_results WHERE track_id = $1 AND created_at >= $2',
       [trackId, since],
     );
-    if (results.length === 0) return { entries };
+    // Kept only sealed: a value in clear (written before that rule; migration 5 deletes them) is never served.
+    if (results.length === 0 || !results[0].sealed_data.startsWith(SEALED_PREFIX)) return { entries };
     const opened = this.cipher.openOrUndefined(results[0].sealed_data, resultContext(trackId));
     if (opened === undefined) {
       // Its key left the ring before the result retention ended, or the row was altered: the
