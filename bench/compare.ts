@@ -19,7 +19,9 @@
  * `BENCH_SCENARIO_A="no key" BENCH_SCENARIOS="budgets configured" npm run bench:compare -- . .`:
  * one build, without and with budgets, under the same load).
  * The ledger's PostgreSQL is one the bench starts (as a deployment has it: a server of its own,
- * not PGlite in the gateway's process) unless LEDGER_DATABASE_URL names one.
+ * not PGlite in the gateway's process) unless LEDGER_DATABASE_URL names one; the embedded
+ * scenario ('' for it) gets a fresh LEDGER_DATA_DIR per gateway start instead. Both builds'
+ * event-loop delay over each measured run is read from their /metrics.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -29,12 +31,14 @@ import { PostgresServer } from '../test/support/postgres-server.js';
 import { RedisServer } from '../test/support/redis-server.js';
 import {
   API_KEY,
+  gatewayStartEnv,
   gatewayTarget,
   INQUIRY_BODY,
   measureServer,
   measurePair,
   median,
   primeIdempotencyKey,
+  removeLedgerDataDirs,
   SCENARIOS,
   stripWindow,
   type ServerFigures,
@@ -95,11 +99,13 @@ async function main(): Promise<void> {
       const startPair = async (order: number[]) => {
         const gateways: ServerProcess[] = [];
         for (const i of order) {
+          const scenario = i === 0 && settingsOfA ? settingsOfA : s;
           gateways[i] = await ServerProcess.start(
             `gateway ${'AB'[i]}`,
             {
               role: 'gateway',
-              env: envOf(i === 0 && settingsOfA ? settingsOfA : s),
+              // A fresh LEDGER_DATA_DIR per start where the scenario has the embedded ledger.
+              env: await gatewayStartEnv(scenario, envOf(scenario)),
               probeBody: INQUIRY_BODY,
               probeApiKey: API_KEY,
             },
@@ -139,16 +145,18 @@ async function main(): Promise<void> {
           if (sideBySideRate) {
             // Both builds at once, at the same fixed rate: whatever else loads the machine
             // loads both alike, so the ratio of each round holds even when absolute figures drift.
-            const pair = await measurePair([gateways[0], gateways[1]], [targets[0], targets[1]], {
-              ...load,
-              rate: sideBySideRate,
-            });
+            const pair = await measurePair(
+              [gateways[0], gateways[1]],
+              [targets[0], targets[1]],
+              { ...load, rate: sideBySideRate },
+              [true, true],
+            );
             pair.forEach((f, i) => (figures[i].push(f), report(round, i, f)));
             continue;
           }
           // A first in even rounds, B first in odd ones: neither always follows the other.
           for (const i of round % 2 ? [1, 0] : [0, 1]) {
-            const f = stripWindow(await measureServer(gateways[i], sim, redis, targets[i], load));
+            const f = stripWindow(await measureServer(gateways[i], sim, redis, targets[i], load, { eventLoop: true }));
             figures[i].push(f);
             report(round, i, f);
           }
@@ -164,34 +172,55 @@ async function main(): Promise<void> {
         p99: median(runs.map((r) => r.latencyMs.p99)),
         rss: median(runs.map((r) => r.memory.rssMiB)),
         all: runs.map((r) => num(r.cpuUsPerRequest)).join(' '),
+        // The event loop's delay over each measured run (p99 median of the rounds, max the worst).
+        loop: runs.every((r) => r.eventLoopDelayMs)
+          ? `${num(median(runs.map((r) => r.eventLoopDelayMs!.p99)), 1)}/${num(Math.max(...runs.map((r) => r.eventLoopDelayMs!.max)), 1)}`
+          : '',
+        others: runs.every((r) => r.cpuOtherThreadsUsPerRequest !== undefined)
+          ? num(median(runs.map((r) => r.cpuOtherThreadsUsPerRequest!)))
+          : '',
       }));
       const roundRatios = figures[1].map((b, round) => b.cpuUsPerRequest / figures[0][round].cpuUsPerRequest);
       lines.push(
         '',
         `${s.name} (${rounds} ${sideBySideRate ? `side-by-side rounds at ${sideBySideRate} req/s each` : 'interleaved rounds'}, medians)`,
         table(
-          ['build', 'CPU us/req', 'req/s', 'p50 ms', 'p99 ms', 'RSS MiB', 'CPU us/req per round'],
+          [
+            'build',
+            'CPU us/req',
+            'other threads',
+            'req/s',
+            'p50 ms',
+            'p99 ms',
+            'loop p99/max ms',
+            'RSS MiB',
+            'CPU us/req per round',
+          ],
           [
             ...m.map((x, i) => [
               `${'AB'[i]} ${builds[i]}${nodeFlags[i].length ? ` (${nodeFlags[i].join(' ')})` : ''}`,
               num(x.cpu),
+              x.others,
               num(x.rps),
               num(x.p50, 2),
               num(x.p99, 2),
+              x.loop,
               num(x.rss),
               x.all,
             ]),
             [
               'B - A',
               `${signed(m[1].cpu - m[0].cpu, 0)} (${signed(((m[1].cpu - m[0].cpu) / m[0].cpu) * 100, 1)}%)`,
+              '',
               signed(m[1].rps - m[0].rps, 0),
               signed(m[1].p50 - m[0].p50, 2),
               signed(m[1].p99 - m[0].p99, 2),
+              '',
               signed(m[1].rss - m[0].rss, 0),
               '',
             ],
           ],
-          [0, 6],
+          [0, 8],
         ),
         // Round by round, B's CPU per request over A's measured in the same round (side by
         // side: at the same moment), and their median: the figure that drift affects least.
@@ -204,6 +233,7 @@ async function main(): Promise<void> {
     redis.disconnect();
     await redisServer.stop();
     await ledgerServer?.stop();
+    await removeLedgerDataDirs();
   }
   console.log(heading('A/B comparison'));
   for (const line of lines) console.log(line);

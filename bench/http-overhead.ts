@@ -13,7 +13,7 @@
 import { nodeFlagsFrom, PRODUCTION_NODE_FLAGS } from './lib/node-flags.js';
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { TEST_CLIENTS } from '../test/support/gateway.js';
@@ -23,6 +23,7 @@ import type { ProcessStats, SimulatorStats } from './lib/ipc.js';
 import { measure, warmUp, type LoadFigures, type LoadSettings, type LoadTarget } from './lib/load.js';
 import { monitorSample, perInquiry, readCounters, type MonitorSample, type RedisDelta } from './lib/redis-stats.js';
 import { ServerProcess, type StartOptions } from './lib/servers.js';
+import { directoryBytes, freshLedgerDataDir, removeLedgerDataDirs } from './lib/ledger-dirs.js';
 
 const NATIONAL_CODE = '0499370899';
 const MOBILE = '09121234567';
@@ -64,7 +65,18 @@ export interface Scenario {
    * noisy machine (Redis and simulator figures are shared, so not reported for it).
    */
   sideBySideRate?: number;
+  /**
+   * The embedded ledger on disk: each start of this scenario's gateway gets a new empty
+   * LEDGER_DATA_DIR (a temporary directory, removed when the bench ends).
+   */
+  freshLedgerDataDir?: boolean;
 }
+
+/** The environment a gateway of scenario `s` starts with: `env`, and its own LEDGER_DATA_DIR if the scenario asks. */
+export async function gatewayStartEnv(s: Scenario, env: Record<string, string>): Promise<Record<string, string>> {
+  return s.freshLedgerDataDir ? { ...env, LEDGER_DATA_DIR: await freshLedgerDataDir() } : env;
+}
+export { removeLedgerDataDirs };
 
 /**
  * How the gateway is started, BENCH_LAUNCH: `image` (default) with the image's NODE_OPTIONS
@@ -82,6 +94,14 @@ export const GATEWAY_LAUNCH = `${LAUNCH}${process.env.BENCH_GATEWAY_NODE_FLAGS !
  * the gateway's own, to see how much of a flag's gain is the gateway's alone.
  */
 const REFERENCE_NODE_FLAGS = nodeFlagsFrom('BENCH_REFERENCE_NODE_FLAGS', '');
+/**
+ * BENCH_GATEWAY_BUILD: a project directory whose compiled `.build/bench/server-process.js` runs
+ * section 1's gateways instead of this tree's (e.g. a worktree of an earlier commit: its long run
+ * or event-loop delay under this tree's scenarios). Reference, simulator and load stay this tree's.
+ */
+const GATEWAY_SCRIPT = process.env.BENCH_GATEWAY_BUILD
+  ? resolve(process.env.BENCH_GATEWAY_BUILD, '.build/bench/server-process.js')
+  : undefined;
 
 /** Requests per second of each server in the side-by-side scenario (BENCH_SIDE_BY_SIDE_RATE). */
 const SIDE_BY_SIDE_RATE = Number(process.env.BENCH_SIDE_BY_SIDE_RATE || 2000);
@@ -113,6 +133,14 @@ export const SCENARIOS: Scenario[] = [
     gatewayEnv: () => ({ LEDGER_DRAIN: 'false', REDIS_KEY_PREFIX: 'bench-apart' }),
     reference: false,
   })),
+  {
+    // A single-node install as shipped: no LEDGER_DATABASE_URL ('' reads as unset), so the
+    // ledger is PGlite on disk (a worker thread's), drained by this process.
+    name: 'embedded ledger (default, LEDGER_DATABASE_URL unset)',
+    gatewayEnv: () => ({ LEDGER_DATABASE_URL: '' }),
+    freshLedgerDataDir: true,
+    reference: false,
+  },
   { name: 'Idempotency-Key, new per request', idempotency: 'fresh', reference: false, monitor: true },
   { name: 'Idempotency-Key, replayed', idempotency: 'replay', reference: false, monitor: true },
   { name: '1 connection', connections: 1, reference: true },
@@ -153,6 +181,13 @@ export interface ServerFigures extends LoadFigures {
   redis: RedisDelta;
   /** Memory of the server process right after the measured run. */
   memory: { rssMiB: number; heapUsedMiB: number; heapTotalMiB: number; externalMiB: number };
+  /** CPU per request of the process's threads other than the main one (µs); absent from older builds. */
+  cpuOtherThreadsUsPerRequest?: number;
+  /**
+   * The gateway's event-loop delay over the measured run (prom-client's monitorEventLoopDelay,
+   * 10 ms resolution included, read from /metrics just before and just after: each scrape resets it).
+   */
+  eventLoopDelayMs?: { p99: number; max: number };
 }
 
 export interface ScenarioResult {
@@ -173,6 +208,12 @@ export interface ScenarioResult {
 
 export interface LongRunResult {
   inquiries: number;
+  /** The scenario whose gateway environment the long run used. */
+  scenario: string;
+  /** Every entry drained (the queue's depth back to 0) within the wait after the load. */
+  drained?: { waitedMs: number; rssMiB: number };
+  /** The embedded ledger's files after the run and the drain, MiB (a fresh LEDGER_DATA_DIR). */
+  ledgerDiskMiB?: number;
   samples: { requests: number; rssMiB: number; heapUsedMiB: number; heapTotalMiB: number }[];
   afterGc: { rssMiB: number; heapUsedMiB: number; heapTotalMiB: number; externalMiB: number };
   figures: ServerFigures;
@@ -257,7 +298,43 @@ const cpuPerRequest = (before: ProcessStats, after: ProcessStats, requests: numb
   cpuUserUsPerRequest: (after.cpuUserUs - before.cpuUserUs) / requests,
   cpuSystemUsPerRequest: (after.cpuSystemUs - before.cpuSystemUs) / requests,
 });
+const otherThreadsPerRequest = (before: ProcessStats, after: ProcessStats, requests: number) =>
+  before.cpuMainThreadUs === undefined || after.cpuMainThreadUs === undefined
+    ? {}
+    : {
+        cpuOtherThreadsUsPerRequest:
+          (cpuUs(after) - after.cpuMainThreadUs - (cpuUs(before) - before.cpuMainThreadUs)) / requests,
+      };
 const tokenTotal = (s: SimulatorStats) => s.tokenCalls.credentials + s.tokenCalls.refresh;
+
+/** One gauge's value in a Prometheus exposition (its first series), or undefined. */
+function gauge(exposition: string, name: string): number | undefined {
+  const match = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(exposition);
+  return match ? Number(match[1]) : undefined;
+}
+
+/** The gateway's /metrics text, or undefined if it does not answer it (the reference proxy). */
+export async function scrapeMetrics(url: string): Promise<string | undefined> {
+  const response = await fetch(`${url}/metrics`).catch(() => undefined);
+  if (!response) return undefined;
+  const text = await response.text();
+  return response.status === 200 ? text : undefined;
+}
+
+/** The event-loop delay since the previous scrape (prom-client resets the histogram at each), ms. */
+async function eventLoopDelaySinceLastScrape(url: string): Promise<{ p99: number; max: number } | undefined> {
+  const text = await scrapeMetrics(url);
+  if (text === undefined) return undefined;
+  const p99 = gauge(text, 'nodejs_eventloop_lag_p99_seconds');
+  const max = gauge(text, 'nodejs_eventloop_lag_max_seconds');
+  return p99 === undefined || max === undefined ? undefined : { p99: p99 * 1000, max: max * 1000 };
+}
+
+/** The ledger queue's depth on a gateway's /metrics (undefined where it has no ledger gauge). */
+export async function ledgerQueueDepth(url: string): Promise<number | undefined> {
+  const text = await scrapeMetrics(url);
+  return text === undefined ? undefined : gauge(text, 'vgw_ledger_queue_depth');
+}
 const memoryOf = (s: ProcessStats) => ({
   rssMiB: s.rssBytes / MiB,
   heapUsedMiB: s.heapUsedBytes / MiB,
@@ -272,23 +349,30 @@ export async function measureServer(
   redis: Redis,
   target: LoadTarget,
   settings: LoadSettings,
+  /** A gateway: read its event-loop delay over the measured run from /metrics. */
+  options: { eventLoop?: boolean } = {},
 ): Promise<ServerFigures & { window: { fromUs: number; toUs: number } }> {
   await warmUp(target, settings);
+  // This scrape starts the event-loop window (the warm-up's delays are dropped with it).
+  if (options.eventLoop) await eventLoopDelaySinceLastScrape(server.url);
   const [serverBefore, simBefore, redisBefore] = await Promise.all([
     server.stats(),
     sim.simulatorStats(),
     readCounters(redis),
   ]);
   const load = await measure(target, settings);
-  const [serverAfter, simAfter, redisAfter] = await Promise.all([
+  const [serverAfter, simAfter, redisAfter, eventLoopDelayMs] = await Promise.all([
     server.stats(),
     sim.simulatorStats(),
     readCounters(redis),
+    options.eventLoop ? eventLoopDelaySinceLastScrape(server.url) : undefined,
   ]);
   const n = Math.max(1, load.totalRequests);
   return {
     ...load,
     ...cpuPerRequest(serverBefore, serverAfter, n),
+    ...otherThreadsPerRequest(serverBefore, serverAfter, n),
+    ...(eventLoopDelayMs ? { eventLoopDelayMs } : {}),
     simulatorCpuUsPerRequest: (cpuUs(simAfter) - cpuUs(simBefore)) / n,
     upstreamInquiryCalls: simAfter.inquiryCalls - simBefore.inquiryCalls,
     upstreamFailedInquiries: simAfter.failedInquiries - simBefore.failedInquiries,
@@ -308,16 +392,27 @@ export async function measurePair(
   servers: [ServerProcess, ServerProcess],
   targets: [LoadTarget, LoadTarget],
   settings: LoadSettings,
+  /** Which of the two are gateways (their event-loop delay read from /metrics). */
+  eventLoop: [boolean, boolean] = [false, false],
 ): Promise<[ServerFigures, ServerFigures]> {
   await Promise.all(targets.map((target) => warmUp(target, settings)));
+  const delays = () =>
+    Promise.all(
+      servers.map((server, i) =>
+        eventLoop[i] ? eventLoopDelaySinceLastScrape(server.url) : Promise.resolve(undefined),
+      ),
+    );
+  await delays();
   const before = await Promise.all(servers.map((server) => server.stats()));
   const loads = await Promise.all(targets.map((target) => measure(target, settings)));
-  const after = await Promise.all(servers.map((server) => server.stats()));
+  const [after, delay] = await Promise.all([Promise.all(servers.map((server) => server.stats())), delays()]);
   const figuresOf = (i: number): ServerFigures => {
     const n = Math.max(1, loads[i].totalRequests);
     return {
       ...loads[i],
       ...cpuPerRequest(before[i], after[i], n),
+      ...otherThreadsPerRequest(before[i], after[i], n),
+      ...(delay[i] ? { eventLoopDelayMs: delay[i] } : {}),
       simulatorCpuUsPerRequest: NaN,
       upstreamInquiryCalls: NaN,
       upstreamFailedInquiries: 0,
@@ -340,9 +435,16 @@ function medianFigures(rounds: ServerFigures[]): ServerFigures {
   if (rounds.length === 1) return rounds[0];
   const byCpu = [...rounds].sort((a, b) => a.cpuUsPerRequest - b.cpuUsPerRequest);
   const base = byCpu[Math.floor(byCpu.length / 2)];
+  const others = rounds.map((r) => r.cpuOtherThreadsUsPerRequest);
+  const delays = rounds.map((r) => r.eventLoopDelayMs);
   return {
     ...base,
     cpuUsPerRequest: median(rounds.map((r) => r.cpuUsPerRequest)),
+    ...(others.every((x) => x !== undefined) ? { cpuOtherThreadsUsPerRequest: median(others) } : {}),
+    // The p99 a median of the rounds', the worst delay the worst of any round.
+    ...(delays.every((d) => d !== undefined)
+      ? { eventLoopDelayMs: { p99: median(delays.map((d) => d.p99)), max: Math.max(...delays.map((d) => d.max)) } }
+      : {}),
     requestsPerSecond: median(rounds.map((r) => r.requestsPerSecond)),
     latencyMs: {
       average: median(rounds.map((r) => r.latencyMs.average)),
@@ -408,8 +510,9 @@ export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<H
       if (!gateway) {
         gateway = await start(
           `gateway (${s.name})`,
-          { role: 'gateway', env: envOf(s), probeBody: INQUIRY_BODY, probeApiKey: API_KEY },
+          { role: 'gateway', env: await gatewayStartEnv(s, envOf(s)), probeBody: INQUIRY_BODY, probeApiKey: API_KEY },
           {
+            script: GATEWAY_SCRIPT,
             execArgv: [
               ...GATEWAY_NODE_FLAGS,
               ...(options.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
@@ -424,6 +527,8 @@ export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<H
     let baselineReference: ServerFigures | undefined;
     let profileWindow: { fromUs: number; toUs: number } | undefined;
     for (const [index, s] of scenarios.entries()) {
+      // The first scenario run is the later ones' baseline: it measures the reference itself.
+      const withReference = s.reference || index === 0;
       const connections = s.connections ?? settings.connections;
       const load = { ...settings, connections };
       const gateway = await gatewayFor(s);
@@ -441,21 +546,23 @@ export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<H
         for (let round = 0; round < rounds; round++) {
           const suffix = rounds > 1 ? ` (round ${round + 1}/${rounds})` : '';
           log(
-            `  ${s.name}: ${s.sideBySideRate ? 'reference and gateway at once' : s.reference ? 'reference, then gateway' : 'gateway'}, ${settings.warmupSeconds} s warm-up + ` +
+            `  ${s.name}: ${s.sideBySideRate ? 'reference and gateway at once' : withReference ? 'reference, then gateway' : 'gateway'}, ${settings.warmupSeconds} s warm-up + ` +
               `${settings.durationSeconds} s measured each, ${connections} connection(s)${suffix}`,
           );
           if (s.sideBySideRate) {
-            const [g, r] = await measurePair([gateway, reference], [gatewayLoad, referenceLoad], {
-              ...load,
-              rate: s.sideBySideRate,
-            });
+            const [g, r] = await measurePair(
+              [gateway, reference],
+              [gatewayLoad, referenceLoad],
+              { ...load, rate: s.sideBySideRate },
+              [true, false],
+            );
             gatewayRounds.push(g);
             referenceRounds.push(r);
             continue;
           }
-          if (s.reference)
+          if (withReference)
             referenceRounds.push(stripWindow(await measureServer(reference, sim, redis, referenceLoad, load)));
-          const measured = await measureServer(gateway, sim, redis, gatewayLoad, load);
+          const measured = await measureServer(gateway, sim, redis, gatewayLoad, load, { eventLoop: true });
           profileWindow ??= measured.window;
           gatewayRounds.push(stripWindow(measured));
         }
@@ -466,9 +573,9 @@ export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<H
         name: s.name,
         connections,
         gateway: medianFigures(gatewayRounds),
-        reference: s.reference ? medianFigures(referenceRounds) : baselineReference!,
-        ownReference: s.reference,
-        ...(s.reference && rounds > 1
+        reference: withReference ? medianFigures(referenceRounds) : baselineReference!,
+        ownReference: withReference,
+        ...(withReference && rounds > 1
           ? { cpuRatioByRound: gatewayRounds.map((g, i) => g.cpuUsPerRequest / referenceRounds[i].cpuUsPerRequest) }
           : {}),
       };
@@ -478,7 +585,7 @@ export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<H
         scenarioResult.gatewayMonitor = await monitorSample(redisUrl, MONITOR_SAMPLE_INQUIRIES, () =>
           sequential(gatewayTarget(gateway.url, s.idempotency, replayKey), MONITOR_SAMPLE_INQUIRIES),
         );
-        if (s.reference) {
+        if (withReference) {
           scenarioResult.referenceMonitor = await monitorSample(redisUrl, MONITOR_SAMPLE_INQUIRIES, () =>
             sequential(referenceLoad, MONITOR_SAMPLE_INQUIRIES),
           );
@@ -499,22 +606,28 @@ export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<H
     }
 
     if (options.longRunInquiries > 0 && !options.profile) {
+      // In the first selected scenario's environment (BENCH_SCENARIOS="embedded": the default
+      // install's ledger on disk; unselected: the baseline's).
+      const scenario = scenarios[0] ?? SCENARIOS[0];
+      const env = await gatewayStartEnv(scenario, envOf(scenario));
       result.longRun = await longRun(
         await start(
           'gateway (long run)',
-          { role: 'gateway', env: baseEnv, probeBody: INQUIRY_BODY, probeApiKey: API_KEY },
+          { role: 'gateway', env, probeBody: INQUIRY_BODY, probeApiKey: API_KEY },
           // The production flags too: the long run is the memory figure of the image as shipped.
-          { execArgv: [...GATEWAY_NODE_FLAGS, '--expose-gc'] },
+          { script: GATEWAY_SCRIPT, execArgv: [...GATEWAY_NODE_FLAGS, '--expose-gc'] },
         ),
         sim,
         redis,
         { ...settings, amount: options.longRunInquiries },
         log,
+        { scenario: scenario.name, ledgerDataDir: scenario.freshLedgerDataDir ? env.LEDGER_DATA_DIR : undefined },
       );
     }
   } finally {
     await Promise.allSettled(started.map((s) => s.stop()));
     redis.disconnect();
+    await removeLedgerDataDirs();
   }
   return result;
 }
@@ -526,9 +639,12 @@ async function longRun(
   redis: Redis,
   settings: LoadSettings,
   log: (line: string) => void,
+  about: { scenario: string; ledgerDataDir?: string },
 ): Promise<LongRunResult> {
   const inquiries = settings.amount!;
-  log(`  long run: ${num(inquiries)} inquiries, ${settings.connections} connections, RSS sampled every 5 s`);
+  log(
+    `  long run (${about.scenario}): ${num(inquiries)} inquiries, ${settings.connections} connections, RSS sampled every 5 s`,
+  );
   const samples: LongRunResult['samples'] = [];
   const simStart = (await sim.simulatorStats()).inquiryCalls;
   const sampler = setInterval(() => {
@@ -540,14 +656,43 @@ async function longRun(
   let figures: ServerFigures;
   try {
     figures = stripWindow(
-      await measureServer(gateway, sim, redis, gatewayTarget(gateway.url, 'none'), { ...settings, warmupSeconds: 0 }),
+      await measureServer(
+        gateway,
+        sim,
+        redis,
+        gatewayTarget(gateway.url, 'none'),
+        { ...settings, warmupSeconds: 0 },
+        { eventLoop: true },
+      ),
     );
   } finally {
     clearInterval(sampler);
   }
+  const drained = await untilDrained(gateway);
   const afterGc = memoryOf(await gateway.statsAfterGc());
   await gateway.stop();
-  return { inquiries, samples, afterGc, figures };
+  const ledgerDiskMiB = about.ledgerDataDir ? (await directoryBytes(about.ledgerDataDir)) / MiB : undefined;
+  return { inquiries, scenario: about.scenario, samples, afterGc, figures, drained, ledgerDiskMiB };
+}
+
+const DRAIN_WAIT_MS = 120_000;
+
+/**
+ * Polls the gateway's ledger queue depth (once a second: the drainer's own pace) until it reads 0
+ * twice in a row (the gauge is set after each batch, so one 0 may predate the load's last
+ * entries), so that the ledger's size on disk counts every entry; undefined if it never does.
+ */
+async function untilDrained(gateway: ServerProcess): Promise<LongRunResult['drained']> {
+  const started = Date.now();
+  let zeros = 0;
+  while (Date.now() - started < DRAIN_WAIT_MS) {
+    const depth = await ledgerQueueDepth(gateway.url);
+    if (depth === undefined) return undefined;
+    zeros = depth === 0 ? zeros + 1 : 0;
+    if (zeros === 2) return { waitedMs: Date.now() - started, rssMiB: memoryOf(await gateway.stats()).rssMiB };
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+  return undefined;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -567,7 +712,10 @@ export function formatHttpOverhead(result: HttpOverheadResult): string {
     `${settings.warmupSeconds} s warm-up + ${settings.durationSeconds} s measured per row` +
       (result.rounds > 1 ? `, ${result.rounds} interleaved rounds (medians)` : '') +
       '; CPU = user + system time of that server process over the measured run / its requests;',
-    'latencies in ms over every answer (autocannon response times); RSS and heap right after the run.',
+    'latencies in ms over every answer (autocannon response times); RSS and heap right after the run;',
+    "other threads = the CPU above spent outside the main thread (the embedded ledger's worker, GC helpers);",
+    "loop p99/max = the gateway's event-loop delay over the measured run (/metrics, 10 ms resolution included;",
+    'max over the rounds).',
     `Gateway launched as ${GATEWAY_LAUNCH}: Node flags ${GATEWAY_NODE_FLAGS.join(' ') || '(none)'}; reference ${REFERENCE_NODE_FLAGS.join(' ') || '(none)'}.`,
   ];
   if (result.scenarios.length > 0) {
@@ -587,6 +735,8 @@ export function formatHttpOverhead(result: HttpOverheadResult): string {
           num(f.simulatorCpuUsPerRequest),
           ms(f.latencyMs.p50),
           ms(f.latencyMs.p99),
+          f.cpuOtherThreadsUsPerRequest === undefined ? '' : num(f.cpuOtherThreadsUsPerRequest),
+          f.eventLoopDelayMs ? `${ms(f.eventLoopDelayMs.p99)}/${ms(f.eventLoopDelayMs.max)}` : '',
           mib(f.memory.rssMiB),
           `${mib(f.memory.heapUsedMiB)}/${mib(f.memory.heapTotalMiB)}`,
           num(f.totalRequests),
@@ -607,6 +757,8 @@ export function formatHttpOverhead(result: HttpOverheadResult): string {
           'sim CPU us/req',
           'p50',
           'p99',
+          'other threads us/req',
+          'loop p99/max ms',
           'RSS MiB',
           'heap used/total MiB',
           'requests',
@@ -724,8 +876,11 @@ export function formatHttpOverhead(result: HttpOverheadResult): string {
     const last = run.samples[run.samples.length - 1];
     lines.push(
       '',
-      `Long run: ${num(run.inquiries)} fresh inquiries, ${num(run.figures.requestsPerSecond)} req/s, ` +
-        `CPU ${num(run.figures.cpuUsPerRequest)} us/req, p50 ${ms(run.figures.latencyMs.p50)} ms, p99 ${ms(run.figures.latencyMs.p99)} ms`,
+      `Long run (${run.scenario}): ${num(run.inquiries)} fresh inquiries, ${num(run.figures.requestsPerSecond)} req/s, ` +
+        `CPU ${num(run.figures.cpuUsPerRequest)} us/req, p50 ${ms(run.figures.latencyMs.p50)} ms, p99 ${ms(run.figures.latencyMs.p99)} ms` +
+        (run.figures.eventLoopDelayMs
+          ? `, event loop p99 ${ms(run.figures.eventLoopDelayMs.p99)} ms, max ${ms(run.figures.eventLoopDelayMs.max)} ms`
+          : ''),
       '',
       table(
         ['inquiries', 'RSS MiB', 'heap used MiB', 'heap total MiB'],
@@ -737,6 +892,12 @@ export function formatHttpOverhead(result: HttpOverheadResult): string {
         ? `RSS from the second sample (${num(first.requests)} inquiries) to the last (${num(last.requests)}): ` +
             `${signed(last.rssMiB - first.rssMiB, 0)} MiB; heap used ${signed(last.heapUsedMiB - first.heapUsedMiB, 0)} MiB`
         : 'too short for RSS samples',
+      run.drained
+        ? `ledger queue drained ${num(run.drained.waitedMs / 1000, 1)} s after the load (RSS then ${mib(run.drained.rssMiB)} MiB)`
+        : 'ledger queue: no depth gauge, or not drained within the wait',
+      ...(run.ledgerDiskMiB === undefined
+        ? []
+        : [`embedded ledger on disk after the run: ${num(run.ledgerDiskMiB, 1)} MiB`]),
     );
   }
 

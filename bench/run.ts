@@ -16,7 +16,9 @@
  * BENCH_CONNECTIONS (default 32), BENCH_SECTIONS (e.g. "1,3"; default all),
  * BENCH_SCENARIOS (comma-separated substrings of section 1's scenario names; default all),
  * BENCH_ROUNDS (interleaved gateway/reference rounds per scenario, medians; default 1),
- * BENCH_LONG=1 (adds a long run: BENCH_LONG_INQUIRIES, default 500 000, RSS sampled),
+ * BENCH_LONG=1 (adds a long run: BENCH_LONG_INQUIRIES, default 500 000, RSS sampled, in the
+ * first selected scenario's gateway environment), BENCH_GATEWAY_BUILD (another build's gateway,
+ * e.g. a worktree of an earlier commit, run by this tree's section 1: bench/http-overhead.ts),
  * BENCH_PROFILE=1 (section 1 only: the baseline scenario with the gateway under --cpu-prof,
  * then self time by package and function), BENCH_RESULTS (where to write the JSON figures).
  */
@@ -95,6 +97,9 @@ function summary(
           `(${ratio(s.gateway.cpuUsPerRequest / s.reference.cpuUsPerRequest)}), throughput ${ratio(s.gateway.requestsPerSecond / s.reference.requestsPerSecond)}, ` +
           `p50 ${num(s.gateway.latencyMs.p50, 2)} vs ${num(s.reference.latencyMs.p50, 2)} ms, p99 ${num(s.gateway.latencyMs.p99, 2)} vs ${num(s.reference.latencyMs.p99, 2)} ms, ` +
           `RSS ${num(s.gateway.memory.rssMiB)} MiB` +
+          (s.gateway.eventLoopDelayMs
+            ? `, event loop p99 ${num(s.gateway.eventLoopDelayMs.p99, 1)} ms, max ${num(s.gateway.eventLoopDelayMs.max, 1)} ms`
+            : '') +
           // Shared by both servers in the side-by-side scenario: not counted there.
           (Number.isNaN(s.gateway.redis.totalCommandsPerInquiry)
             ? ''
@@ -106,8 +111,11 @@ function summary(
       const samples = http.longRun.samples;
       const rss = samples.map((x) => x.rssMiB);
       lines.push(
-        `long run (${num(http.longRun.inquiries)} inquiries): RSS ${num(Math.min(...rss))}..${num(Math.max(...rss))} MiB, ` +
-          `${num(http.longRun.afterGc.rssMiB)} MiB after a full GC (heap used ${num(http.longRun.afterGc.heapUsedMiB)} MiB)`,
+        `long run (${http.longRun.scenario}, ${num(http.longRun.inquiries)} inquiries): RSS ${num(Math.min(...rss))}..${num(Math.max(...rss))} MiB, ` +
+          `${num(http.longRun.afterGc.rssMiB)} MiB after a full GC (heap used ${num(http.longRun.afterGc.heapUsedMiB)} MiB)` +
+          (http.longRun.ledgerDiskMiB === undefined
+            ? ''
+            : `, ledger on disk ${num(http.longRun.ledgerDiskMiB, 1)} MiB`),
       );
     }
   }

@@ -21,6 +21,7 @@ function send(report: Report): void {
 
 function processStats(): ProcessStats {
   const cpu = process.cpuUsage();
+  const mainThread = process.threadCpuUsage();
   const memory = process.memoryUsage();
   return {
     cpuUserUs: cpu.user,
@@ -31,6 +32,7 @@ function processStats(): ProcessStats {
     externalBytes: memory.external,
     arrayBuffersBytes: memory.arrayBuffers,
     monotonicUs: Number(process.hrtime.bigint() / 1000n),
+    cpuMainThreadUs: mainThread.user + mainThread.system,
   };
 }
 

@@ -46,6 +46,11 @@ export interface ProcessStats {
   arrayBuffersBytes: number;
   /** process.hrtime in µs (CLOCK_MONOTONIC, the clock of --cpu-prof timestamps). */
   monotonicUs: number;
+  /**
+   * The main thread's share of the CPU time above (process.threadCpuUsage), µs; the rest is other
+   * threads: the embedded ledger's worker, GC helpers, libuv's pool. Absent from older builds.
+   */
+  cpuMainThreadUs?: number;
 }
 
 export interface SimulatorStats extends ProcessStats {
