@@ -101,9 +101,11 @@ export interface AppConfig {
   storeEncryption: { keys: StoreEncryptionKey[] };
   /**
    * End users' pseudonyms (crypto/subject-hash.ts): HMAC keys, the first hashes, all compare.
-   * `derived`: these are STORE_ENCRYPTION_KEYS, each turned into a key of its own by HKDF.
+   * `keys`: SUBJECT_HASH_KEYS. `derivedFrom`: STORE_ENCRYPTION_KEYS, each turned into a key of
+   * its own by HKDF; they hash when `keys` is empty, else they only compare (records hashed
+   * before SUBJECT_HASH_KEYS was set still match their user).
    */
-  subjectHash: { keys: StoreEncryptionKey[]; derived: boolean };
+  subjectHash: { keys: StoreEncryptionKey[]; derivedFrom: StoreEncryptionKey[] };
   callers: {
     apiKeys: ApiKeyEntry[];
     jwt?: {

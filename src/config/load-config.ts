@@ -409,12 +409,13 @@ function isVerificationKey(pem: string): boolean {
 
 /**
  * The end users' pseudonym keys (crypto/subject-hash.ts): SUBJECT_HASH_KEYS, else derived from
- * STORE_ENCRYPTION_KEYS. Neither: optional as encryption at rest is (decision 0004, the
- * contract's environment keeps working), warned at start when JWT callers are configured.
+ * STORE_ENCRYPTION_KEYS. With both, the derived keys still compare: the records hashed before
+ * SUBJECT_HASH_KEYS was set stay visible to their users. Neither: optional as encryption at
+ * rest is (decision 0004, the contract's environment keeps working), warned at start when JWT
+ * callers are configured.
  */
 function subjectHashConfig(vars: EnvironmentVariables, storeKeys: StoreEncryptionKey[], problems: string[]) {
-  if (vars.SUBJECT_HASH_KEYS === undefined) return { keys: storeKeys, derived: true };
-  return { keys: parseEncryptionKeys('SUBJECT_HASH_KEYS', vars.SUBJECT_HASH_KEYS, problems), derived: false };
+  return { keys: parseEncryptionKeys('SUBJECT_HASH_KEYS', vars.SUBJECT_HASH_KEYS, problems), derivedFrom: storeKeys };
 }
 
 /**

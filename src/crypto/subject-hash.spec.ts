@@ -1,5 +1,7 @@
 import { createHmac, hkdfSync } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
+import { ConfigService } from '@nestjs/config';
+import type { AppConfig } from '../config/app-config.js';
 import { loadConfig } from '../config/load-config.js';
 import { Secret } from '../config/secret.js';
 import { sha256 } from './sha256.js';
@@ -44,7 +46,7 @@ describe('SubjectHasher', () => {
   });
 
   it('derives its keys from the store ring by HKDF, never hashing with a store key itself', () => {
-    const derived = new SubjectHasher([key('a', 1)], true);
+    const derived = new SubjectHasher([], [key('a', 1)]);
     const subjectKey = Buffer.from(
       hkdfSync('sha256', Buffer.alloc(32, 1), '', 'verification-gateway subjectSha256 v1', 32),
     );
@@ -67,10 +69,26 @@ describe('loadConfig: SUBJECT_HASH_KEYS', () => {
 
   it('takes its own ring, else the store ring to derive from', () => {
     const own = loadConfig({ ...base, SUBJECT_HASH_KEYS: `s1:${raw(3)}`, STORE_ENCRYPTION_KEYS: `k1:${raw(4)}` });
-    expect(own.subjectHash.derived).toBe(false);
     expect(own.subjectHash.keys.map((k) => [k.id, k.key.reveal()])).toEqual([['s1', raw(3)]]);
+    expect(own.subjectHash.derivedFrom).toMatchObject([{ id: 'k1' }]);
     const derived = loadConfig({ ...base, STORE_ENCRYPTION_KEYS: `k1:${raw(4)}` });
-    expect(derived.subjectHash).toMatchObject({ derived: true, keys: [{ id: 'k1' }] });
+    expect(derived.subjectHash).toMatchObject({ keys: [], derivedFrom: [{ id: 'k1' }] });
+  });
+
+  it('moving to SUBJECT_HASH_KEYS keeps the pseudonyms derived from STORE_ENCRYPTION_KEYS matching (compared, never hashed with)', () => {
+    const hasher = (env: Record<string, string>) =>
+      SubjectHasher.fromConfig(new ConfigService<AppConfig, true>(loadConfig({ ...base, ...env })));
+    const store = { STORE_ENCRYPTION_KEYS: `k1:${raw(4)}` };
+    const derived = hasher(store);
+    const own = hasher({ ...store, SUBJECT_HASH_KEYS: `s1:${raw(3)}` });
+    const old = derived.hash(SUB);
+    expect(own.matches(SUB, old)).toBe(true);
+    expect(own.hash(SUB)).toBe(createHmac('sha256', Buffer.alloc(32, 3)).update(SUB).digest('hex'));
+    expect(own.matches('0499370898', old)).toBe(false);
+    // Once the store key has left its ring, its derived pseudonyms go with it.
+    expect(hasher({ STORE_ENCRYPTION_KEYS: `k2:${raw(5)}`, SUBJECT_HASH_KEYS: `s1:${raw(3)}` }).matches(SUB, old)).toBe(
+      false,
+    );
   });
 
   it('refuses a malformed ring naming the entry, never the key', () => {

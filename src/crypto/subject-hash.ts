@@ -12,31 +12,38 @@ const DERIVED_INFO = 'verification-gateway subjectSha256 v1';
  * a key of the gateway, hex. A plain SHA-256 of a national code or a mobile, as some identity
  * providers use for `sub`, is reversed by brute force in minutes (issue 33); without the key it
  * is not. A key ring, as for encryption at rest: the first key hashes new records, every key is
- * tried when comparing, so a user still sees its records after a rotation. A value written
- * before keyed hashing (the plain SHA-256) still matches its user: records live in the ledger
- * for years, and compare, never reverse.
+ * tried when comparing, so a user still sees its records after a rotation. The keys derived
+ * from the store ring hash only without SUBJECT_HASH_KEYS; with it they still compare, so
+ * setting it later hides no one's records. A value written before keyed hashing (the plain
+ * SHA-256) still matches its user: records live in the ledger for years, and compare, never
+ * reverse.
  */
 export class SubjectHasher {
+  /** The hashing key first, then every key that only compares. */
   private readonly ring: KeyObject[];
 
-  /** `keys`: the ring, the hashing key first; `derived`: store keys, each turned into its own key (HKDF). */
-  constructor(keys: readonly StoreEncryptionKey[], derived = false) {
-    this.ring = keys.map(({ key }) => {
-      const bytes = Buffer.from(key.reveal(), 'base64');
-      return createSecretKey(derived ? Buffer.from(hkdfSync('sha256', bytes, '', DERIVED_INFO, 32)) : bytes);
-    });
+  /**
+   * `keys`: SUBJECT_HASH_KEYS, the hashing key first; `derivedFrom`: store keys, each turned
+   * into its own key (HKDF), hashing with the first only when `keys` is empty.
+   */
+  constructor(keys: readonly StoreEncryptionKey[], derivedFrom: readonly StoreEncryptionKey[] = []) {
+    const bytes = ({ key }: StoreEncryptionKey) => Buffer.from(key.reveal(), 'base64');
+    this.ring = [
+      ...keys.map((key) => createSecretKey(bytes(key))),
+      ...derivedFrom.map((key) => createSecretKey(Buffer.from(hkdfSync('sha256', bytes(key), '', DERIVED_INFO, 32)))),
+    ];
   }
 
   /** The application's hasher; without a key and with JWT callers, said once at start. */
   static fromConfig(config: ConfigService<AppConfig, true>): SubjectHasher {
-    const { keys, derived } = config.get('subjectHash', { infer: true });
-    if (keys.length === 0 && config.get('callers', { infer: true }).jwt) {
+    const { keys, derivedFrom } = config.get('subjectHash', { infer: true });
+    if (keys.length === 0 && derivedFrom.length === 0 && config.get('callers', { infer: true }).jwt) {
       new Logger('SubjectHasher').warn(
         'SUBJECT_HASH_KEYS and STORE_ENCRYPTION_KEYS unset: end users (JWT sub) are recorded as a plain SHA-256, ' +
           'which a guessable sub (a national code, a mobile) does not hide; set one of them',
       );
     }
-    return new SubjectHasher(keys, derived);
+    return new SubjectHasher(keys, derivedFrom);
   }
 
   /** The pseudonym new records carry; without a key, the plain SHA-256 (warned at start). */
