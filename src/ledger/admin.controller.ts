@@ -20,7 +20,7 @@ import { ProblemException } from '../problem/problem.js';
 import type { EntryStatus } from './ledger-entry.js';
 import { ENTRY_FIELDS, LedgerStore, usage, type ExportFilter } from './ledger.store.js';
 import { Reconciliations } from './reconciliation.js';
-import { ledgerCall } from './ledger-call.js';
+import { LedgerCalls } from './ledger-call.js';
 import { ledgerRange as range } from './ledger-dates.js';
 import { ApiLedgerExport, ApiParkedEntries, ApiReconciliation, ApiUsage } from './admin.openapi.js';
 import { ParkedEntries } from './parked-entries.js';
@@ -45,6 +45,8 @@ function csvField(value: string | number | undefined): string {
 @Controller('admin')
 @UseGuards(CallerAuthGuard)
 export class AdminController {
+  private readonly ledger = new LedgerCalls();
+
   constructor(
     private readonly store: LedgerStore,
     private readonly reconciliations: Reconciliations,
@@ -78,7 +80,7 @@ export class AdminController {
     const csv = (request.headers.accept ?? '').includes(CSV);
     const entries = this.store.entries(filter)[Symbol.asyncIterator]();
     // The first page before the status line: PostgreSQL down is a 503, not a cut 200.
-    const first = await ledgerCall('ledger export', () => entries.next());
+    const first = await this.ledger.run('ledger export', () => entries.next());
     const rest = { [Symbol.asyncIterator]: () => entries };
     const lines = async function* () {
       if (csv) yield `${ENTRY_FIELDS.join(',')}\r\n`;
@@ -112,7 +114,7 @@ export class AdminController {
       period,
       from: from.toISOString(),
       to: to.toISOString(),
-      usage: await ledgerCall('ledger usage', () => usage(this.store, from, to, period)),
+      usage: await this.ledger.run('ledger usage', () => usage(this.store, from, to, period)),
     };
   }
 
@@ -123,7 +125,7 @@ export class AdminController {
   async parkedEntries(@CurrentCaller() caller: Caller, @Query() query: Record<string, string | undefined>) {
     apiKeyOnly(caller);
     const { from, to } = range(query.from, query.to);
-    const found = await ledgerCall('ledger parked entries', () => new ParkedEntries(this.store).list(from, to));
+    const found = await this.ledger.run('ledger parked entries', () => new ParkedEntries(this.store).list(from, to));
     return { from: from.toISOString(), to: to.toISOString(), ...found };
   }
 
@@ -146,7 +148,7 @@ export class AdminController {
         errors: [{ field: 'dryRun', message: 'must be true or false' }],
       });
     const dryRun = query.dryRun === 'true';
-    return ledgerCall('ledger reconciliation', () =>
+    return this.ledger.run('ledger reconciliation', () =>
       this.reconciliations.reconcile(body, { requestId: request.id, period, dryRun }),
     );
   }

@@ -23,10 +23,8 @@ export class LedgerUnavailableError extends ProblemException {
   }
 }
 
-const logger = new Logger('Ledger');
 /** A line logged in the last QUIET_MS is not repeated: an outage under reads logs once per spell. */
 const QUIET_MS = 10_000;
-const lastLogged = new Map<string, number>();
 
 /**
  * What failed, for the operator, without the values a database message may quote (a date, a
@@ -44,24 +42,31 @@ export function describeLedgerFailure(error: unknown): string {
 }
 
 /**
- * Runs a read of the ledger (or a reconciliation) for an answer: the database unreachable or
+ * Runs reads of the ledger (or reconciliations) for an answer: the database unreachable or
  * refusing the statement is the caller's 503 (LedgerUnavailableError) and is logged here with
  * its code; a problem the code raised passes as it is, and the gateway's own bugs (TypeError and
- * kin) stay what they are, as storeCall does for Redis.
+ * kin) stay what they are, as storeCall does for Redis. One per consumer (AdminController,
+ * LedgerReads), each with its own log throttle: a line one gateway logged never silences
+ * another's in the same process (ledger-call.spec.ts).
  */
-export async function ledgerCall<T>(operation: string, call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (error) {
-    if (error instanceof ProblemException) throw error;
-    if (error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError) throw error;
-    const line = `${operation} failed: ${describeLedgerFailure(error)}`;
-    const now = Date.now();
-    if ((lastLogged.get(line) ?? 0) + QUIET_MS <= now) {
-      if (lastLogged.size > 100) lastLogged.clear();
-      lastLogged.set(line, now);
-      logger.error(line);
+export class LedgerCalls {
+  private readonly logger = new Logger('Ledger');
+  private readonly lastLogged = new Map<string, number>();
+
+  async run<T>(operation: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      if (error instanceof ProblemException) throw error;
+      if (error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError) throw error;
+      const line = `${operation} failed: ${describeLedgerFailure(error)}`;
+      const now = Date.now();
+      if ((this.lastLogged.get(line) ?? 0) + QUIET_MS <= now) {
+        if (this.lastLogged.size > 100) this.lastLogged.clear();
+        this.lastLogged.set(line, now);
+        this.logger.error(line);
+      }
+      throw new LedgerUnavailableError(operation, error);
     }
-    throw new LedgerUnavailableError(operation, error);
   }
 }

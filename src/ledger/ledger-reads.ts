@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ledgerCall } from './ledger-call.js';
+import { LedgerCalls } from './ledger-call.js';
 import type { EntryStatus } from './ledger-entry.js';
 import { LedgerStore } from './ledger.store.js';
 import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
@@ -26,11 +26,13 @@ export interface LedgerInquiry {
  */
 @Injectable()
 export class LedgerReads {
+  private readonly ledger = new LedgerCalls();
+
   constructor(private readonly store: LedgerStore) {}
 
   /** Null when the ledger has no entry for it; a 503 store_unavailable when PostgreSQL is down. */
   inquiry(trackId: string): Promise<LedgerInquiry | null> {
-    return ledgerCall('ledger read', async () => {
+    return this.ledger.run('ledger read', async () => {
       const facts = await this.store.facts(trackId);
       if (!facts) return null;
       // Entries come weakest fact first: the last decides the status; completedAt and the
