@@ -151,7 +151,9 @@ describe('the embedded ledger on disk (LEDGER_DATA_DIR)', () => {
     // machine running other suites on its two cores (37-112 ms seen there, 12-32 ms quiet), so it
     // is held to 200 ms: PGlite on the main thread stalled 5 s here (docs/decisions/0013).
     const delay = await eventLoopDelayMs(first);
-    console.log(`embedded ledger under load: event loop p99 ${delay.p99.toFixed(1)} ms, max ${delay.max.toFixed(1)} ms`);
+    console.log(
+      `embedded ledger under load: event loop p99 ${delay.p99.toFixed(1)} ms, max ${delay.max.toFixed(1)} ms`,
+    );
     expect(delay.p99).toBeLessThan(50);
     expect(delay.max).toBeLessThan(200);
 
