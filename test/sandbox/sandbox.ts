@@ -11,12 +11,11 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { relative } from 'node:path';
 import { createGateway } from '../../src/bootstrap.js';
 import { ConfigError } from '../../src/config/load-config.js';
 import { SANDBOX_INPUT_OUTCOMES, UpstreamSimulator } from '../upstream-simulator/upstream-simulator.js';
+import { sandboxStoreKeys } from './sandbox-store-key.js';
 import { SANDBOX_JWT_AUDIENCE, SANDBOX_JWT_ISSUER, createSandboxSigningKey, mintSandboxToken } from './sandbox-jwt.js';
 
 const SANDBOX_USERNAME = 'sandbox-user';
@@ -44,18 +43,6 @@ function ledgerWhere(ledger: { databaseUrl?: unknown; dataDir: string }): string
   return `PGlite in ${shown}: kept when the sandbox stops and restarts (LEDGER_DATA_DIR)`;
 }
 
-/**
- * The sandbox's key ring for encryption at rest: the ledger keeps upstream results only sealed
- * (docs/api.md §6), so the sandbox makes a throwaway key once and reuses it, kept beside the
- * build (git-ignored), so that the results of its ledger still open after a restart. Not a
- * production key, and never printed.
- */
-function throwawayStoreKeys(): string {
-  const file = fileURLToPath(new URL('../../sandbox-store-encryption-key', import.meta.url));
-  if (!existsSync(file)) writeFileSync(file, `sandbox:${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
-  return readFileSync(file, 'utf8').trim();
-}
-
 async function main(): Promise<void> {
   const apiKey = process.env.SANDBOX_API_KEY || randomBytes(24).toString('base64url');
   const narrowKey = `${apiKey}-shahkar-only`;
@@ -66,6 +53,7 @@ async function main(): Promise<void> {
   });
   const upstreamUrl = await simulator.start(Number(process.env.SIMULATOR_PORT ?? 4010));
   const signingKey = await createSandboxSigningKey();
+  const storeKeys = sandboxStoreKeys(process.env);
 
   const env = {
     LOG_LEVEL: 'info',
@@ -82,7 +70,8 @@ async function main(): Promise<void> {
     JWT_JWKS_URL: undefined,
     JWT_ISSUER: SANDBOX_JWT_ISSUER,
     JWT_AUDIENCE: SANDBOX_JWT_AUDIENCE,
-    STORE_ENCRYPTION_KEYS: process.env.STORE_ENCRYPTION_KEYS || throwawayStoreKeys(),
+    // The sandbox's throwaway key, unless the operator gave a ring (STORE_ENCRYPTION_KEYS or its _FILE).
+    ...(storeKeys ? { STORE_ENCRYPTION_KEYS: storeKeys.keys } : {}),
     REDIS_URL: undefined,
     REDIS_SENTINELS: undefined,
     REDIS_CLUSTER_NODES: undefined,
@@ -117,9 +106,9 @@ async function main(): Promise<void> {
       `JWT (an app's end user; more with npm run --silent sandbox:jwt): ${await mintSandboxToken(config.http.port)}`,
       `Operators' console: ${opsUrl}/console (type the first API key)`,
       `Test inputs: ${inputs.join(', ')}; any other valid input matches.`,
-      process.env.STORE_ENCRYPTION_KEYS
-        ? 'Upstream results in the ledger are sealed with STORE_ENCRYPTION_KEYS.'
-        : 'Upstream results in the ledger are sealed with a throwaway key made for this sandbox (.build/sandbox-store-encryption-key), never for production.',
+      storeKeys
+        ? `Upstream results in the ledger are sealed with ${storeKeys.said}, never for production.`
+        : `Upstream results in the ledger are sealed with STORE_ENCRYPTION_KEYS${process.env.STORE_ENCRYPTION_KEYS ? '' : '_FILE'}.`,
       '',
       `  curl -s -X POST ${url}/v1/kyc/shahkar -H 'X-Api-Key: ${apiKey}' -H 'Content-Type: application/json' \\`,
       `       -d '{"nationalCode":"0499370899","mobileNumber":"09121234567"}'`,
