@@ -245,6 +245,28 @@ describe('the ledger queue in the process (REDIS_URL unset)', () => {
   });
 });
 
+describe('the ledger queue without a key ring (STORE_ENCRYPTION_KEYS unset)', () => {
+  it('carries no upstream data, in Redis or in the process: the ledger keeps none', async () => {
+    const client = new Redis(redis.url);
+    clients.push(client);
+    const keys = new RedisKeys(`clear-${++prefixes}`);
+    const clear = new StoreCipher([]);
+    const queues = [
+      new RedisLedgerQueue(client, keys, clear, prices),
+      new MemoryLedgerQueue(prices, new MemoryBudgetStore(), false),
+    ];
+    for (const queue of queues) {
+      const settled = record();
+      await queue.settled(settled);
+      const [message] = await queue.read(10);
+      expect(message.entry).toMatchObject({ trackId: settled.trackId, kind: 'settled' });
+      expect(message.entry).not.toHaveProperty('data');
+    }
+    const stream = await client.xrange(keys.ledger('entries'), '-', '+');
+    expect(JSON.stringify(stream)).not.toContain('Ali');
+  });
+});
+
 /**
  * The inquiry's budget reservation travels with its duty, and the commit or release with its
  * entry (ledger-queue.ts): one atomic operation each, so a duty exists only for an inquiry

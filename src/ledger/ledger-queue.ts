@@ -59,7 +59,14 @@ export type BudgetAction = 'commit' | 'release';
  * inquiry its budgets admitted (docs/performance.md, "Ledger" and "Budgets").
  */
 export abstract class LedgerQueue {
-  constructor(protected readonly prices: InquiryPrices) {}
+  /**
+   * `keepsData`: false without a key ring, when the ledger keeps no results (sealed or not
+   * kept): the upstream data then never rides the queue (test/ledger-queue.integration.spec.ts).
+   */
+  constructor(
+    protected readonly prices: InquiryPrices,
+    private readonly keepsData: boolean,
+  ) {}
 
   /**
    * Beside the record's create: the entry owed if the inquiry never settles, and the
@@ -100,7 +107,7 @@ export abstract class LedgerQueue {
     return deadline + OVERDUE_MARGIN_MS;
   }
 
-  /** The settled entry, with the upstream data (sealed on its way and in PostgreSQL). */
+  /** The settled entry, with the upstream data (sealed on its way and in PostgreSQL) when the ledger keeps it. */
   protected entryOf(record: InquiryFactsInput): QueuedEntry {
     const status = record.status === 'succeeded' || record.status === 'failed' ? record.status : 'unknown';
     return {
@@ -112,7 +119,7 @@ export abstract class LedgerQueue {
       // Only a code PostgreSQL's integer column takes: the upstream's meta.code is any JSON number,
       // and one it cannot store would fail its whole batch for ever.
       ...(isInt4(record.upstream?.code) ? { upstreamCode: record.upstream.code } : {}),
-      ...(record.data !== undefined ? { data: record.data } : {}),
+      ...(this.keepsData && record.data !== undefined ? { data: record.data } : {}),
     };
   }
 

@@ -58,7 +58,7 @@ import { RedisLedgerQueue } from './redis-ledger.queue.js';
       ): LedgerQueue =>
         redis.client
           ? new RedisLedgerQueue(redis.client, redis.keys, cipher, prices)
-          : new MemoryLedgerQueue(prices, budgets),
+          : new MemoryLedgerQueue(prices, budgets, cipher.enabled),
     },
     {
       provide: LedgerStore,

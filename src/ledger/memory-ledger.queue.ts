@@ -12,12 +12,16 @@ export class MemoryLedgerQueue extends LedgerQueue {
   private readonly entries = new Map<string, { entry: QueuedEntry; at: number }>();
   private next = 0;
 
-  /** `budgets`: the in-process budget store (each of its operations completes at once, so each step here is atomic). */
+  /**
+   * `budgets`: the in-process budget store (each of its operations completes at once, so each
+   * step here is atomic); `keepsData`: false without a key ring (LedgerQueue).
+   */
   constructor(
     prices: InquiryPrices,
     private readonly budgets: BudgetStore,
+    keepsData = true,
   ) {
-    super(prices);
+    super(prices, keepsData);
   }
 
   async owe(record: InquiryFactsInput, reservation?: ReserveRequest): Promise<ReserveResult | undefined> {

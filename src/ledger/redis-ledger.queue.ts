@@ -187,7 +187,7 @@ export class RedisLedgerQueue extends LedgerQueue {
     /** How long a consumer's unacknowledged entries wait before another takes them. */
     private readonly claimIdleMs = CLAIM_IDLE_MS,
   ) {
-    super(prices);
+    super(prices, cipher.enabled);
     this.due = keys.ledger('due');
     this.reservations = keys.budgetReservations();
     this.reservationDeadlines = keys.budgetDeadlines();
