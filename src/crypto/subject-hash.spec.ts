@@ -6,6 +6,7 @@ import { loadConfig } from '../config/load-config.js';
 import { Secret } from '../config/secret.js';
 import { sha256 } from './sha256.js';
 import { SubjectHasher } from './subject-hash.js';
+import { subjectHasherFrom } from '../inquiry/subject-pseudonyms.js';
 
 const raw = (fill: number) => Buffer.alloc(32, fill).toString('base64');
 const key = (id: string, fill: number) => ({ id, key: new Secret(raw(fill)) });
@@ -77,7 +78,7 @@ describe('loadConfig: SUBJECT_HASH_KEYS', () => {
 
   it('moving to SUBJECT_HASH_KEYS keeps the pseudonyms derived from STORE_ENCRYPTION_KEYS matching (compared, never hashed with)', () => {
     const hasher = (env: Record<string, string>) =>
-      SubjectHasher.fromConfig(new ConfigService<AppConfig, true>(loadConfig({ ...base, ...env })));
+      subjectHasherFrom(new ConfigService<AppConfig, true>(loadConfig({ ...base, ...env })));
     const store = { STORE_ENCRYPTION_KEYS: `k1:${raw(4)}` };
     const derived = hasher(store);
     const own = hasher({ ...store, SUBJECT_HASH_KEYS: `s1:${raw(3)}` });

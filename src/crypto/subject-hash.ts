@@ -1,8 +1,10 @@
 import { createHmac, createSecretKey, hkdfSync, timingSafeEqual, type KeyObject } from 'node:crypto';
-import { Logger } from '@nestjs/common';
-import type { ConfigService } from '@nestjs/config';
-import type { AppConfig, StoreEncryptionKey } from '../config/app-config.js';
 import { sha256 } from './sha256.js';
+
+/** A key of a ring (config's StoreEncryptionKey has this shape): base64 bytes behind reveal(). */
+export interface SubjectKey {
+  key: { reveal(): string };
+}
 
 /** HKDF's `info` for a subject key derived from a store key: the two never share a key. */
 const DERIVED_INFO = 'verification-gateway subjectSha256 v1';
@@ -26,24 +28,12 @@ export class SubjectHasher {
    * `keys`: SUBJECT_HASH_KEYS, the hashing key first; `derivedFrom`: store keys, each turned
    * into its own key (HKDF), hashing with the first only when `keys` is empty.
    */
-  constructor(keys: readonly StoreEncryptionKey[], derivedFrom: readonly StoreEncryptionKey[] = []) {
-    const bytes = ({ key }: StoreEncryptionKey) => Buffer.from(key.reveal(), 'base64');
+  constructor(keys: readonly SubjectKey[], derivedFrom: readonly SubjectKey[] = []) {
+    const bytes = ({ key }: SubjectKey) => Buffer.from(key.reveal(), 'base64');
     this.ring = [
       ...keys.map((key) => createSecretKey(bytes(key))),
       ...derivedFrom.map((key) => createSecretKey(Buffer.from(hkdfSync('sha256', bytes(key), '', DERIVED_INFO, 32)))),
     ];
-  }
-
-  /** The application's hasher; without a key and with JWT callers, said once at start. */
-  static fromConfig(config: ConfigService<AppConfig, true>): SubjectHasher {
-    const { keys, derivedFrom } = config.get('subjectHash', { infer: true });
-    if (keys.length === 0 && derivedFrom.length === 0 && config.get('callers', { infer: true }).jwt) {
-      new Logger('SubjectHasher').warn(
-        'SUBJECT_HASH_KEYS and STORE_ENCRYPTION_KEYS unset: end users (JWT sub) are recorded as a plain SHA-256, ' +
-          'which a guessable sub (a national code, a mobile) does not hide; set one of them',
-      );
-    }
-    return new SubjectHasher(keys, derivedFrom);
   }
 
   /** The pseudonym new records carry; without a key, the plain SHA-256 (warned at start). */

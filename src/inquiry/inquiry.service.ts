@@ -4,7 +4,8 @@ import { ConfigService } from '@nestjs/config';
 import type { Caller } from '../caller-auth/caller.js';
 import type { AppConfig } from '../config/app-config.js';
 import { sha256 } from '../crypto/sha256.js';
-import { SubjectHasher } from '../crypto/subject-hash.js';
+import type { SubjectHasher } from '../crypto/subject-hash.js';
+import { subjectHasherFrom } from './subject-pseudonyms.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { requestLogFields, type InquiryLogFields, type RequestFacts } from '../observability/request-context.js';
 import { ProblemException } from '../problem/problem.js';
@@ -103,7 +104,7 @@ export class InquiryService {
     this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
     this.upstreamSettings = config.get('upstream', { infer: true });
     this.circuitRetryAfter = String(Math.ceil(config.get('upstream', { infer: true }).circuitResetMs / 1000));
-    this.subjects = SubjectHasher.fromConfig(config);
+    this.subjects = subjectHasherFrom(config);
     zeroInquirySeries(metrics);
   }
 
