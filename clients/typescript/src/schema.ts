@@ -121,7 +121,7 @@ export interface paths {
         };
         /**
          * The recorded state of one of your inquiries
-         * @description Needs the scope `inquiries:read`. Only the client that made the inquiry (and, for an app, only its end user) sees it; anyone else gets 404, as for a trackId that never existed or has expired.
+         * @description Needs the scope `inquiries:read`. Only the client that made the inquiry (and, for an app, only its end user) sees it; anyone else gets 404, as for a trackId that never existed or has expired. A trackId that is not a UUID is a 400.
          */
         get: operations["InquiryController_inquiry"];
         put?: never;
@@ -144,43 +144,6 @@ export interface paths {
          * @description API keys with `ledger:read` (never a JWT). Bound to the ops listener when `OPS_PORT` is set. `ledger` is null while the ledger is not configured in this build; `routes` says which administration routes this build serves. Each replica answers for itself.
          */
         get: operations["AdminStatusController_read"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/budget": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The caller's own budgets: limit, spent, reserved and remaining units per window
-         * @description Any inquiry scope (`kyc:shahkar` or `kyc:iban`). A client without a budget gets an empty list.
-         */
-        get: operations["BudgetController_own"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/admin/budgets": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Every configured budget with its state (API keys with ledger:read) */
-        get: operations["BudgetController_all"];
         put?: never;
         post?: never;
         delete?: never;
@@ -229,6 +192,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/ledger/parked": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Ledger entries the database refused, parked
+         * @description Needs an API key with `ledger:read`. Entries parked in [from, to) (by when they were parked), oldest first, at most 1000 (`truncated` when there are more): each with the database SQLSTATE and message and the entry as the queue held it, JSON text with lone surrogates, control characters and U+2028/U+2029 as \u escapes (docs/runbooks.md, LedgerEntriesParked).
+         */
+        get: operations["AdminController_parkedEntries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/reconciliations": {
         parameters: {
             query?: never;
@@ -240,9 +223,46 @@ export interface paths {
         put?: never;
         /**
          * The provider's list of charged inquiries against the ledger
-         * @description Needs an API key with `ledger:read` and `ledger:reconcile`. Body `text/csv` with a header row naming a `trackId` column, streamed. Each list holds the first 1000 trackIds (`truncated` when there are more). Idempotent: the same file twice appends nothing the second time.
+         * @description Needs an API key with `ledger:read` and `ledger:reconcile`. Body `text/csv` with a header row naming a `trackId` column and at least one row (otherwise 400 `validation_failed`, nothing written), at most 2000000 rows (413 `payload_too_large`: send it in parts by period). The file is read and checked whole before anything is written. Each list holds the first 1000 trackIds (`truncated` when there are more). A resolution or correction is appended (the history kept) and moves the budgets by exactly the reservation recorded with the inquiry. The same file twice appends nothing the second time. One at a time per instance: another sent meanwhile is 429 `rate_limited` with `Retry-After`.
          */
         post: operations["AdminController_reconcile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's own budgets: limit, spent, reserved and remaining units per window
+         * @description Any inquiry scope (`kyc:shahkar` or `kyc:iban`). A client without a budget gets an empty list.
+         */
+        get: operations["BudgetController_own"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/budgets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every configured budget with its state (API keys with ledger:read) */
+        get: operations["BudgetController_all"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -291,7 +311,7 @@ export interface components {
          * @description Stable machine-readable code.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthenticated" | "forbidden" | "not_found" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "headers_too_large" | "idempotency_key_reused" | "upstream_rejected" | "rate_limited" | "budget_exhausted" | "upstream_error" | "upstream_unavailable" | "store_unavailable" | "auth_unavailable" | "upstream_timeout" | "internal";
+        ProblemCode: "validation_failed" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "headers_too_large" | "idempotency_key_reused" | "upstream_rejected" | "rate_limited" | "budget_exhausted" | "upstream_error" | "upstream_unavailable" | "store_unavailable" | "auth_unavailable" | "upstream_timeout" | "internal";
         /** @description One bad field. The message never repeats the submitted value. */
         FieldError: {
             /**
@@ -339,7 +359,7 @@ export interface components {
              */
             nationalCode: string;
             /**
-             * @description Iranian mobile number: `09xxxxxxxxx`, also accepted as `+989xxxxxxxxx`, `00989xxxxxxxxx`, `989xxxxxxxxx` or `9xxxxxxxxx`; normalised to `09xxxxxxxxx`. Persian and Arabic-Indic digits are accepted.
+             * @description Iranian mobile number: `09xxxxxxxxx`, also accepted as `+989xxxxxxxxx`, `00989xxxxxxxxx`, `989xxxxxxxxx` or `9xxxxxxxxx`; normalised to `09xxxxxxxxx`. Spaces and dashes between the digits, and Persian and Arabic-Indic digits, are accepted.
              * @example 09121234567
              */
             mobileNumber: string;
@@ -993,7 +1013,7 @@ export interface operations {
                     "application/json": components["schemas"]["InquiryAccepted"];
                 };
             };
-            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field). */
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key`, a trackId that is not a UUID (one `errors` entry per bad field). */
             400: {
                 headers: {
                     /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
@@ -1046,7 +1066,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: body over the limit (16 KiB by default). */
+            /** @description `payload_too_large`: body over the limit (16 KiB by default), stated in `detail`. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1191,7 +1211,7 @@ export interface operations {
                     "application/json": components["schemas"]["InquiryAccepted"];
                 };
             };
-            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field). */
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key`, a trackId that is not a UUID (one `errors` entry per bad field). */
             400: {
                 headers: {
                     /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
@@ -1244,7 +1264,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: body over the limit (16 KiB by default). */
+            /** @description `payload_too_large`: body over the limit (16 KiB by default), stated in `detail`. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1349,7 +1369,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };
             path: {
-                /** @description The trackId of an earlier inquiry (any other value is a 404; a path that is not valid URL encoding is a 400). */
+                /** @description The trackId of an earlier inquiry: a UUID (anything else is a 400 `validation_failed` on `trackId`; a well-formed one that is not yours, or has expired, is a 404). */
                 trackId: string;
             };
             cookie?: never;
@@ -1369,7 +1389,7 @@ export interface operations {
                     "application/json": components["schemas"]["InquiryRecord"];
                 };
             };
-            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field). */
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key`, a trackId that is not a UUID (one `errors` entry per bad field). */
             400: {
                 headers: {
                     /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
@@ -1543,176 +1563,6 @@ export interface operations {
             };
         };
     };
-    BudgetController_own: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
-                "X-Request-Id"?: components["parameters"]["RequestId"];
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ClientBudgets"];
-                };
-            };
-            /** @description `unauthenticated`: no or bad credential. */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
-            408: {
-                headers: {
-                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
-            431: {
-                headers: {
-                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `internal`: anything else; no internal detail in the body. */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `auth_unavailable`: a JWT cannot be checked right now (identity provider unreachable, no usable keys); retry after `Retry-After` seconds; `store_unavailable`: the record store is unreachable; nothing was sent upstream (with `Retry-After`). */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    BudgetController_all: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
-                "X-Request-Id"?: components["parameters"]["RequestId"];
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AllBudgets"];
-                };
-            };
-            /** @description `unauthenticated`: no or bad credential. */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
-            408: {
-                headers: {
-                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
-            431: {
-                headers: {
-                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `internal`: anything else; no internal detail in the body. */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `store_unavailable`: the record store is unreachable; nothing was sent upstream (with `Retry-After`). */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
     AdminController_exportLedger: {
         parameters: {
             query: {
@@ -1763,11 +1613,22 @@ export interface operations {
                         completedAt?: string;
                         upstreamCode?: number;
                         requestId?: string;
+                        /** @description A `reconciled` entry's place among the inquiry's resolutions: 1, then 2, 3, … per correction. */
+                        revision?: number;
+                        /** @description What the budget reservation counted (NDJSON only): a resolution moves exactly this. */
+                        reservation?: {
+                            units: number;
+                            budgets: string[];
+                            /** @example d2026-11-24 */
+                            daily: string;
+                            /** @example m2026-11 */
+                            monthly: string;
+                        };
                     };
                     "text/csv": string;
                 };
             };
-            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field). */
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key`, a trackId that is not a UUID (one `errors` entry per bad field). */
             400: {
                 headers: {
                     /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
@@ -1889,7 +1750,131 @@ export interface operations {
                     };
                 };
             };
-            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field). */
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key`, a trackId that is not a UUID (one `errors` entry per bad field). */
+            400: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: no or bad credential. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
+            408: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
+            431: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: anything else; no internal detail in the body. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `store_unavailable`: the record store is unreachable; nothing was sent upstream (with `Retry-After`). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    AdminController_parkedEntries: {
+        parameters: {
+            query: {
+                /** @description ISO 8601 date or timestamp, inclusive. */
+                from: string;
+                /** @description ISO 8601 date or timestamp, exclusive. */
+                to: string;
+            };
+            header?: {
+                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Parked entries. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        from: string;
+                        /** Format: date-time */
+                        to: string;
+                        truncated: boolean;
+                        parked: {
+                            /** @description As the entry held it, escaped. */
+                            trackId: string | null;
+                            kind: string | null;
+                            requestId: string | null;
+                            /**
+                             * @description The SQLSTATE the database refused with.
+                             * @example 22P02
+                             */
+                            code: string;
+                            message: string;
+                            /** Format: date-time */
+                            parkedAt: string;
+                            /** @description The entry (without its upstream data) as JSON text. */
+                            entry: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key`, a trackId that is not a UUID (one `errors` entry per bad field). */
             400: {
                 headers: {
                     /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
@@ -1967,6 +1952,8 @@ export interface operations {
     AdminController_reconcile: {
         parameters: {
             query?: {
+                /** @description true: the same answer, and nothing is written (no entry, no budget move, no metric). */
+                dryRun?: boolean;
                 /** @description The provider's billing period, inclusive. */
                 from?: string;
                 /** @description The provider's billing period, exclusive. */
@@ -1990,12 +1977,19 @@ export interface operations {
                 content: {
                     "application/json": {
                         rows: number;
+                        dryRun: boolean;
                         chargedAndRecorded: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
                         };
                         chargedNotInLedger: {
+                            count: number;
+                            trackIds: string[];
+                            truncated: boolean;
+                        };
+                        /** @description On the list, with no entry because the database refused it and it was parked (GET /admin/ledger/parked): not a security event. */
+                        parked: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
@@ -2020,6 +2014,18 @@ export interface operations {
                             trackIds: string[];
                             truncated: boolean;
                         };
+                        /** @description Resolved earlier as not charged, on this list: a correction (charged) appended. */
+                        correctedToCharged: {
+                            count: number;
+                            trackIds: string[];
+                            truncated: boolean;
+                        };
+                        /** @description Resolved earlier as charged, absent from this list of its named period: a correction appended. */
+                        correctedToNotCharged: {
+                            count: number;
+                            trackIds: string[];
+                            truncated: boolean;
+                        };
                         /**
                          * @description `unknown` entries absent from the list are resolved as not charged only when `from`/`to` name the period.
                          * @enum {string}
@@ -2034,7 +2040,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key` (one `errors` entry per bad field). */
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key`, a trackId that is not a UUID (one `errors` entry per bad field). */
             400: {
                 headers: {
                     /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
@@ -2043,6 +2049,198 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: no or bad credential. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
+            408: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: body over the limit (16 KiB by default), stated in `detail`. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: client or end-user quota used up; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
+            431: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: anything else; no internal detail in the body. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `store_unavailable`: the record store is unreachable; nothing was sent upstream (with `Retry-After`). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    BudgetController_own: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientBudgets"];
+                };
+            };
+            /** @description `unauthenticated`: no or bad credential. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
+            408: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
+            431: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: anything else; no internal detail in the body. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `auth_unavailable`: a JWT cannot be checked right now (identity provider unreachable, no usable keys); retry after `Retry-After` seconds; `store_unavailable`: the record store is unreachable; nothing was sent upstream (with `Retry-After`). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    BudgetController_all: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AllBudgets"];
                 };
             };
             /** @description `unauthenticated`: no or bad credential. */
