@@ -37,9 +37,11 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
  * RFC 9110 §15.5.6: a known path asked with a method it does not serve is 405 with `Allow`,
  * not 404. Answered on the main listener only: the ops listener's routes are told apart by a
  * router constraint (src/http/ops-listener.ts) this layer does not know, so there it stays 404.
- * OPTIONS is left out: CORS registers it for every path.
+ * OPTIONS is left out, asked or allowed: with CORS_ORIGINS unset a preflight is no route (404,
+ * test/cors.e2e.spec.ts), and with it set CORS answers it for every path.
  */
 function wrongMethod(request: FastifyRequest): ProblemException | undefined {
+  if (request.method === 'OPTIONS') return undefined;
   const { server } = request;
   const address = server.server.address();
   const localPort = request.raw.socket?.localPort;
