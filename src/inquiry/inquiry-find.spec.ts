@@ -45,7 +45,9 @@ describe('InquiryService.find long-poll', () => {
           ? { ttlSeconds: 60 }
           : name === 'inquiryWaits'
             ? { maxHeld: 10 }
-            : { timeoutMs: 1_000, advancedTimeoutMs: 2_000, circuitResetMs: 1_000 },
+            : name === 'subjectHash'
+              ? { keys: [], derivedFrom: [] }
+              : { timeoutMs: 1_000, advancedTimeoutMs: 2_000, circuitResetMs: 1_000 },
     } as never;
     const metrics = new GatewayMetrics();
     const waits = new InquiryWaits(config, new MemorySettledNotices(), metrics);
