@@ -58,6 +58,17 @@ headerAjv.addSchema(DOCUMENT, 'openapi');
 const pointer = (...parts: string[]) =>
   '#/' + parts.map((p) => p.replaceAll('~', '~0').replaceAll('/', '~1')).join('/');
 
+/** Operations' statuses too costly to provoke here, each with where its rule lives. */
+const NOT_PROVOKED_FOR = new Map([
+  [
+    'AdminController_reconcile 413',
+    'a list over 2 000 000 rows (17 s to send); the cap is MAX_ROWS in src/ledger/reconciliation.ts',
+  ],
+  [
+    'AdminController_reconcile 429',
+    'a second upload while one is read: proven on the component (test/reconciliation.integration.spec.ts)',
+  ],
+]);
 /** Statuses no request can provoke, and those the HTTP layer answers the same way for every path. */
 const NOT_PROVOKED = new Map([
   [
@@ -374,7 +385,15 @@ describe('the live gateway against docs/openapi.json', () => {
         ok: '?from=2020-01-01&to=2020-02-01&period=month',
         bad: '?from=2020-01-01&to=2020-02-01&period=week',
       },
-      { method: 'POST', template: '/admin/reconciliations', ok: '', bad: '', body: 'trackId\n', badBody: 'id\nx\n' },
+      {
+        method: 'POST',
+        template: '/admin/reconciliations',
+        ok: '?dryRun=true',
+        bad: '',
+        body: 'trackId\n0b9a3c52-8d4e-4f7a-9c1e-2f5d6a7b8c9d\n',
+        badBody: 'trackId\n',
+      },
+      { method: 'GET', template: '/admin/ledger/parked', ok: '?from=2020-01-01&to=2020-01-02', bad: '?from=x&to=y' },
     ];
     for (const route of routes) {
       const at = (query: string, body = route.body) => ({
@@ -420,7 +439,8 @@ describe('the live gateway against docs/openapi.json', () => {
       .flatMap((operation) => Object.keys(operation.responses).map((status) => ({ id: operation.operationId, status })))
       .filter(({ status }) => !NOT_PROVOKED.has(status))
       .filter(({ id, status }) => !BEFORE_ROUTING.has(status) || id === BEFORE_ROUTING_OPERATION)
-      .map(({ id, status }) => `${id} ${status}`);
+      .map(({ id, status }) => `${id} ${status}`)
+      .filter((pair) => !NOT_PROVOKED_FOR.has(pair));
     expect(documented.filter((pair) => !checked.has(pair))).toEqual([]);
   });
 });

@@ -166,6 +166,7 @@ describe('metrics after a scripted mix of requests', () => {
       vgw_build_info: 'gauge',
       vgw_ledger_queue_depth: 'gauge',
       vgw_ledger_queue_oldest_age_seconds: 'gauge',
+      vgw_ledger_entries_parked_total: 'counter',
       vgw_ledger_entries_written_total: 'counter',
       vgw_ledger_write_failures_total: 'counter',
       vgw_reconciliation_unsent_charges_total: 'counter',

@@ -91,6 +91,7 @@ describe('operations endpoints', () => {
         '/metrics',
         '/admin/budgets',
         '/admin/ledger',
+        '/admin/ledger/parked',
         '/admin/reconciliations',
         '/admin/usage',
         '/v1/budget',
