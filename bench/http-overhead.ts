@@ -547,7 +547,8 @@ export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<H
           const suffix = rounds > 1 ? ` (round ${round + 1}/${rounds})` : '';
           log(
             `  ${s.name}: ${s.sideBySideRate ? 'reference and gateway at once' : withReference ? 'reference, then gateway' : 'gateway'}, ${settings.warmupSeconds} s warm-up + ` +
-              `${settings.durationSeconds} s measured each, ${connections} connection(s)${suffix}`,
+              `${settings.durationSeconds} s measured each, ${connections} connection(s)` +
+              `${settings.rate && !s.sideBySideRate ? ` at ${settings.rate} req/s` : ''}${suffix}`,
           );
           if (s.sideBySideRate) {
             const [g, r] = await measurePair(
@@ -710,6 +711,7 @@ export function formatHttpOverhead(result: HttpOverheadResult): string {
   const lines: string[] = [
     heading('1. Gateway vs bare reference proxy (same simulator, same redis-server, loopback)'),
     `${settings.warmupSeconds} s warm-up + ${settings.durationSeconds} s measured per row` +
+      (settings.rate ? ` at a fixed ${settings.rate} req/s (side by side: its own rate)` : '') +
       (result.rounds > 1 ? `, ${result.rounds} interleaved rounds (medians)` : '') +
       '; CPU = user + system time of that server process over the measured run / its requests;',
     'latencies in ms over every answer (autocannon response times); RSS and heap right after the run;',

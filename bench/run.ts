@@ -13,7 +13,7 @@
  * a watchdog ends the run if it overstays.
  *
  * Optional environment: BENCH_DURATION (s, default 10), BENCH_WARMUP (s, default 2),
- * BENCH_CONNECTIONS (default 32), BENCH_SECTIONS (e.g. "1,3"; default all),
+ * BENCH_CONNECTIONS (default 32), BENCH_RATE (section 1 at this fixed rate, requests/s), BENCH_SECTIONS (e.g. "1,3"; default all),
  * BENCH_SCENARIOS (comma-separated substrings of section 1's scenario names; default all),
  * BENCH_ROUNDS (interleaved gateway/reference rounds per scenario, medians; default 1),
  * BENCH_LONG=1 (adds a long run: BENCH_LONG_INQUIRIES, default 500 000, RSS sampled, in the
@@ -52,6 +52,9 @@ const settings = {
     connections: positiveNumber('BENCH_CONNECTIONS', 32),
     durationSeconds: positiveNumber('BENCH_DURATION', 10),
     warmupSeconds: positiveNumber('BENCH_WARMUP', 2),
+    // A fixed arrival rate (requests/s) for section 1's runs instead of as fast as answered: the
+    // event-loop delay of a load the machine holds, apart from a saturated machine's scheduling.
+    ...(process.env.BENCH_RATE ? { rate: positiveNumber('BENCH_RATE', 1) } : {}),
   },
   rounds: positiveNumber('BENCH_ROUNDS', 1),
   scenarios: process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(',').map((s) => s.trim()) : undefined,
