@@ -305,6 +305,12 @@ describe('Helm chart', () => {
       dir: undefined,
       volume: undefined,
     });
+    // PGlite's first start peaks near 955 MiB: the embedded pod gets 1Gi, one with a URL `resources`.
+    const limit = (objects: KubernetesObject[]) =>
+      (deployment(objects).spec.template.spec.containers[0] as { resources?: { limits?: { memory?: string } } })
+        .resources?.limits?.memory;
+    expect(limit(rendered.get('single-replica-memory-values.yaml')!)).toBe('1Gi');
+    expect(limit(rendered.get('cluster-password-tls-values.yaml')!)).toBe('384Mi');
   });
 
   it('runs the ledger drainer as a Deployment of its own that no gateway selector matches, its pods scraped and policed', async () => {
