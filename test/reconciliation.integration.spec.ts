@@ -183,6 +183,21 @@ describe.each([
     expect(await spent(budgets)).toEqual([1]);
   });
 
+  it('an upload whose body fails mid-way is refused and frees the guard: the next upload runs', async () => {
+    const reconciliations = new Reconciliations(store, metrics);
+    const stranger = randomUUID();
+    // The client's connection reset (an error) and a body closed before its end (no error).
+    for (const end of [(body: Readable) => body.destroy(new Error('aborted')), (body: Readable) => body.destroy()]) {
+      const body = new Readable({ read: () => undefined });
+      body.push(`trackId\n${stranger}\n`);
+      const refused = reconciliations.reconcile(body).catch((error: unknown) => error);
+      setImmediate(() => end(body));
+      expect(await refused).toMatchObject({ code: 'validation_failed', status: 400 });
+    }
+    const report = await reconciliations.reconcile(list(stranger));
+    expect(report.chargedNotInLedger.trackIds).toEqual([stranger]);
+  });
+
   it('reports a listed inquiry whose entry the ledger parked as parked, not as charged but never sent (no unsent-charge record)', async () => {
     // Refused by the database for a lone surrogate (entry-writer.ts): in ledger_parked, not ledger_entries.
     const refused = queuedEntry({ clientId: 'jwt:app\ud800' });

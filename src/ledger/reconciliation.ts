@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
-import type { Readable } from 'node:stream';
-import { parse } from 'csv-parse';
+import { pipeline, type Readable } from 'node:stream';
+import { CsvError, parse } from 'csv-parse';
 import type { BudgetMove } from '../budget/budget.store.js';
 import { ProblemException } from '../problem/problem.js';
 import { RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
@@ -391,18 +391,20 @@ export class Reconciliations {
  * problem (400 validation_failed, 413 payload_too_large) and nothing is written.
  */
 async function readList(body: Readable): Promise<ProviderList> {
-  const parser = body.pipe(
-    parse({
-      columns: (header: string[]) => {
-        if (!header.includes('trackId')) throw invalid('The CSV needs a header row with a trackId column.');
-        return header;
-      },
-      skip_empty_lines: true,
-      trim: true,
-      bom: true,
-      max_record_size: MAX_RECORD_CHARS,
-    }),
-  );
+  const parser = parse({
+    columns: (header: string[]) => {
+      if (!header.includes('trackId')) throw invalid('The CSV needs a header row with a trackId column.');
+      return header;
+    },
+    skip_empty_lines: true,
+    trim: true,
+    bom: true,
+    max_record_size: MAX_RECORD_CHARS,
+  });
+  // pipeline, not pipe: a body that errors or closes before its end (the client gone) destroys
+  // the parser, so the read below rejects and the one-at-a-time guard is released
+  // (reconciliation.integration.spec.ts, "body fails mid-way"). Its error surfaces there.
+  pipeline(body, parser, () => undefined);
   const chunks: Buffer[] = [];
   let chunk = Buffer.allocUnsafe(CHUNK * 16);
   let inChunk = 0;
@@ -428,6 +430,9 @@ async function readList(body: Readable): Promise<ProviderList> {
     }
   } catch (error) {
     if (error instanceof ProblemException) throw error;
+    if (!(error instanceof CsvError)) {
+      throw invalid('The body could not be read to its end (the upload was interrupted). Nothing was written.');
+    }
     // csv-parse's errors name the line and the rule, never a cell's content.
     throw invalid(`The body is not valid CSV: ${(error as { code?: string }).code ?? 'parse error'}.`);
   }
