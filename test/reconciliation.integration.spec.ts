@@ -28,8 +28,10 @@ import { migrate } from '../src/ledger/ledger-schema.js';
 import { LedgerStore, usage } from '../src/ledger/ledger.store.js';
 import { ParkedEntries } from '../src/ledger/parked-entries.js';
 import { Reconciliations } from '../src/ledger/reconciliation.js';
+import type { ProblemException } from '../src/problem/problem.js';
 import { GatewayMetrics } from '../src/observability/metrics.js';
 import { RedisKeys } from '../src/store/redis-keys.js';
+import { StoreUnavailableError } from '../src/store/store-unavailable.error.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { queuedEntry } from './support/ledger-entries.js';
 import { PostgresServer } from './support/postgres-server.js';
@@ -284,13 +286,26 @@ describe.each([
     const budgets = budgetsWith(budgetStore, [{ clientId: 'svc-a', daily: 100 }], 2);
     const old = await unknownInquiry(budgets, period.at(1));
     let failures = 1;
-    const reconciliations = new Reconciliations(store, metrics, {
-      resolved: (m) => (failures-- > 0 ? Promise.reject(new Error('Redis down')) : budgets.resolveUnknown(m)),
+    const unsent: number[] = [];
+    const counting = { unsentCharges: { inc: (n: number) => unsent.push(n) } } as never;
+    const reconciliations = new Reconciliations(store, counting, {
+      resolved: (m) =>
+        failures-- > 0
+          ? Promise.reject(new StoreUnavailableError('budget resolve', new Error('Connection is closed.')))
+          : budgets.resolveUnknown(m),
     });
-    // Redis fails during the move: the resolution is a fact, its move not recorded; a resend applies it.
-    await expect(
-      reconciliations.reconcile(csv('trackId', '00000000-0000-4000-8000-0000000000bb'), { period }),
-    ).rejects.toThrow('Redis down');
+    // Redis fails during the move: the resolution is a fact, its move not recorded; the answer
+    // says so (not "nothing was sent"), the unsent charge is still counted, and a resend applies it.
+    const failed = (await reconciliations
+      .reconcile(csv('trackId', '00000000-0000-4000-8000-0000000000bb'), { period })
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      )) as ProblemException;
+    expect(failed).toMatchObject({ code: 'store_unavailable', status: 503 });
+    expect(failed.detail).toMatch(/resolutions are recorded.*budget moves.*pending.*same file again/);
+    expect(failed.detail).not.toMatch(/nothing was sent/);
+    expect(unsent).toEqual([1]);
     expect(await spent(budgets)).toEqual([2]);
     await reconciliations.reconcile(csv('trackId', '00000000-0000-4000-8000-0000000000bb'), { period });
     expect(await spent(budgets)).toEqual([0]);

@@ -4,6 +4,7 @@ import { CsvError, parse } from 'csv-parse';
 import type { BudgetMove } from '../budget/budget.store.js';
 import { ProblemException } from '../problem/problem.js';
 import { RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
+import { describeLedgerFailure } from './ledger-call.js';
 import type { SqlQueries } from './ledger-database.js';
 import type { Charged } from './ledger-entry.js';
 import { LedgerMetrics } from './ledger-metrics.js';
@@ -167,8 +168,6 @@ export class Reconciliations {
         throw error;
       });
     if (dryRun) return report;
-    // After the commit: the resolutions are facts now; budgets move by what each reserved.
-    if (span) await this.tell(span);
     if (report.parked.count > 0) {
       this.logger.warn({
         msg: 'the provider charged trackIds whose ledger entries were parked (GET /admin/ledger/parked)',
@@ -190,7 +189,37 @@ export class Reconciliations {
         requestId,
       });
     }
+    // After the commit, the logs and the metric (a resend finds no new unsent charge to count):
+    // the resolutions are facts now; budgets move by what each reserved.
+    if (span) await this.tellOrOwe(span, requestId);
     return report;
+  }
+
+  /**
+   * A failure of the budget moves (Redis down, or the ledger while recording them) comes after
+   * the commit: the answer says the resolutions are recorded and their moves pending, never the
+   * inquiry's "nothing was sent to the verification service" (reconciliation.integration.spec.ts,
+   * "Redis lost its data"). The same file sent again appends nothing and applies them (tell).
+   */
+  private async tellOrOwe(span: { from: Date; to: Date }, requestId: string | undefined): Promise<void> {
+    try {
+      await this.tell(span);
+    } catch (error) {
+      if (error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError) throw error;
+      this.logger.error({
+        msg: 'reconciliation recorded; its budget moves are pending until the same file is sent again',
+        event: 'reconciliation_budget_moves_pending',
+        cause: describeLedgerFailure(error),
+        requestId,
+      });
+      throw new ProblemException(
+        'store_unavailable',
+        'The list was compared and its resolutions are recorded in the ledger, but the budget moves they make ' +
+          'are pending: a store was unavailable. Send the same file again: it appends nothing more and applies ' +
+          'the pending moves (its report then lists these inquiries as already recorded).',
+        { headers: { [RETRY_AFTER_HEADER]: String(BUSY_RETRY_SECONDS) } },
+      );
+    }
   }
 
   /**
