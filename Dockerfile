@@ -65,7 +65,9 @@ COPY --from=build /app/dist ./dist
 # engine gives an anonymous one, lost with the container. Made by node: a minimal base has no
 # coreutils.
 ENV LEDGER_DATA_DIR=/var/lib/verification-gateway/ledger
-RUN ["node", "-e", "const fs = require('node:fs'); fs.mkdirSync(process.env.LEDGER_DATA_DIR, { recursive: true, mode: 0o700 }); fs.chownSync(process.env.LEDGER_DATA_DIR, 10001, 10001)"]
+# Its parents stay 0755 (a recursive mkdir gives every level the mode asked for: 0700 on a
+# root-owned parent kept the user out, EACCES at start; test/image.integration.spec.ts).
+RUN ["node", "-e", "const fs = require('node:fs'); const dir = process.env.LEDGER_DATA_DIR; fs.mkdirSync(require('node:path').dirname(dir), { recursive: true, mode: 0o755 }); fs.mkdirSync(dir, { mode: 0o700 }); fs.chownSync(dir, 10001, 10001)"]
 VOLUME /var/lib/verification-gateway/ledger
 # A numeric non-root user, so Kubernetes' runAsNonRoot can verify it without /etc/passwd.
 USER 10001:10001

@@ -21,6 +21,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
+  mkdirSync,
   copyFileSync,
   cpSync,
   existsSync,
@@ -292,6 +293,12 @@ describeWith(buildah(), "the Dockerfile, built with buildah on a base assembled 
       `UPSTREAM_PASSWORD=${UPSTREAM_PASSWORD}`,
       `API_KEYS=${TEST_API_KEYS}`,
     ];
+    // A container runtime mounts a volume at the image's VOLUME (LEDGER_DATA_DIR), owned as the
+    // image left the path; the chroot gets the same (a no-op where the committed image kept it).
+    // Its parents are the image's: a root-owned 0700 parent failed this test with EACCES.
+    const ledgerDir = join(root, '/var/lib/verification-gateway/ledger');
+    mkdirSync(ledgerDir, { recursive: true, mode: 0o700 });
+    chownSync(ledgerDir, 10001, 10001);
     // chroot into the image's filesystem as its user; env sets the workdir and environment and
     // execs the CMD, so node is the process that receives the signal.
     const gateway = spawn(
