@@ -69,6 +69,10 @@ export async function createGateway(
     // Fastify's own logger stays off: it would log errors with their stacks. The access log
     // (one line per request) is written by http-observability.ts with the gateway's pino.
     logger: false,
+    // Above any path Node's 16 KiB header limit lets in: the router never answers a long segment
+    // itself. It checks the length before the constraint that keeps ops routes off this port, so
+    // a long /console/<segment> answered 400 or 405 here and revealed the route (test/ops-port.e2e).
+    routerOptions: { maxParamLength: 16_384 },
     // Fastify's request id, from a well-formed X-Request-Id or fresh (request-context.ts).
     genReqId: (request: IncomingMessage) => requestIdFrom(request.headers[REQUEST_ID_HEADER_IN]),
     // A body with `__proto__` or `constructor.prototype` is refused (400 validation_failed),

@@ -140,6 +140,22 @@ describe('OPS_PORT', () => {
     }
     // Not 405 either: another method does not reveal the path exists on the ops port.
     expect((await callGateway(gateway.url, 'POST', '/metrics')).status).toBe(404);
+    // Nor a long segment under an ops-only route (the router once measured it before the port).
+    const long = 'x'.repeat(150);
+    for (const path of [`/console/${long}`, `/console/vendor/${long}`]) {
+      for (const method of ['GET', 'POST']) {
+        const answer = await callGateway(gateway.url, method, path);
+        expect({ path, method, status: answer.status, allow: answer.headers.get('allow') }).toEqual({
+          path,
+          method,
+          status: 404,
+          allow: null,
+        });
+      }
+    }
+    // And the ops port answers 404, not 405, for a main-port route asked with another method.
+    const other = await callGateway(ops, 'GET', '/v1/kyc/shahkar');
+    expect({ status: other.status, allow: other.headers.get('allow') }).toEqual({ status: 404, allow: null });
   });
 
   it('serves GET /admin/budgets on the ops port only (ledger:read), GET /v1/budget on the main port only', async () => {
