@@ -185,7 +185,7 @@ describe.each([
     expect(await spent(budgets)).toEqual([1]);
   });
 
-  it('an upload whose body fails mid-way is refused and frees the guard: the next upload runs', async () => {
+  it('an upload whose body fails mid-way is refused and frees the guard: the next upload runs; meanwhile another is 429', async () => {
     const reconciliations = new Reconciliations(store, metrics);
     const stranger = randomUUID();
     // The client's connection reset (an error) and a body closed before its end (no error).
@@ -193,6 +193,9 @@ describe.each([
       const body = new Readable({ read: () => undefined });
       body.push(`trackId\n${stranger}\n`);
       const refused = reconciliations.reconcile(body).catch((error: unknown) => error);
+      // One at a time per instance: a second list while the first is read is refused, not queued.
+      const busy = await reconciliations.reconcile(list(stranger)).catch((error: unknown) => error);
+      expect(busy).toMatchObject({ code: 'rate_limited', status: 429 });
       setImmediate(() => end(body));
       expect(await refused).toMatchObject({ code: 'validation_failed', status: 400 });
     }
