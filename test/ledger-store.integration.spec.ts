@@ -235,7 +235,11 @@ describe.each([
           return Promise.resolve();
         },
       });
-      await expect(reconciliations.reconcile(csv(unknown.trackId))).rejects.toThrow('Redis down');
+      // The resolutions are committed; the answer says their budget moves are pending, not "nothing was sent".
+      await expect(reconciliations.reconcile(csv(unknown.trackId))).rejects.toMatchObject({
+        code: 'store_unavailable',
+        detail: expect.stringContaining('pending') as unknown,
+      });
       const again = await reconciliations.reconcile(csv(unknown.trackId));
       // Nothing appended the second time, yet the budget is told.
       expect(again.resolved.count).toBe(0);
