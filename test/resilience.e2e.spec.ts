@@ -41,6 +41,8 @@ describe('resilience', () => {
       UPSTREAM_USERNAME: 'sandbox-user',
       UPSTREAM_PASSWORD: 'sandbox-password',
       API_KEYS: TEST_API_KEYS,
+      // Never the default .data/ledger in the repository (the suite leaves the tree as it found it).
+      LEDGER_DATA_DIR: 'memory://',
     });
     const moduleRef = await Test.createTestingModule({ imports: [AppModule.register(config)] })
       .overrideProvider(TokenStore)
