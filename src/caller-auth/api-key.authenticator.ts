@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { Injectable, Logger, Optional, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { AppConfig, ApiKeyEntry } from '../config/app-config.js';
-import { parseApiKeys } from '../config/load-config.js';
+import { parseApiKeys } from '../config/caller-config.js';
 import { SecretFileWatcher } from '../config/secret-file-watcher.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { knownSecrets } from '../config/known-secrets.js';
