@@ -65,7 +65,7 @@ end
 
 /**
  * The reservation, as a function so that the ledger's duty script can run it too
- * (ledger/redis-ledger.queue.ts: one command before the upstream call). Keys: day window, month
+ * (ledger/redis-ledger.scripts.ts: one command before the upstream call). Keys: day window, month
  * window, reservations, deadlines; `a` the ARGV index of the first of (now, units, concludeAt,
  * day expiry, month expiry) and `from` of the (name, daily limit, monthly limit) triples, one
  * per budget, -1 for an unbudgeted window. Monthly limits are checked first: when both are

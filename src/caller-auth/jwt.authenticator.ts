@@ -40,7 +40,7 @@ export class JwtAuthenticator implements CallerAuthenticator {
     if (!jwt) throw new Error('JwtAuthenticator needs JWT configuration');
     this.settings = jwt;
     if (!jwt.jwksUrl) {
-      // Checked at startup by load-config: a malformed key is a configuration error (exit 78).
+      // Checked at startup (config/caller-config.ts): a malformed key is a configuration error (exit 78).
       this.key = createPublicKey(jwt.publicKey!);
       return;
     }

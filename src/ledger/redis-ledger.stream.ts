@@ -27,7 +27,7 @@ export class LedgerStreamConsumer {
   private unacknowledged = false;
   /** A dead consumer's entries are looked for this often, not at every poll. */
   private nextAutoclaim = 0;
-  /** Dead consumers with nothing pending are forgotten this often (FORGET_DEAD_CONSUMERS). */
+  /** Dead consumers with nothing pending are forgotten this often (FORGET_DEAD_CONSUMERS in redis-ledger.scripts.ts). */
   private nextForget = 0;
 
   constructor(
