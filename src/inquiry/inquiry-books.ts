@@ -65,8 +65,9 @@ export class BooksInRecordScript extends InquiryBooks {
 
 /**
  * Redis Cluster (the record and the accounting keys are in different slots) and the in-process
- * store: the duty's script (which reserves first) and the record's write are sent in the same
- * event-loop turn, so one socket write carries both (store/write-batching.ts), the duty's first.
+ * store: the duty's script (which reserves first) and the record's write are issued in the same
+ * event-loop turn, the duty's first; store/write-batching.ts sends them in one socket write
+ * (test/redis-write-batching.integration.spec.ts).
  * A refused reservation writes no duty, but the record beside it is written.
  */
 export class BooksBesideRecord extends InquiryBooks {

@@ -26,7 +26,11 @@ export interface InquiryResponse extends StoredResponse {
  */
 export interface AsyncPreference {
   waitMs: number;
-  /** Aborted when the caller hangs up: a keyed retry's held wait frees its slot at once. */
+  /**
+   * Aborted when the caller hangs up: a keyed retry's held wait frees its slot then
+   * (test/keyed-async-retry.e2e.spec.ts, 'a keyed respond-async retry held on the first request
+   * frees its slot at once too').
+   */
   gone?: AbortSignal;
 }
 

@@ -29,7 +29,7 @@ export class InquirySettlement {
     this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
   }
 
-  /** The answer, once the writes are stored or owed: this never rejects. */
+  /** The answer, once both writes are stored or owed (Settlements.write takes a store's failure). */
   async settle({ record, trackId, key }: OpenInquiry, outcome: InquiryOutcome): Promise<InquiryResponse> {
     const settled = settledRecord(record, outcome);
     const until = recordExpiry(record, this.ttlSeconds);

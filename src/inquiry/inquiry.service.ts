@@ -38,7 +38,8 @@ export class InquiryService {
    * Once shutdown has begun a new inquiry is refused (503 `upstream_unavailable`,
    * `Retry-After`): nothing is written or sent, so the caller's retry on another replica is
    * safe. One taken before is running (checked and added in the same tick), so the drain waits
-   * for it. `prefer`: the caller asked for an asynchronous answer (202 unless settled in the wait).
+   * for it (test/resilience.e2e.spec.ts, 'shutdown lets in-flight inquiries finish and record
+   * their outcome'). `prefer`: the caller asked for an asynchronous answer (202 unless settled in the wait).
    */
   execute(
     caller: Caller,

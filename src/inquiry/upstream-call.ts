@@ -30,7 +30,10 @@ export class UpstreamCall {
     zeroInquirySeries(metrics);
   }
 
-  /** The outcome of the call; every failure becomes one (docs/api.md §3): this never rejects. */
+  /**
+   * The outcome of the call; every failure becomes one (docs/api.md §3) rather than a rejection
+   * (upstream-call.spec.ts).
+   */
   async call({ caller, request, trackId, callBudget, facts }: OpenInquiry): Promise<InquiryOutcome> {
     const started = performance.now();
     const body = { ...request.fields, requestHandlingType: request.requestHandlingType, trackId };
