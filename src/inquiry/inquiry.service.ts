@@ -35,11 +35,12 @@ export class InquiryService {
   ) {}
 
   /**
-   * Once shutdown has begun a new inquiry is refused (503 `upstream_unavailable`,
-   * `Retry-After`): nothing is written or sent, so the caller's retry on another replica is
-   * safe. One taken before is running (checked and added in the same tick), so the drain waits
-   * for it (test/resilience.e2e.spec.ts, 'shutdown lets in-flight inquiries finish and record
-   * their outcome'). `prefer`: the caller asked for an asynchronous answer (202 unless settled in the wait).
+   * Stamps the inquiry and runs its steps. `prefer`: the caller asked for an asynchronous answer
+   * (202 unless settled in the wait). Once shutdown has begun a new inquiry is refused (503
+   * `upstream_unavailable`, `Retry-After`): nothing is written or sent, so the caller's retry on
+   * another replica is safe. One taken before is running (checked and added in the same tick),
+   * so the drain waits for it (test/resilience.e2e.spec.ts, 'shutdown lets in-flight inquiries
+   * finish and record their outcome').
    */
   execute(
     caller: Caller,
@@ -73,7 +74,7 @@ export class InquiryService {
     return inquiry.prefer ? this.answers.answer(open, settled, inquiry.prefer.waitMs) : settled;
   }
 
-  /** The call turns every failure into an outcome (UpstreamCall); the settlement owes what it cannot store (Settlements). */
+  /** The call turns every failure into an outcome; the settlement owes what it cannot store. */
   private async callAndSettle(open: OpenInquiry): Promise<InquiryResponse> {
     return this.settlement.settle(open, await this.upstream.call(open));
   }
