@@ -7,8 +7,8 @@ import {
 } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { ShutdownState } from '../health/shutdown.state.js';
-import { InquiryService } from '../inquiry/inquiry.service.js';
 import { InquiryWaits } from '../inquiry/inquiry-waits.js';
+import { RunningInquiries } from '../inquiry/running-inquiries.js';
 import { Settlements } from '../inquiry/settlements.js';
 import { LedgerDrainer } from '../ledger/ledger-drainer.js';
 import { RedisConnection } from '../store/redis-connection.js';
@@ -29,9 +29,9 @@ export interface ShutdownStep {
  */
 export const WHILE_SERVING: readonly ShutdownStep[] = [
   { name: 'not ready', run: (get) => get(ShutdownState).begin() },
-  { name: 'stop accepting inquiries', run: (get) => get(InquiryService).stopAccepting() },
+  { name: 'stop accepting inquiries', run: (get) => get(RunningInquiries).stopAccepting() },
   { name: 'release held long-polls', run: (get) => get(InquiryWaits).releaseAll() },
-  { name: 'drain inquiries', run: (get) => get(InquiryService).drain() },
+  { name: 'drain inquiries', run: (get) => get(RunningInquiries).drain() },
 ];
 
 /**

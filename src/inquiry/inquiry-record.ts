@@ -76,3 +76,11 @@ export interface IdempotencyClaim {
   claimedAt?: number;
   response?: StoredResponse;
 }
+
+/**
+ * Epoch ms at which the record written with `ttlSeconds` expires: a write about it owed past
+ * this no longer matters (Settlements).
+ */
+export function recordExpiry(record: InquiryRecord, ttlSeconds: number): number {
+  return Date.parse(record.createdAt) + ttlSeconds * 1000;
+}

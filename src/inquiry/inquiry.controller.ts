@@ -17,7 +17,9 @@ import { IbanRequestDto } from './dto/iban-request.dto.js';
 import { ShahkarRequestDto } from './dto/shahkar-request.dto.js';
 import type { StoredResponse } from './inquiry-record.js';
 import { ApiInquiry, ApiInquiryRecord } from './inquiry.openapi.js';
-import { InquiryService, type InquiryRequest, type InquiryResponse } from './inquiry.service.js';
+import type { InquiryRequest, InquiryResponse } from './inquiry-in-flight.js';
+import { InquiryReads } from './inquiry-reads.js';
+import { InquiryService } from './inquiry.service.js';
 import { ValidInquiry, type ValidInquiryInput } from './validation/inquiry-request.validation.js';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -35,6 +37,7 @@ const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 export class InquiryController {
   constructor(
     private readonly inquiries: InquiryService,
+    private readonly reads: InquiryReads,
     private readonly quotas: CallerQuotas,
   ) {}
 
@@ -95,7 +98,7 @@ export class InquiryController {
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) gone.abort();
     });
-    const { view, waitedSeconds } = await this.inquiries.find(caller, trackId, (waitSeconds ?? 0) * 1000, gone.signal);
+    const { view, waitedSeconds } = await this.reads.find(caller, trackId, (waitSeconds ?? 0) * 1000, gone.signal);
     const headers = waitedSeconds !== undefined ? { [PREFERENCE_APPLIED_HEADER]: `wait=${waitSeconds}` } : undefined;
     send(reply, { status: 200, contentType: JSON_CONTENT_TYPE, trackId: view.trackId, body: view, headers });
   }

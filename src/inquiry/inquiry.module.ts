@@ -1,6 +1,9 @@
 import { Module } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
 import { BudgetModule } from '../budget/budget.module.js';
 import { CallerAuthModule } from '../caller-auth/caller-auth.module.js';
+import type { AppConfig } from '../config/app-config.js';
+import { SubjectHasher } from '../crypto/subject-hash.js';
 import { LedgerQueue } from '../ledger/ledger-queue.js';
 import { LedgerModule } from '../ledger/ledger.module.js';
 import { RedisLedgerQueue } from '../ledger/redis-ledger.queue.js';
@@ -8,16 +11,25 @@ import { StoreCipher } from '../store/store-cipher.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { StoreModule } from '../store/store.module.js';
 import { TokenModule } from '../token/token.module.js';
+import { AsyncAnswers } from './async-answers.js';
 import { IdempotencyService } from './idempotency.service.js';
+import { BooksBesideRecord, BooksInRecordScript, InquiryBooks } from './inquiry-books.js';
 import { InquiryController } from './inquiry.controller.js';
+import { InquiryOpening } from './inquiry-opening.js';
+import { InquiryReads } from './inquiry-reads.js';
 import { InquiryService } from './inquiry.service.js';
+import { InquirySettlement } from './inquiry-settlement.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
+import { KeyClaim } from './key-claim.js';
 import { MemoryIdempotencyStore, MemoryInquiryStore } from './memory-inquiry.store.js';
 import { RedisIdempotencyStore, RedisInquiryStore } from './redis-inquiry.store.js';
 import { InquiryWaits } from './inquiry-waits.js';
+import { RunningInquiries } from './running-inquiries.js';
 import { MemorySettledNotices, RedisSettledNotices, SettledNotices } from './settled-notices.js';
 import { SettleTimes } from './settle-times.js';
 import { Settlements } from './settlements.js';
+import { subjectHasherFrom } from './subject-pseudonyms.js';
+import { UpstreamCall } from './upstream-call.js';
 
 @Module({
   imports: [BudgetModule, CallerAuthModule, StoreModule, TokenModule, LedgerModule],
@@ -37,6 +49,14 @@ import { Settlements } from './settlements.js';
           : new MemoryInquiryStore(),
     },
     {
+      // Decided here, once: whether the ledger's duty and the budget ride the record's own
+      // script (the store says whether it can) or go beside it.
+      provide: InquiryBooks,
+      inject: [InquiryStore, LedgerQueue],
+      useFactory: (records: InquiryStore, ledger: LedgerQueue): InquiryBooks =>
+        records.accountsWithRecord ? new BooksInRecordScript(records, ledger) : new BooksBesideRecord(records, ledger),
+    },
+    {
       provide: IdempotencyStore,
       inject: [RedisConnection, StoreCipher],
       useFactory: (redis: RedisConnection, cipher: StoreCipher): IdempotencyStore =>
@@ -50,8 +70,21 @@ import { Settlements } from './settlements.js';
           ? new RedisSettledNotices(redis.client, redis.subscriber, redis.keys)
           : new MemorySettledNotices(),
     },
-    IdempotencyService,
+    {
+      provide: SubjectHasher,
+      inject: [ConfigService],
+      useFactory: (config: ConfigService<AppConfig, true>): SubjectHasher => subjectHasherFrom(config),
+    },
+    // The inquiry's steps (InquiryService), its reads, and what they share.
     InquiryService,
+    KeyClaim,
+    InquiryOpening,
+    UpstreamCall,
+    InquirySettlement,
+    AsyncAnswers,
+    RunningInquiries,
+    InquiryReads,
+    IdempotencyService,
     InquiryWaits,
     SettleTimes,
     Settlements,

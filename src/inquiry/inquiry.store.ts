@@ -7,7 +7,7 @@ export abstract class InquiryStore {
   /**
    * True when this store writes the ledger's duty and entry, with the budget reservation and
    * its commit or release, in the record's own command (standalone Redis: one script may touch
-   * every key). Otherwise the inquiry sends them beside the record (LedgerQueue).
+   * every key). Read once, by the module's wiring, to choose the InquiryBooks that match.
    */
   readonly accountsWithRecord: boolean = false;
 

@@ -185,7 +185,7 @@ function accessLine(
     // A hung-up caller's line has no X-Track-Id header yet; the inquiry's facts have it.
     ...(typeof trackId === 'string' ? { trackId } : inquiry ? { trackId: inquiry.trackId } : {}),
     ...(reply.getHeader(IDEMPOTENT_REPLAYED_HEADER) ? { replayed: true } : {}),
-    // The inquiry this request ran, when it has its outcome (inquiry.service.ts).
+    // The inquiry this request ran, when it has its outcome (inquiry/upstream-call.ts).
     ...(inquiry
       ? {
           operation: inquiry.operation,

@@ -5,7 +5,7 @@ import type { CallerTraceContext, RequestTrace } from './tracing.js';
 /**
  * What the log lines and spans of one request share. It travels with the request
  * (`requestFacts(request)`, http-observability.ts) and is handed down the inquiry path as a
- * parameter (controller → InquiryService → AuthorizedUpstream → UpstreamClient → UpstreamHttp),
+ * parameter (controller → InquiryService → UpstreamCall → AuthorizedUpstream → UpstreamClient → UpstreamHttp),
  * so the lines that path writes carry the request id.
  *
  * Not in an AsyncLocalStorage, except while tracing is on. On Node 20 an async-local store cost
@@ -30,7 +30,7 @@ export interface RequestFacts {
   accessLogged?: true;
 }
 
-/** What an access line says of the inquiry its request ran (inquiry.service.ts). */
+/** What an access line says of the inquiry its request ran (inquiry/upstream-call.ts). */
 export interface InquiryLogFields {
   trackId: string;
   clientId: string;

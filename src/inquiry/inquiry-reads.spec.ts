@@ -1,21 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { InquiryPrices } from '../accounting/inquiry-prices.js';
-import { DEFAULT_INQUIRY_PRICES } from '../config/budget-config.js';
+import { SubjectHasher } from '../crypto/subject-hash.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { DEADLINE_MARGIN_MS } from './inquiry-deadline.js';
 import type { InquiryRecord } from './inquiry-record.js';
-import { InquiryService } from './inquiry.service.js';
+import { InquiryReads } from './inquiry-reads.js';
 import { InquiryWaits } from './inquiry-waits.js';
 import { MemorySettledNotices } from './settled-notices.js';
 
 /**
- * `InquiryService.find` with `Prefer: wait`: its rounds of waiting (a timer may fire a few ms
+ * `InquiryReads.find` with `Prefer: wait`: its rounds of waiting (a timer may fire a few ms
  * early) must each wait. Found by review: once shutdown has begun, held waits end at once, and
  * the rounds re-read the record in a loop until the caller's whole wait had passed (290 000
- * reads in 500 ms). Only `find`'s own collaborators are real; the rest is never reached.
+ * reads in 500 ms). The waits are real; the record store is a counting fake.
  */
-describe('InquiryService.find long-poll', () => {
+describe('InquiryReads.find long-poll', () => {
   it.each([
     ['a minute from its deadline', 60_000],
     ['30 ms from reading unknown', 30 - DEADLINE_MARGIN_MS],
@@ -33,43 +32,23 @@ describe('InquiryService.find long-poll', () => {
     };
     let reads = 0;
     const records = {
-      accountsWithRecord: false,
       get: () => {
         reads += 1;
         return Promise.resolve({ ...pending });
       },
     };
-    const config = {
-      get: (name: string) =>
-        name === 'idempotency'
-          ? { ttlSeconds: 60 }
-          : name === 'inquiryWaits'
-            ? { maxHeld: 10 }
-            : name === 'subjectHash'
-              ? { keys: [], derivedFrom: [] }
-              : { timeoutMs: 1_000, advancedTimeoutMs: 2_000, circuitResetMs: 1_000 },
-    } as never;
-    const metrics = new GatewayMetrics();
-    const waits = new InquiryWaits(config, new MemorySettledNotices(), metrics);
+    const config = { get: () => ({ maxHeld: 10 }) } as never;
+    const waits = new InquiryWaits(config, new MemorySettledNotices(), new GatewayMetrics());
     waits.onModuleInit();
-    const unused = {} as never;
-    const service = new InquiryService(
-      config,
+    const inquiries = new InquiryReads(
       records as never,
-      unused,
-      unused,
-      metrics,
-      unused,
-      waits,
-      unused,
-      unused,
       { inquiry: () => Promise.resolve(null) } as never,
-      unused,
-      new InquiryPrices({ get: () => DEFAULT_INQUIRY_PRICES } as never),
+      waits,
+      new SubjectHasher([]),
     );
     waits.releaseAll(); // shutdown has begun; the listener still answers
     const started = Date.now();
-    const { view } = await service.find(
+    const { view } = await inquiries.find(
       { clientId: 'svc-a', scopes: new Set(), credential: 'api_key' },
       pending.trackId,
       2_000,

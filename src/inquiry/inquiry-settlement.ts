@@ -1,0 +1,87 @@
+import { Injectable } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import type { AppConfig } from '../config/app-config.js';
+import { IdempotencyService } from './idempotency.service.js';
+import { InquiryBooks } from './inquiry-books.js';
+import type { InquiryResponse, OpenInquiry } from './inquiry-in-flight.js';
+import type { InquiryOutcome } from './inquiry-outcome.js';
+import { recordExpiry, type InquiryRecord, type StoredResponse } from './inquiry-record.js';
+import { InquiryWaits } from './inquiry-waits.js';
+import { Settlements } from './settlements.js';
+
+/**
+ * The step after the call: the record settled (with the ledger's entry and the budget move:
+ * InquiryBooks) and the key's answer stored, both sent at once. A store failure does not hold
+ * the answer back: the writes are owed (Settlements) until stored or the record has expired
+ * (test/settlements.e2e.spec.ts, 'reaches the store once Redis is back (restarted empty)').
+ */
+@Injectable()
+export class InquirySettlement {
+  private readonly ttlSeconds: number;
+
+  constructor(
+    config: ConfigService<AppConfig, true>,
+    private readonly books: InquiryBooks,
+    private readonly settlements: Settlements,
+    private readonly waits: InquiryWaits,
+    private readonly idempotency: IdempotencyService,
+  ) {
+    this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
+  }
+
+  /** The answer, once both writes are stored or owed (Settlements.write takes a store's failure). */
+  async settle({ record, trackId, key }: OpenInquiry, outcome: InquiryOutcome): Promise<InquiryResponse> {
+    const settled = settledRecord(record, outcome);
+    const until = recordExpiry(record, this.ttlSeconds);
+    const ttlLeft = () => Math.ceil((until - Date.now()) / 1000);
+    const response: StoredResponse = { ...outcome.response, trackId };
+    // `failed` was not charged (docs/upstream-api.md §4.4 rule 9): its reservation is released;
+    // `unknown` stays spent.
+    const budget = record.reservation ? (outcome.status === 'failed' ? 'release' : 'commit') : undefined;
+    await Promise.all([
+      // One owed write: the record and its ledger entry stored, or retried, together; waiters
+      // on any replica are told once it is written.
+      this.settlements.write(
+        `record of ${trackId}`,
+        async () => {
+          await this.books.settle(settled, ttlLeft(), budget);
+          await this.waits.announce(trackId);
+        },
+        until,
+      ),
+      // A key whose request cannot have been charged is released instead, so a retry runs afresh.
+      key &&
+        this.settlements.write(
+          `idempotency result of ${trackId}`,
+          () => (outcome.notCharged ? this.idempotency.release(key) : this.idempotency.complete(key, response)),
+          until,
+        ),
+    ]);
+    return { ...response, replayed: false };
+  }
+}
+
+/** The record as the outcome settles it; field by field rather than spread: this runs once per inquiry (docs/performance.md). */
+export function settledRecord(record: InquiryRecord, outcome: InquiryOutcome): InquiryRecord {
+  return {
+    trackId: record.trackId,
+    clientId: record.clientId,
+    subjectSha256: record.subjectSha256,
+    operation: record.operation,
+    requestHandlingType: record.requestHandlingType,
+    fingerprint: record.fingerprint,
+    status: outcome.status,
+    createdAt: record.createdAt,
+    completedAt: new Date().toISOString(),
+    upstream: outcome.record.upstream,
+    data: outcome.record.data,
+    // Only the final successful attempt is charged; a failed one releases what was reserved
+    // (docs/upstream-api.md §4.4 rule 9): `failed` is `no`, as budgets count it; only an
+    // `unknown` may have been charged (docs/api.md §7).
+    charged:
+      outcome.status === 'succeeded' ? 'yes' : outcome.status === 'unknown' && !outcome.notCharged ? 'possibly' : 'no',
+    requestId: record.requestId,
+    costUnits: record.costUnits,
+    reservation: record.reservation,
+  };
+}
