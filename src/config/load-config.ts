@@ -18,6 +18,7 @@ import { tracingConfigFrom } from './tracing-config.js';
 import { minimumIdempotencyTtlSeconds } from './inquiry-lifetimes.js';
 import { budgetConfigFrom, parseInquiryPrices } from './budget-config.js';
 import { ledgerConfigFrom } from '../ledger/ledger-config.js';
+import { reuseConfigFrom } from '../reuse/reuse-config.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -32,6 +33,8 @@ const FILE_VARIABLES = [
   'STORE_ENCRYPTION_KEYS',
   'SUBJECT_HASH_KEYS',
   'LEDGER_DATABASE_URL',
+  'INQUIRY_REUSE',
+  'REUSE_HMAC_KEY',
 ] as const;
 
 /** Where a reader finds every variable with an example value (docs/operations.md#configuration). */
@@ -96,6 +99,7 @@ export function loadConfig(env: Env): AppConfig {
   const budgets = budgetConfigFrom(vars, resolved.BUDGETS_FILE, problems);
   const inquiryPrices = parseInquiryPrices(vars.INQUIRY_PRICES, problems);
   const ledger = ledgerConfigFrom(resolved, problems);
+  const reuse = reuseConfigFrom(resolved, problems);
   if (!ledger.drain && store.mode === 'memory') {
     problems.push(
       'LEDGER_DRAIN: false needs Redis (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES): an in-process queue is drained by its own process only',
@@ -142,6 +146,7 @@ export function loadConfig(env: Env): AppConfig {
     inquiryWaits: { maxHeld: vars.INQUIRY_MAX_HELD_WAITS },
     budgets,
     inquiryPrices,
+    reuse,
     build: { commit: vars.BUILD_COMMIT ?? 'unknown' },
     secretFiles: {
       apiKeys: resolved.API_KEYS_FILE,
