@@ -49,7 +49,9 @@ export function parseCacheControl(header: string | string[] | undefined): ReuseD
     }
   }
   const maxAge = seen.has('max-age') ? deltaSeconds('max-age', seen.get('max-age')) : undefined;
-  const staleIfError = seen.has('stale-if-error') ? deltaSeconds('stale-if-error', seen.get('stale-if-error')) : undefined;
+  const staleIfError = seen.has('stale-if-error')
+    ? deltaSeconds('stale-if-error', seen.get('stale-if-error'))
+    : undefined;
   const noCache = seen.has('no-cache');
   const noStore = seen.has('no-store');
   const asked = maxAge ?? (staleIfError !== undefined ? 0 : undefined);

@@ -34,8 +34,14 @@ describe('reuse configuration (INQUIRY_REUSE, REUSE_HMAC_KEY)', () => {
     ['{"selfie":{"maxAgeSeconds":1}}', 'INQUIRY_REUSE: unknown operation (only shahkar, iban)'],
     ['{"iban":{"maxAgeSeconds":1,"ttl":2}}', 'INQUIRY_REUSE.iban: unknown field (only maxAgeSeconds, share)'],
     ['{"iban":{"maxAgeSeconds":-1}}', 'INQUIRY_REUSE.iban.maxAgeSeconds: must be a whole number of seconds, 0 or more'],
-    ['{"iban":{"maxAgeSeconds":"60"}}', 'INQUIRY_REUSE.iban.maxAgeSeconds: must be a whole number of seconds, 0 or more'],
-    ['{"iban":{"maxAgeSeconds":1.5}}', 'INQUIRY_REUSE.iban.maxAgeSeconds: must be a whole number of seconds, 0 or more'],
+    [
+      '{"iban":{"maxAgeSeconds":"60"}}',
+      'INQUIRY_REUSE.iban.maxAgeSeconds: must be a whole number of seconds, 0 or more',
+    ],
+    [
+      '{"iban":{"maxAgeSeconds":1.5}}',
+      'INQUIRY_REUSE.iban.maxAgeSeconds: must be a whole number of seconds, 0 or more',
+    ],
     ['{"iban":{"maxAgeSeconds":31536001}}', 'INQUIRY_REUSE.iban.maxAgeSeconds: must be at most 31536000 (a year)'],
     ['{"iban":{"maxAgeSeconds":1,"share":"all"}}', 'INQUIRY_REUSE.iban.share: must be one of subject, client, company'],
     ['{"iban":3}', 'INQUIRY_REUSE.iban: must be an object {maxAgeSeconds, share?}'],
