@@ -36,7 +36,7 @@ const client = () => {
 /** One store under test, and a way to make its stored answer on a question older. */
 interface Subject {
   store: AnswerStore;
-  age(questionKey: string, ms: number): Promise<void>;
+  age: (questionKey: string, ms: number) => Promise<void>;
 }
 
 const subjects: Array<[string, () => Subject]> = [
