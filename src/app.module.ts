@@ -6,6 +6,7 @@ import { ConsoleModule } from './console/console.module.js';
 import { HealthModule } from './health/health.module.js';
 import { ShutdownSequence } from './http/shutdown-sequence.js';
 import { InquiryModule } from './inquiry/inquiry.module.js';
+import { ReuseModule } from './reuse/reuse.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
 import { StoreModule } from './store/store.module.js';
 import { TokenModule } from './token/token.module.js';
@@ -31,6 +32,7 @@ export class AppModule {
         StoreModule,
         TokenModule,
         HealthModule,
+        ReuseModule,
         InquiryModule,
         ConsoleModule,
       ],

@@ -63,6 +63,7 @@ export async function createGateway(
   // Scrubbed by value from every log line and problem detail (known-secrets.ts).
   knownSecrets.add('credential', config.upstream.username.reveal(), config.upstream.password.reveal());
   knownSecrets.add('credential', ...Object.values(config.tracing.exporterHeaders));
+  knownSecrets.add('credential', config.reuse.hmacKey?.reveal());
   const logger = options.logger ?? new JsonLogger(config.logging.level);
   const adapter = new FastifyAdapter({
     bodyLimit: config.http.bodyLimitBytes,

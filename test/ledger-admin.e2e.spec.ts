@@ -161,7 +161,7 @@ describe('GET /admin/ledger', () => {
     expect(res.headers.get('content-type')).toContain('text/csv');
     const [header, row, end] = (await res.text()).split('\r\n');
     expect(header).toBe(
-      'trackId,kind,clientId,subjectSha256,operation,requestHandlingType,status,charged,costUnits,createdAt,completedAt,upstreamCode,requestId,revision',
+      'trackId,kind,clientId,subjectSha256,operation,requestHandlingType,status,charged,costUnits,createdAt,completedAt,upstreamCode,requestId,revision,reusedFrom,unitsSaved',
     );
     expect(row.startsWith(`${advanced.trackId},settled,svc-b,,shahkar,advanced,succeeded,yes,3,`)).toBe(true);
     expect(end).toBe('');
@@ -178,9 +178,39 @@ describe('GET /admin/usage', () => {
       from: '2035-03-01T00:00:00.000Z',
       to: '2035-05-01T00:00:00.000Z',
       usage: [
-        { clientId: 'svc-a', period: '2035-03', inquiries: 5, succeeded: 5, failed: 0, unknown: 0, unitsSpent: 5 },
-        { clientId: 'svc-b', period: '2035-03', inquiries: 2, succeeded: 0, failed: 1, unknown: 1, unitsSpent: 1 },
-        { clientId: 'svc-b', period: '2035-04', inquiries: 1, succeeded: 1, failed: 0, unknown: 0, unitsSpent: 3 },
+        {
+          clientId: 'svc-a',
+          period: '2035-03',
+          inquiries: 5,
+          succeeded: 5,
+          failed: 0,
+          unknown: 0,
+          unitsSpent: 5,
+          reused: 0,
+          unitsSaved: 0,
+        },
+        {
+          clientId: 'svc-b',
+          period: '2035-03',
+          inquiries: 2,
+          succeeded: 0,
+          failed: 1,
+          unknown: 1,
+          unitsSpent: 1,
+          reused: 0,
+          unitsSaved: 0,
+        },
+        {
+          clientId: 'svc-b',
+          period: '2035-04',
+          inquiries: 1,
+          succeeded: 1,
+          failed: 0,
+          unknown: 0,
+          unitsSpent: 3,
+          reused: 0,
+          unitsSaved: 0,
+        },
       ],
     });
   });

@@ -122,6 +122,9 @@ const anyFields = fc.record({
     }),
     { nil: undefined },
   ),
+  // A reused inquiry's source (a uuid column) and the units it saved (docs/api.md §6).
+  reusedFrom: fc.option(fc.oneof(fc.uuid(), hostileText), { nil: undefined }),
+  unitsSaved: fc.option(fc.constantFrom(...NUMBERS), { nil: undefined }),
 });
 
 /** A plain inquiry's fields: each drawn inquiry takes up to three of the odd ones above instead. */
@@ -140,6 +143,8 @@ const PLAIN = {
   requestId: 'req-p',
   data: undefined,
   reservation: undefined,
+  reusedFrom: undefined,
+  unitsSaved: undefined,
 };
 const inquiry = fc
   .tuple(anyFields, fc.subarray(Object.keys(PLAIN) as Array<keyof typeof PLAIN>, { maxLength: 3 }))
@@ -168,6 +173,8 @@ function drawn(fields: typeof anyFields extends fc.Arbitrary<infer T> ? T : neve
     ...(fields.requestId !== undefined ? { requestId: fields.requestId } : {}),
     ...(fields.data !== undefined ? { data: fields.data } : {}),
     ...(fields.reservation !== undefined ? { reservation: fields.reservation } : {}),
+    ...(fields.reusedFrom !== undefined ? { reusedFrom: fields.reusedFrom } : {}),
+    ...(fields.unitsSaved !== undefined ? { unitsSaved: fields.unitsSaved } : {}),
   };
 }
 
@@ -185,7 +192,7 @@ const instant = (value: string | undefined) =>
  * instants of years 0001 to 9999.
  */
 function storable(entry: QueuedEntry): boolean {
-  const { data: _data, trackId, charged, createdAt, completedAt, ...rest } = entry;
+  const { data: _data, trackId, charged, createdAt, completedAt, reusedFrom, ...rest } = entry;
   const leaves: unknown[] = [];
   const walk = (value: unknown): void => {
     if (value !== null && typeof value === 'object') Object.values(value).forEach(walk);
@@ -194,6 +201,7 @@ function storable(entry: QueuedEntry): boolean {
   walk(rest);
   return (
     /^[0-9a-f-]{36}$/.test(trackId) &&
+    (reusedFrom === undefined || /^[0-9a-f-]{36}$/.test(reusedFrom)) &&
     leaves.every((leaf) =>
       typeof leaf === 'number' ? isInt4(leaf) : typeof leaf !== 'string' || storableString(leaf),
     ) &&
@@ -319,8 +327,15 @@ describe.each([
         for (const r of records) await queue.settled(r);
         while ((await drainer.drainOnce()) > 0);
         expect((await queue.backlog(Date.now())).depth).toBe(0);
-        const written = await db.query<{ track_id: string; n: number; client_id: string }>(
-          `SELECT track_id::text, count(*)::int AS n, min(client_id) AS client_id FROM ledger_entries
+        const written = await db.query<{
+          track_id: string;
+          n: number;
+          client_id: string;
+          reused_from: string | null;
+          units_saved: number | null;
+        }>(
+          `SELECT track_id::text, count(*)::int AS n, min(client_id) AS client_id, min(reused_from::text) AS reused_from,
+             min(units_saved) AS units_saved FROM ledger_entries
            WHERE track_id::text = ANY($1::text[]) GROUP BY 1`,
           [records.map((r) => r.trackId).filter((id) => /^[0-9a-f-]{36}$/.test(id))],
         );
@@ -343,6 +358,10 @@ describe.each([
             error: fits ? undefined : expect.any(String),
           });
           if (row) expect(row.client_id).toBe(readBack(r.clientId));
+          if (row) {
+            const entry = built.get(r.trackId)!;
+            expect([row.reused_from, row.units_saved]).toEqual([entry.reusedFrom ?? null, entry.unitsSaved ?? null]);
+          }
         }
         parkedSeen += parked.length;
         writtenSeen += written.length;

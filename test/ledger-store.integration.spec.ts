@@ -2,6 +2,7 @@
  * The ledger's SQL against a real PostgreSQL server (started here) and against PGlite: the
  * same migrations and statements on both (docs/decisions/0010-ledger-postgresql-client.md).
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import { Secret } from '../src/config/secret.js';
@@ -16,7 +17,7 @@ import { Readable } from 'node:stream';
 import { LedgerReads } from '../src/ledger/ledger-reads.js';
 import { Reconciliations } from '../src/ledger/reconciliation.js';
 import { ProblemException } from '../src/problem/problem.js';
-import { LedgerStore, usage } from '../src/ledger/ledger.store.js';
+import { ENTRY_FIELDS, LedgerStore, usage } from '../src/ledger/ledger.store.js';
 import type { ResolutionListener } from '../src/ledger/resolution-listener.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { PostgresServer } from './support/postgres-server.js';
@@ -38,9 +39,9 @@ describe('migrations', () => {
     const dbs = Array.from({ length: 5 }, () => new PgLedgerDatabase(server.url, { max: 1 }));
     try {
       const applied = await Promise.all(dbs.map((db) => migrate(db)));
-      expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5]);
+      expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5, 6]);
       const rows = await dbs[0].query<{ version: number }>('SELECT version FROM ledger_migrations ORDER BY version');
-      expect(rows).toEqual([1, 2, 3, 4, 5].map((version) => ({ version })));
+      expect(rows).toEqual([1, 2, 3, 4, 5, 6].map((version) => ({ version })));
     } finally {
       await Promise.all(dbs.map((db) => db.close()));
     }
@@ -171,6 +172,57 @@ describe.each([
     });
   });
 
+  it('keeps a reused inquiry’s reusedFrom and unitsSaved: read back, exported, counted in usage (docs/api.md §6)', async () => {
+    const at = '2033-02-03T10:00:00.000Z';
+    const paid = entry({ createdAt: at, costUnits: 3, requestHandlingType: 'advanced' });
+    const sameClient = entry({ createdAt: at, charged: 'no', costUnits: 0, reusedFrom: paid.trackId, unitsSaved: 3 });
+    const otherClient = { ...sameClient, trackId: randomUUID(), clientId: 'svc-b', unitsSaved: 1 };
+    await store.insert([paid, sameClient, otherClient]);
+
+    const { data: _data, ...fields } = sameClient;
+    expect((await store.facts(sameClient.trackId))?.entries).toEqual([fields]);
+    const reads = new LedgerReads(store);
+    expect(await reads.inquiry(sameClient.trackId)).toMatchObject({ status: 'succeeded', reusedFrom: paid.trackId });
+    expect(await reads.inquiry(sameClient.trackId)).not.toHaveProperty('reusedFromHidden');
+    // Under company sharing, another client's answer: the ledger keeps it, its caller is not shown it.
+    expect(await reads.inquiry(otherClient.trackId)).toMatchObject({
+      reusedFrom: paid.trackId,
+      reusedFromHidden: true,
+    });
+    expect(await reads.inquiry(paid.trackId)).not.toHaveProperty('reusedFrom');
+
+    expect(ENTRY_FIELDS.slice(-2)).toEqual(['reusedFrom', 'unitsSaved']);
+    const exported = await store.page({ from: new Date(at), to: new Date('2033-02-04T00:00:00Z'), clientId: 'svc-a' });
+    expect(exported.map((e) => [e.reusedFrom, e.unitsSaved])).toEqual(
+      [paid, sameClient].sort((a, b) => a.trackId.localeCompare(b.trackId)).map((e) => [e.reusedFrom, e.unitsSaved]),
+    );
+    const rows = await usage(store, new Date('2033-02-01T00:00:00Z'), new Date('2033-03-01T00:00:00Z'), 'month');
+    expect(rows).toEqual([
+      {
+        clientId: 'svc-a',
+        period: '2033-02',
+        inquiries: 2,
+        succeeded: 2,
+        failed: 0,
+        unknown: 0,
+        unitsSpent: 3,
+        reused: 1,
+        unitsSaved: 3,
+      },
+      {
+        clientId: 'svc-b',
+        period: '2033-02',
+        inquiries: 1,
+        succeeded: 1,
+        failed: 0,
+        unknown: 0,
+        unitsSpent: 0,
+        reused: 1,
+        unitsSaved: 1,
+      },
+    ]);
+  });
+
   it('refuses one overlong CSV record with a validation problem, not held whole (64 KiB field)', async () => {
     const reconciliations = new Reconciliations(store, { unsentCharges: { inc: () => undefined } } as never);
     const body = Readable.from([`trackId\n"${'a'.repeat(64 * 1024)}`, '"\n']);
@@ -189,7 +241,8 @@ describe.each([
 
     it('resolves an unknown absent from the list of a named period as not charged; without a period leaves it', async () => {
       const charged = entry({ createdAt: '2032-05-03T10:00:00.000Z' });
-      const absent = unknownAt('2032-05-04T10:00:00.000Z');
+      // A failed fresh attempt served under stale-if-error: its resolution keeps reusedFrom (docs/api.md §2).
+      const absent = { ...unknownAt('2032-05-04T10:00:00.000Z'), reusedFrom: charged.trackId, unitsSaved: 1 };
       await store.insert([charged, absent]);
       const told: Told[] = [];
       const reconciliations = new Reconciliations(store, metrics, {
@@ -210,14 +263,22 @@ describe.each([
         unknownsAbsentFromList: 'resolvedNotCharged',
         resolvedNotCharged: { count: 1, trackIds: [absent.trackId] },
       });
-      expect((await store.facts(absent.trackId))?.entries.map((e) => [e.kind, e.status, e.charged])).toEqual([
-        ['overdue', 'unknown', 'possibly'],
-        ['reconciled', 'failed', 'no'],
+      expect(
+        (await store.facts(absent.trackId))?.entries.map((e) => [
+          e.kind,
+          e.status,
+          e.charged,
+          e.reusedFrom,
+          e.unitsSaved,
+        ]),
+      ).toEqual([
+        ['overdue', 'unknown', 'possibly', charged.trackId, 1],
+        ['reconciled', 'failed', 'no', charged.trackId, 1],
       ]);
       // No reservation recorded with it (no budget applied): no budget move.
       expect(told).toEqual([]);
       const [row] = await usage(store, period.from, period.to, 'month');
-      expect(row).toMatchObject({ inquiries: 2, failed: 1, unknown: 0, unitsSpent: 1 });
+      expect(row).toMatchObject({ inquiries: 2, failed: 1, unknown: 0, unitsSpent: 1, reused: 1, unitsSaved: 1 });
     });
 
     it('tells the resolutions a failed listener missed when the same file is sent again', async () => {

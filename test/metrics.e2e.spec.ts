@@ -114,6 +114,9 @@ describe('metrics after a scripted mix of requests', () => {
       for (const outcome of ['success', 'http_402', 'timeout', 'dropped', 'not_sent', 'malformed', 'http_500']) {
         zero('vgw_upstream_call_duration_seconds_count', { operation, outcome });
       }
+      for (const result of ['hit', 'join', 'stale', 'miss', 'not_cached'])
+        zero('vgw_reuse_total', { operation, result });
+      zero('vgw_reuse_units_saved_total', { operation });
       for (const [status, code] of [
         ['502', 'upstream_error'],
         ['503', 'upstream_unavailable'],
@@ -170,6 +173,8 @@ describe('metrics after a scripted mix of requests', () => {
       vgw_ledger_entries_written_total: 'counter',
       vgw_ledger_write_failures_total: 'counter',
       vgw_reconciliation_unsent_charges_total: 'counter',
+      vgw_reuse_total: 'counter',
+      vgw_reuse_units_saved_total: 'counter',
     });
   });
 

@@ -8,6 +8,8 @@ export interface Caller {
   scopes: ReadonlySet<Scope>;
   /** The end user (`sub`) when the caller is an app acting for a person. */
   subject?: string;
+  /** A JWT's `iss` (verified): a `sub` is unique only within its issuer. */
+  issuer?: string;
   credential: 'api_key' | 'jwt';
   /** Inquiries per minute allowed to this client, when it has a quota. */
   quotaPerMinute?: number;

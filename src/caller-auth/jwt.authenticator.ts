@@ -143,7 +143,15 @@ export class JwtAuthenticator implements CallerAuthenticator {
     const subject = idClaim(payload, 'sub');
     // `jwt:` keeps app clients apart from API-key clients (whose ids cannot contain ':'), so
     // no token can claim to be a service and read its inquiries.
-    return { clientId: `jwt:${azp}`, scopes: scopesOf(payload), subject, credential: 'jwt' };
+    // `iss` was checked against JWT_ISSUER: it names whose `sub` this is (reuse partitions, docs/api.md §2).
+    const issuer = typeof payload.iss === 'string' ? payload.iss : undefined;
+    return {
+      clientId: `jwt:${azp}`,
+      scopes: scopesOf(payload),
+      subject,
+      credential: 'jwt',
+      ...(issuer ? { issuer } : {}),
+    };
   }
 }
 

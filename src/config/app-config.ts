@@ -1,5 +1,6 @@
 import type { TracingConfig } from './tracing-config.js';
 import type { LedgerConfig } from '../ledger/ledger-config.js';
+import type { ReuseConfig } from '../reuse/reuse-config.js';
 import type { Secret } from './secret.js';
 import type { BudgetConfig, InquiryPriceTable } from './budget-config.js';
 
@@ -126,6 +127,8 @@ export interface AppConfig {
   budgets: BudgetConfig;
   /** Cost units of an inquiry (`INQUIRY_PRICES`), read through accounting/inquiry-prices.ts. */
   inquiryPrices: InquiryPriceTable;
+  /** Reuse of paid answers per operation, and the key of the questions' hash (docs/api.md §2; reuse/reuse-config.ts). */
+  reuse: ReuseConfig;
   build: { commit: string };
   /** Secret files re-read while running (rotation without restart); absent = given inline. */
   secretFiles: { apiKeys?: string; upstreamUsername?: string; upstreamPassword?: string; pollIntervalMs: number };

@@ -11,6 +11,7 @@ import { jwtConfig, parseApiKeys } from './caller-config.js';
 import { parseEncryptionKeys, subjectHashConfig } from './key-rings.js';
 import { storeConfig } from './store-config.js';
 import { ledgerConfigFrom } from '../ledger/ledger-config.js';
+import { reuseConfigFrom } from '../reuse/reuse-config.js';
 
 export { parseApiKeys } from './caller-config.js';
 
@@ -27,6 +28,8 @@ const FILE_VARIABLES = [
   'STORE_ENCRYPTION_KEYS',
   'SUBJECT_HASH_KEYS',
   'LEDGER_DATABASE_URL',
+  'INQUIRY_REUSE',
+  'REUSE_HMAC_KEY',
 ] as const;
 
 /** Where a reader finds every variable with an example value (docs/operations.md#configuration). */
@@ -91,6 +94,7 @@ export function loadConfig(env: Env): AppConfig {
   const budgets = budgetConfigFrom(vars, resolved.BUDGETS_FILE, problems);
   const inquiryPrices = parseInquiryPrices(vars.INQUIRY_PRICES, problems);
   const ledger = ledgerConfigFrom(resolved, problems);
+  const reuse = reuseConfigFrom(resolved, problems);
   if (!ledger.drain && store.mode === 'memory') {
     problems.push(
       'LEDGER_DRAIN: false needs Redis (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES): an in-process queue is drained by its own process only',
@@ -137,6 +141,7 @@ export function loadConfig(env: Env): AppConfig {
     inquiryWaits: { maxHeld: vars.INQUIRY_MAX_HELD_WAITS },
     budgets,
     inquiryPrices,
+    reuse,
     build: { commit: vars.BUILD_COMMIT ?? 'unknown' },
     secretFiles: {
       apiKeys: resolved.API_KEYS_FILE,

@@ -42,6 +42,12 @@ export interface InquiryRecord {
   costUnits?: number;
   /** For the ledger: what the budget reservation counted, so a resolution gives back exactly that. */
   reservation?: ReservationRecord;
+  /** The trackId of the answer reused for this inquiry (docs/api.md §2, "Reusing answers"); the ledger keeps it always. */
+  reusedFrom?: string;
+  /** Under `company`, an answer another client paid for: `reusedFrom` is then left out of what this caller reads. */
+  reusedFromHidden?: boolean;
+  /** For the ledger: what a reused inquiry would have cost at its own type and price then (its costUnits are 0). */
+  unitsSaved?: number;
 }
 
 /** What `GET /v1/inquiries/{trackId}` shows (docs/api.md §2), as of now. */
@@ -55,6 +61,7 @@ export function publicView(record: InquiryRecord) {
     ...(record.completedAt ? { completedAt: record.completedAt } : {}),
     ...(record.upstream ? { upstream: record.upstream } : {}),
     ...(record.data !== undefined ? { data: record.data } : {}),
+    ...(record.reusedFrom !== undefined && !record.reusedFromHidden ? { reusedFrom: record.reusedFrom } : {}),
   };
 }
 

@@ -29,6 +29,10 @@ export interface LedgerEntry {
   revision?: number;
   /** What its budget reservation counted (docs/api.md §6); absent when no budget applied. */
   reservation?: ReservationRecord;
+  /** The trackId of the answer a reused inquiry was answered with (docs/api.md §6). */
+  reusedFrom?: string;
+  /** What a reused inquiry would have cost at its own type and price then. */
+  unitsSaved?: number;
 }
 
 /** An entry on its way to PostgreSQL, with the upstream `data` of a success. */

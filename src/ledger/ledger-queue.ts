@@ -25,6 +25,9 @@ export interface InquiryFactsInput {
   costUnits?: number;
   /** What its budget reservation counted, when one was made: a resolution moves exactly this. */
   reservation?: ReservationRecord;
+  /** A reused answer's source, and the units its reuse saved (docs/api.md §6). */
+  reusedFrom?: string;
+  unitsSaved?: number;
 }
 
 /** One entry read from the queue, with the id that acknowledges it. */
@@ -134,6 +137,8 @@ export abstract class LedgerQueue {
       createdAt: record.createdAt,
       ...(record.requestId ? { requestId: record.requestId } : {}),
       ...(record.reservation ? { reservation: record.reservation } : {}),
+      ...(record.reusedFrom ? { reusedFrom: record.reusedFrom } : {}),
+      ...(isInt4(record.unitsSaved) ? { unitsSaved: record.unitsSaved } : {}),
     };
   }
 }

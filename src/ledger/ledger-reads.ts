@@ -17,6 +17,9 @@ export interface LedgerInquiry {
   completedAt?: string;
   upstream?: { code?: number };
   data?: unknown;
+  /** A reused inquiry's source (docs/api.md §2), and whether another client paid for it (then not shown). */
+  reusedFrom?: string;
+  reusedFromHidden?: boolean;
 }
 
 /**
@@ -53,7 +56,26 @@ export class LedgerReads {
         ...(first.completedAt ? { completedAt: first.completedAt } : {}),
         ...(first.upstreamCode !== undefined ? { upstream: { code: first.upstreamCode } } : {}),
         ...(facts.data !== undefined ? { data: facts.data } : {}),
+        ...(first.reusedFrom !== undefined
+          ? {
+              reusedFrom: first.reusedFrom,
+              ...((await this.clientOf(first.reusedFrom)) !== first.clientId ? { reusedFromHidden: true } : {}),
+            }
+          : {}),
       };
     });
+  }
+
+  /**
+   * The client whose inquiry a reused answer came from: under `company` sharing, `reusedFrom`
+   * is shown only to callers of that same client (docs/api.md §2, "Partitions"). Unknown (gone
+   * with the ledger retention) counts as another client's.
+   */
+  private async clientOf(trackId: string): Promise<string | undefined> {
+    const rows = await this.store.db.query<{ client_id: string }>(
+      'SELECT client_id FROM ledger_entries WHERE track_id = $1 LIMIT 1',
+      [trackId],
+    );
+    return rows[0]?.client_id;
   }
 }

@@ -120,6 +120,15 @@ const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> 
       DELETE FROM ledger_results WHERE left(sealed_data, 7) <> 'enc:v1:';
     `,
   },
+  {
+    version: 6,
+    name: 'reused answers',
+    sql: `
+      -- A reused inquiry (docs/api.md §2, §6): the trackId of the answer it was given, and the
+      -- units its reuse saved (its own type and price then, as recorded). NULL: not reused.
+      ALTER TABLE ledger_entries ADD COLUMN reused_from uuid, ADD COLUMN units_saved integer;
+    `,
+  },
 ];
 
 /** A key of its own for pg_advisory_xact_lock: 'vgw-ledger' as a 64-bit number. */

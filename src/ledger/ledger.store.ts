@@ -24,11 +24,13 @@ interface EntryRow {
   reserved_budgets: string[] | null;
   reserved_daily: string | null;
   reserved_monthly: string | null;
+  reused_from: string | null;
+  units_saved: number | null;
 }
 
 const ENTRY_COLUMNS = `track_id::text AS track_id, kind, client_id, subject_sha256, operation, request_handling_type,
   status, charged, cost_units, created_at, completed_at, upstream_code, request_id, revision,
-  reserved_units, reserved_budgets, reserved_daily, reserved_monthly`;
+  reserved_units, reserved_budgets, reserved_daily, reserved_monthly, reused_from::text AS reused_from, units_saved`;
 
 /** Of one inquiry's entries, the latest fact first: reconciled (highest revision) > settled > overdue. */
 export const LATEST_FIRST = `CASE kind WHEN 'reconciled' THEN 2 WHEN 'settled' THEN 1 ELSE 0 END DESC, revision DESC`;
@@ -59,6 +61,8 @@ function toEntry(row: EntryRow): LedgerEntry {
           },
         }
       : {}),
+    ...(row.reused_from !== null ? { reusedFrom: row.reused_from } : {}),
+    ...(row.units_saved !== null ? { unitsSaved: row.units_saved } : {}),
   };
 }
 
@@ -82,6 +86,8 @@ export const ENTRY_FIELDS: ReadonlyArray<Exclude<keyof LedgerEntry, 'reservation
   'upstreamCode',
   'requestId',
   'revision',
+  'reusedFrom',
+  'unitsSaved',
 ];
 
 /**
@@ -107,6 +113,8 @@ function entryRow(entry: QueuedEntry): Record<keyof LedgerEntry, unknown> {
     requestId: entry.requestId,
     revision: entry.revision,
     reservation: entry.reservation,
+    reusedFrom: entry.reusedFrom,
+    unitsSaved: entry.unitsSaved,
   };
 }
 
@@ -194,16 +202,17 @@ export class LedgerStore {
       `WITH written AS (
          INSERT INTO ledger_entries (track_id, kind, client_id, subject_sha256, operation, request_handling_type,
            status, charged, cost_units, created_at, completed_at, upstream_code, request_id, revision,
-           reserved_units, reserved_budgets, reserved_daily, reserved_monthly)
+           reserved_units, reserved_budgets, reserved_daily, reserved_monthly, reused_from, units_saved)
          SELECT "trackId", kind, "clientId", "subjectSha256", operation, "requestHandlingType", status, charged,
            "costUnits", "createdAt", "completedAt", "upstreamCode", "requestId",
            coalesce(revision, CASE kind WHEN 'reconciled' THEN 1 ELSE 0 END),
            (reservation->>'units')::int,
            CASE WHEN reservation IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(reservation->'budgets')) END,
-           reservation->>'daily', reservation->>'monthly'
+           reservation->>'daily', reservation->>'monthly', "reusedFrom", "unitsSaved"
          FROM json_to_recordset($1::json) AS x("trackId" uuid, kind text, "clientId" text, "subjectSha256" text,
            operation text, "requestHandlingType" text, status text, charged text, "costUnits" int,
-           "createdAt" timestamptz, "completedAt" timestamptz, "upstreamCode" int, "requestId" text, revision int, reservation json)
+           "createdAt" timestamptz, "completedAt" timestamptz, "upstreamCode" int, "requestId" text, revision int, reservation json,
+           "reusedFrom" uuid, "unitsSaved" int)
          ON CONFLICT DO NOTHING RETURNING 1)
        SELECT count(*)::int AS n FROM written`,
       [JSON.stringify(entries.map(entryRow))],
@@ -336,6 +345,9 @@ export interface UsageRow {
   unknown: number;
   /** Cost units of inquiries charged or possibly charged (an `unknown` is kept as spent). */
   unitsSpent: number;
+  /** Inquiries answered with a reused answer (docs/api.md §2), and the units that saved. */
+  reused: number;
+  unitsSaved: number;
 }
 
 /**
@@ -353,9 +365,12 @@ export async function usage(store: LedgerStore, from: Date, to: Date, period: 'd
     failed: number;
     unknown: number;
     units_spent: number;
+    reused: number;
+    units_saved: number;
   }>(
     `WITH latest AS (
-       SELECT DISTINCT ON (track_id) track_id, client_id, created_at, status, charged, cost_units
+       SELECT DISTINCT ON (track_id) track_id, client_id, created_at, status, charged, cost_units, reused_from,
+         units_saved
        FROM ledger_entries WHERE created_at >= $1 AND created_at < $2
        ORDER BY track_id, ${LATEST_FIRST})
      SELECT client_id, to_char(date_trunc($3, created_at AT TIME ZONE 'UTC'), $4) AS period,
@@ -363,7 +378,9 @@ export async function usage(store: LedgerStore, from: Date, to: Date, period: 'd
        (count(*) FILTER (WHERE status = 'succeeded'))::int AS succeeded,
        (count(*) FILTER (WHERE status = 'failed'))::int AS failed,
        (count(*) FILTER (WHERE status = 'unknown'))::int AS unknown,
-       (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::int AS units_spent
+       (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::int AS units_spent,
+       (count(*) FILTER (WHERE reused_from IS NOT NULL))::int AS reused,
+       (coalesce(sum(units_saved) FILTER (WHERE reused_from IS NOT NULL), 0))::int AS units_saved
      FROM latest GROUP BY 1, 2 ORDER BY 1, 2`,
     [from, to, period, period === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM'],
   );
@@ -375,5 +392,7 @@ export async function usage(store: LedgerStore, from: Date, to: Date, period: 'd
     failed: row.failed,
     unknown: row.unknown,
     unitsSpent: row.units_spent,
+    reused: row.reused,
+    unitsSaved: row.units_saved,
   }));
 }

@@ -90,11 +90,11 @@ export async function compareWithLedger(
     tx.query(
       `INSERT INTO ledger_entries (track_id, kind, revision, client_id, subject_sha256, operation,
          request_handling_type, status, charged, cost_units, created_at, completed_at, upstream_code, request_id,
-         reserved_units, reserved_budgets, reserved_daily, reserved_monthly)
+         reserved_units, reserved_budgets, reserved_daily, reserved_monthly, reused_from, units_saved)
        SELECT l.track_id, 'reconciled', l.revision + 1, l.client_id, l.subject_sha256, l.operation,
          l.request_handling_type, '${status}', '${charged}', l.cost_units, l.created_at, l.completed_at,
          l.upstream_code, $${params.length + 1}, l.reserved_units, l.reserved_budgets, l.reserved_daily,
-         l.reserved_monthly
+         l.reserved_monthly, l.reused_from, l.units_saved
        FROM (${source}) l
        ON CONFLICT DO NOTHING`,
       [...params, requestId],

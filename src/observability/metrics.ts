@@ -15,6 +15,10 @@ export interface StateProbes {
 /** Reasons of vgw_auth_failures_total; the label values are fixed here so each exists at 0. */
 export const AUTH_FAILURE_REASONS = ['missing_credential', 'invalid_api_key', 'invalid_jwt', 'missing_scope'] as const;
 
+/** Results of vgw_reuse_total. */
+export const REUSE_RESULTS = ['hit', 'join', 'stale', 'miss', 'not_cached'] as const;
+export type ReuseResult = (typeof REUSE_RESULTS)[number];
+
 /** Route label of requests that matched no route (the raw path never becomes a label). */
 export const UNMATCHED_ROUTE = 'unmatched';
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
@@ -108,6 +112,21 @@ export class GatewayMetrics {
   readonly idempotentReplays = new Counter({
     name: 'vgw_idempotent_replays_total',
     help: 'Responses replayed for a repeated Idempotency-Key',
+    registers: [this.registry],
+  });
+
+  /** Reuse lookups of inquiries whose caller allowed reuse, by result (REUSE_RESULTS; zeroed by reuse/reuse-counters.ts). */
+  readonly reuseLookups = new Counter({
+    name: 'vgw_reuse_total',
+    help: 'Inquiries whose caller allowed reuse (docs/api.md §2), by operation and result: hit (a stored answer), join (an identical inquiry in flight answered it), stale (served under stale-if-error), miss (sent upstream), not_cached (only-if-cached with nothing reusable: 504)',
+    labelNames: ['operation', 'result'] as const,
+    registers: [this.registry],
+  });
+
+  readonly reuseUnitsSaved = new Counter({
+    name: 'vgw_reuse_units_saved_total',
+    help: 'Cost units not spent because an answer was reused, by operation (each at its own type and price)',
+    labelNames: ['operation'] as const,
     registers: [this.registry],
   });
 

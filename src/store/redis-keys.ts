@@ -84,6 +84,20 @@ export class RedisKeys {
   }
 
   /**
+   * An answer kept for reuse (reuse/answer-store.ts), by its question key (an HMAC: no personal
+   * data). Its slot's tag is the question, shared with the inquiries in flight on it, so that one
+   * script reads both; different questions spread over the slots.
+   */
+  reuseAnswer(questionKey: string): string {
+    return `{${this.prefix}:reuse:${questionKey}}:answer`;
+  }
+
+  /** The inquiry in flight on a question, for one `requestHandlingType` (joins need the same one). */
+  reuseInFlight(questionKey: string, handling: string): string {
+    return `{${this.prefix}:reuse:${questionKey}}:flight:${handling}`;
+  }
+
+  /**
    * The ledger's queue (ledger/redis-ledger.queue.ts): `due` (sorted set of trackIds by the
    * time their entry is owed), `duties` (hash: the sealed `unknown` entry owed), `entries`
    * (the stream drained into PostgreSQL). The accounting hash tag: its scripts touch all three,

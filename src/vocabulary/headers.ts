@@ -28,3 +28,7 @@ export const LOCATION_HEADER = 'Location';
 export const PREFERENCE_APPLIED_HEADER = 'Preference-Applied';
 /** RFC 7240 preferences: `respond-async`, `wait=<seconds>` (docs/api.md, "Asynchronous answers"). */
 export const PREFER_HEADER_IN = 'prefer';
+
+/** RFC 9111 request directives: a caller's consent to a reused answer (docs/api.md §2, "Reusing answers"). */
+export const CACHE_CONTROL_HEADER = 'Cache-Control';
+export const CACHE_CONTROL_HEADER_IN = 'cache-control';

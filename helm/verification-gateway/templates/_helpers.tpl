@@ -257,6 +257,12 @@ would otherwise surface only as exit code 78 and a CrashLoopBackOff).
 {{- $_ := required "upstream.credentials.username is required when upstream.credentials.existingSecret is not set (pass it with --set-file or a values file kept out of git)" .Values.upstream.credentials.username }}
 {{- $_ := required "upstream.credentials.password is required when upstream.credentials.existingSecret is not set (pass it with --set-file or a values file kept out of git)" .Values.upstream.credentials.password }}
 {{- end }}
+{{- /* Reuse: the gateway would stop at start without its key; said at render time instead */ -}}
+{{- range $operation, $policy := .Values.reuse.operations }}
+{{- if and (gt (int $policy.maxAgeSeconds) 0) (not $.Values.reuse.existingSecret) }}
+{{- fail (printf "reuse.operations.%s allows reuse: reuse.existingSecret must name a Secret holding REUSE_HMAC_KEY (at least 32 bytes, the same on every replica)" $operation) }}
+{{- end }}
+{{- end }}
 {{- /* Redis */ -}}
 {{- $sources := compact (splitList "," (include "verification-gateway.redisSources" .)) }}
 {{- if gt (len $sources) 1 }}

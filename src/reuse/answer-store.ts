@@ -1,0 +1,104 @@
+import type { RequestHandlingType } from '../upstream/inquiry-operation.js';
+
+/**
+ * A succeeded answer kept for reuse (docs/api.md §2, "Reusing answers"). Sealed at rest like
+ * every stored value; found by its question key only (reuse-key.ts).
+ */
+export interface StoredAnswer {
+  /** The inquiry that paid for it: a reused answer's `reusedFrom`. */
+  trackId: string;
+  /** Its caller's client: under `company`, `reusedFrom` is shown only to the same client. */
+  clientId: string;
+  /** When it was stored, on the store's clock (Redis TIME), epoch ms: ages are measured on it. */
+  completedAtMs: number;
+  /** The upstream `data`, verbatim. */
+  data: unknown;
+  /** The upstream `meta` the record keeps. */
+  upstream?: { code?: number; message?: string };
+}
+
+/** What `store` is given: the store stamps `completedAtMs` on its own clock. */
+export type AnswerToStore = Omit<StoredAnswer, 'completedAtMs'>;
+
+/** A stored answer and its age (ms, store clock, never negative). */
+export interface AgedAnswer {
+  answer: StoredAnswer;
+  ageMs: number;
+}
+
+/** What the caller may take (reuse-allowance.ts turns Cache-Control and the operator's policy into it). */
+export interface ReuseAllowance {
+  /** A stored answer at most this old is a hit; 0: no stored answer is (max-age=0 only joins). */
+  maxAgeMs: number;
+  /** An answer up to this much older than maxAgeMs is returned beside a miss or join, for stale-if-error. */
+  staleMs: number;
+  /** May join an identical inquiry in flight (false: no-cache, a waiter whose leader failed, only-if-cached). */
+  join: boolean;
+  /** Registers the caller as the inquiry in flight on a miss (false when it will send nothing: only-if-cached). */
+  lead: boolean;
+}
+
+/** The caller, should it become the inquiry in flight: its trackId and its deadline (epoch ms, this process's clock). */
+export interface Leader {
+  trackId: string;
+  deadlineMs: number;
+}
+
+export type ReuseLookup =
+  /** A stored answer within max-age: answer with it, nothing sent. */
+  | { result: 'hit'; answer: StoredAnswer; ageMs: number }
+  /**
+   * An identical inquiry (same question and handling) is in flight: wait for it, until its
+   * deadline (epoch ms, this process's clock). `stale`: an answer within stale-if-error, if any.
+   */
+  | { result: 'join'; leader: { trackId: string; deadlineMs: number }; stale?: AgedAnswer }
+  /**
+   * Nothing reusable, nothing joined. `leading`: the caller is now registered as the inquiry in
+   * flight (it must `store` or `release`). `storedTooOld`: an answer was stored but was older
+   * than allowed (`Cache-Status: fwd=request`). `stale`: one within stale-if-error, if any.
+   */
+  | { result: 'miss'; leading: boolean; storedTooOld: boolean; stale?: AgedAnswer };
+
+/**
+ * The answers kept for reuse and the registry of inquiries in flight, keyed by question (which
+ * holds the share partition): Redis (one script per call, redis-answer.store.ts) or in process
+ * (memory-answer.store.ts). Failures of Redis are `StoreUnavailableError`; an answer that cannot
+ * be opened (its key left the ring, or it was altered) is a miss, never an error.
+ */
+export abstract class AnswerStore {
+  /**
+   * In one step: a stored answer within the allowance (`hit`), else the inquiry in flight on
+   * the same question and handling (`join`, when allowed), else `miss`, registering `leader` as
+   * the inquiry in flight until its deadline (when allowed and none is).
+   */
+  abstract lookupOrJoin(
+    questionKey: string,
+    handling: RequestHandlingType,
+    allowance: ReuseAllowance,
+    leader: Leader,
+  ): Promise<ReuseLookup>;
+
+  /**
+   * Keeps a succeeded answer for `ttlSeconds` (the operator's maxAgeSeconds), newest wins, and
+   * ends the registration of `answer.trackId` in flight on (question, handling) if it is still
+   * its own. Returns the store-clock time it was stamped with.
+   */
+  abstract store(
+    questionKey: string,
+    handling: RequestHandlingType,
+    answer: AnswerToStore,
+    ttlSeconds: number,
+  ): Promise<{ completedAtMs: number }>;
+
+  /** Ends the registration in flight of a leader that failed, only if it is still its own. True when it was. */
+  abstract release(questionKey: string, handling: RequestHandlingType, trackId: string): Promise<boolean>;
+}
+
+/** The longest an inquiry stays registered in flight, whatever deadline it gives (a bound for a timer fed from outside). */
+export const MAX_LEASE_MS = 15 * 60_000;
+
+/** The registration's lifetime for a deadline: until it, at least 1 ms, at most MAX_LEASE_MS. */
+export function leaseMs(deadlineMs: number, now: number): number {
+  const left = Math.ceil(deadlineMs - now);
+  return Number.isFinite(left) ? Math.min(Math.max(left, 1), MAX_LEASE_MS) : 1;
+}
