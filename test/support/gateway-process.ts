@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { nextEvent } from './events.js';
 import { freePort } from './redis-server.js';
@@ -53,6 +53,8 @@ export function buildGateway(): string {
     rmSync(scratch, { recursive: true, force: true });
     throw new Error(`tsc: ${tsc.stdout}${tsc.stderr}`);
   }
+  // mkdtemp's 0700, opened as tsc leaves its own folders: another user may run it (the image test).
+  chmodSync(scratch, 0o755);
   try {
     renameSync(scratch, outDir);
   } catch {
