@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { apiKeysWith, callGateway, TEST_CLIENTS, type Exchange } from './support/gateway.js';
-import { buildGateway, removeBuild, startGatewayProcess, type GatewayProcess } from './support/gateway-process.js';
+import { buildGateway, startGatewayProcess, type GatewayProcess } from './support/gateway-process.js';
 import { RedisServer } from './support/redis-server.js';
 import { SHAHKAR } from './support/fixtures.js';
 import { CHECK_SHAHKAR_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
@@ -88,7 +88,6 @@ afterAll(async () => {
   await Promise.all(processes.map((p) => p.exited));
   await sim?.stop();
   await redis?.stop();
-  if (build) removeBuild(build);
 });
 
 describe('budgets across three replicas', () => {

@@ -39,6 +39,7 @@ import { freePort } from './support/redis-server.js';
 import { TEST_API_KEYS, TEST_CLIENTS, callGateway } from './support/gateway.js';
 import { nextEvent } from './support/events.js';
 import { assembleNodeBase, buildah } from './support/buildah.js';
+import { buildGateway } from './support/gateway-process.js';
 import { describeWith } from './support/tools.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -116,11 +117,8 @@ describe('the image runtime stage, replayed', () => {
     for (const file of ['package.json', 'package-lock.json']) cpSync(join(ROOT, file), join(app, file));
     run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund'], app);
     run('sh', [join(ROOT, 'scripts/slim-runtime-deps.sh'), app], ROOT);
-    run(
-      process.execPath,
-      [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', join(app, 'dist')],
-      ROOT,
-    );
+    // `tsc -p tsconfig.build.json`, shared with the spec files that start gateway processes.
+    cpSync(buildGateway(), join(app, 'dist'), { recursive: true });
     // As the Dockerfile does: the console's page files beside the module that serves them.
     cpSync(join(ROOT, 'src/console/assets'), join(app, 'dist/console/assets'), { recursive: true });
     sim = new UpstreamSimulator();

@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SHAHKAR, UPSTREAM_PASSWORD, UPSTREAM_USERNAME } from './support/fixtures.js';
 import { freePort } from './support/redis-server.js';
 import { apiKeysWith, callGateway, TEST_CLIENTS } from './support/gateway.js';
-import { buildGateway, removeBuild, startGatewayProcess, type GatewayProcess } from './support/gateway-process.js';
+import { buildGateway, startGatewayProcess, type GatewayProcess } from './support/gateway-process.js';
 import { nextEvent } from './support/events.js';
 import { parseExposition } from './support/prometheus.js';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
@@ -44,7 +44,6 @@ afterAll(async () => {
   for (const gateway of running) gateway.process.kill('SIGKILL');
   await Promise.all(running.map((gateway) => gateway.exited));
   await sim?.stop();
-  if (outDir) removeBuild(outDir);
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { PgLedgerDatabase } from '../src/ledger/ledger-database.js';
 import { SHAHKAR } from './support/fixtures.js';
-import { buildGateway, removeBuild, startGatewayProcess, type GatewayProcess } from './support/gateway-process.js';
+import { buildGateway, startGatewayProcess, type GatewayProcess } from './support/gateway-process.js';
 import { callGateway, startGateway, TEST_CLIENTS, untilStoreReady, type RunningGateway } from './support/gateway.js';
 import { PostgresServer } from './support/postgres-server.js';
 import { RedisServer } from './support/redis-server.js';
@@ -46,7 +46,6 @@ afterAll(async () => {
   await db?.close();
   await sim?.stop();
   await Promise.all([redis?.stop(), postgres?.stop()]);
-  if (build) removeBuild(build);
 });
 
 async function doomed(): Promise<GatewayProcess> {

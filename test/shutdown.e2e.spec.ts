@@ -17,7 +17,7 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { callGateway, startGateway, TEST_CLIENTS, type Exchange, type RunningGateway } from './support/gateway.js';
-import { buildGateway, removeBuild, startGatewayProcess, type GatewayProcess } from './support/gateway-process.js';
+import { buildGateway, startGatewayProcess, type GatewayProcess } from './support/gateway-process.js';
 import { RedisServer } from './support/redis-server.js';
 import { SHAHKAR, UUID_V4 } from './support/fixtures.js';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
@@ -65,7 +65,6 @@ afterAll(async () => {
   await reader?.close();
   await sim?.stop();
   await redis?.stop();
-  if (build) removeBuild(build);
 });
 
 describe('SIGTERM runs the shutdown sequence in its order', () => {

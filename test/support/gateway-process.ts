@@ -1,32 +1,70 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { nextEvent } from './events.js';
 import { freePort } from './redis-server.js';
 import { TEST_API_KEYS } from './gateway.js';
 import { UPSTREAM_PASSWORD, UPSTREAM_USERNAME } from './fixtures.js';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
+const BUILDS = join(ROOT, '.build');
 
 /**
- * The gateway compiled as production runs it (`tsconfig.build.json`, `node main.js`), into a
- * folder of its own under `.build/` (so node_modules and package.json resolve from the
- * repository, and no other test's build is touched). Returns the folder; remove it when done.
+ * A digest of what `tsc -p tsconfig.build.json` reads: the sources under src/, the two tsconfig
+ * files, and the lock file (the TypeScript version and the type packages). Equal digests give
+ * the same compiled output, so a build under that name can be reused.
  */
-export function buildGateway(): string {
-  mkdirSync(join(ROOT, '.build'), { recursive: true });
-  const outDir = mkdtempSync(join(ROOT, '.build', 'gateway-process-'));
-  const tsc = spawnSync(
-    process.execPath,
-    [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', outDir],
-    { cwd: ROOT, encoding: 'utf8' },
-  );
-  if (tsc.status !== 0) throw new Error(`tsc: ${tsc.stdout}${tsc.stderr}`);
-  return outDir;
+function sourceDigest(): string {
+  const hash = createHash('sha256');
+  const sources = readdirSync(join(ROOT, 'src'), { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => relative(ROOT, join(entry.parentPath, entry.name)))
+    .sort();
+  for (const file of [...sources, 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json']) {
+    hash
+      .update(`${file}\0`)
+      .update(readFileSync(join(ROOT, file)))
+      .update('\0');
+  }
+  return hash.digest('hex').slice(0, 16);
 }
 
-export function removeBuild(outDir: string): void {
-  rmSync(outDir, { recursive: true, force: true });
+/**
+ * The gateway compiled as production runs it (`tsconfig.build.json`, `node main.js`), in a
+ * folder under `.build/` (so node_modules and package.json resolve from the repository). The
+ * folder is named by the digest of its sources and shared: a full type-checking compile takes
+ * ~10 s, and the spec files that start gateway processes would otherwise each pay it. A build is
+ * compiled into a folder of its own and renamed into place, so a folder under the final name is
+ * complete; two workers compiling at once both succeed, the second discarding its copy. Builds of
+ * other sources are removed then. Treat the folder as read-only.
+ */
+export function buildGateway(): string {
+  const outDir = join(BUILDS, `gateway-${sourceDigest()}`);
+  if (existsSync(outDir)) return outDir;
+  mkdirSync(BUILDS, { recursive: true });
+  const scratch = mkdtempSync(join(BUILDS, 'gateway-process-'));
+  const tsc = spawnSync(
+    process.execPath,
+    [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', scratch],
+    { cwd: ROOT, encoding: 'utf8' },
+  );
+  if (tsc.status !== 0) {
+    rmSync(scratch, { recursive: true, force: true });
+    throw new Error(`tsc: ${tsc.stdout}${tsc.stderr}`);
+  }
+  // mkdtemp's 0700, opened as tsc leaves its own folders: another user may run it (the image test).
+  chmodSync(scratch, 0o755);
+  try {
+    renameSync(scratch, outDir);
+  } catch {
+    // Another worker renamed its build into place first: use that one.
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  for (const stale of readdirSync(BUILDS).filter((name) => /^gateway-[0-9a-f]{16}$/.test(name))) {
+    if (join(BUILDS, stale) !== outDir) rmSync(join(BUILDS, stale), { recursive: true, force: true });
+  }
+  return outDir;
 }
 
 /** A gateway replica in a process of its own: it can be sent SIGTERM, or SIGKILLed mid-call. */
