@@ -1,6 +1,6 @@
 /**
  * A keyed retry with `Prefer: respond-async, wait=n` while the key's claim is still `in_flight`
- * (src/inquiry/inquiry.service.ts, claimKey): every round of its loop waits or ends. Counted on
+ * (src/inquiry/key-claim.ts, KeyClaim.claimOrWait): every round of its loop waits or ends. Counted on
  * the test's own redis-server (INFO commandstats), which only these gateways use.
  *
  * - The record settled but its answer was never stored (the process died between the two

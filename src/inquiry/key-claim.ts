@@ -51,9 +51,8 @@ export class KeyClaim {
    * The claim's undo, when a later step refused the inquiry before anything was sent: the key
    * is released, so a retry runs afresh; then `error` is thrown. A budget's refusal is answered
    * only once the key is free, so a retry at once, on any replica, is refused again rather than
-   * told 409 (test/budgets.e2e.spec.ts, 'a mix of succeeding and failing answers ends with spent
-   * = the succeeded units; a finished key is replayed when exhausted'); behind a failing store
-   * the release is not waited for.
+   * told 409 (src/inquiry/key-claim.spec.ts, 'undo: after a budget refusal, answers only once
+   * the key is released'); behind a failing store the release is not waited for.
    */
   async undo({ key }: InquiryInFlight, error: unknown): Promise<never> {
     if (key) {
