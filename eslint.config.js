@@ -23,23 +23,14 @@ export default tseslint.config(
     rules: { 'no-console': 'off', 'no-loss-of-precision': 'off' },
   },
   {
-    // Plain JavaScript (configs, CommonJS stand-ins) is outside the TypeScript project.
-    files: ['**/*.js', '**/*.cjs'],
+    // Plain JavaScript (configs, the console's page) is outside the TypeScript project.
+    files: ['**/*.js'],
     ...tseslint.configs.disableTypeChecked,
   },
   {
     // The console's page (served as files, run by browsers): browser globals, no Node ones.
     files: ['src/console/assets/**/*.js'],
     languageOptions: { globals: globals.browser },
-  },
-  {
-    // CommonJS stand-ins for Jest (see jest.config.js): require() is their whole point.
-    files: ['**/*.cjs'],
-    languageOptions: {
-      sourceType: 'commonjs',
-      globals: { require: 'readonly', module: 'writable', __filename: 'readonly' },
-    },
-    rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   prettier,
 );

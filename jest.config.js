@@ -7,8 +7,11 @@ import { fileURLToPath } from 'node:url';
 // Jest runs the TypeScript sources as native ES modules (NestJS 12, axios and jose ship ESM
 // only): ts-jest transpiles each file on its own (isolatedModules, with decorator metadata,
 // exactly as tsc emits it) and keeps `import`; Node's VM modules load the result (hence
-// --experimental-vm-modules in the `test` scripts). Jest 29 and ts-jest are plain
-// JavaScript, so `npm ci` needs no platform-specific binary from the registry.
+// --experimental-vm-modules in the `test` scripts). ESM-only packages that CommonJS
+// dependencies require() (light-my-request → cookie, @fastify/static → content-disposition)
+// load through Jest 30's own require(esm), as under Node. Jest 30 resolves modules with a
+// native binary (unrs-resolver's prebuilt per platform, an optional dependency) and loads
+// @parcel/watcher's only in watch mode; neither builds anything at `npm ci`.
 const root = dirname(fileURLToPath(import.meta.url));
 
 // Three tiers, told apart by file name only; `npm test` runs all, TEST_TIER=<tier> one
@@ -43,10 +46,6 @@ const common = {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.jest.json', diagnostics: false }],
   },
   moduleNameMapper: {
-    // ESM-only packages that CommonJS dependencies require() (light-my-request → cookie,
-    // @fastify/static → content-disposition): Jest 29's loader refuses require(esm), Node
-    // does not, so a committed stand-in passes the require() to Node.
-    '^(cookie|content-disposition)$': '<rootDir>/test/support/esm-only/$1.cjs',
     // Sources import siblings as './x.js' (Node ESM rule); map back to the .ts file.
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },

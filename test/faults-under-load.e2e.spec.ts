@@ -73,7 +73,7 @@ const RETRY = new Set([502, 503, 504]);
 
 async function send(key: string, phase: string, attempt: number): Promise<void> {
   const gateway = alive[(key.length + attempt + sent.length) % alive.length];
-  let exchange: Exchange | null = null;
+  let exchange: Exchange | null;
   try {
     exchange = await callGateway(gateway.url, 'POST', '/v1/kyc/shahkar', {
       apiKey: TEST_CLIENTS.full.key,

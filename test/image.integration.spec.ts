@@ -59,7 +59,7 @@ function files(dir: string): string[] {
  */
 async function serveAndStop(gateway: ChildProcess, port: number): Promise<{ stdout: string; metrics: string }> {
   let stdout = '';
-  let metrics = '';
+  let metrics: string;
   let stderr = '';
   gateway.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   gateway.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));

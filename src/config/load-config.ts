@@ -163,7 +163,7 @@ function parseCorsOrigins(raw: string | undefined, problems: string[]): string[]
     .map((origin) => origin.trim())
     .filter((origin) => origin.length > 0);
   for (const origin of origins) {
-    let normalised: string | null = null;
+    let normalised: string | null;
     try {
       normalised = new URL(origin).origin;
     } catch {

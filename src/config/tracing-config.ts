@@ -100,7 +100,7 @@ function keyValueList(raw: string | undefined, variable: string, problems: strin
   for (const entry of raw.split(',')) {
     if (entry.trim() === '') continue;
     const at = entry.indexOf('=');
-    let key = '';
+    let key: string;
     let value = '';
     try {
       key = decodeURIComponent(entry.slice(0, Math.max(at, 0)).trim());

@@ -64,7 +64,7 @@ export class DataDirLock {
     try {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
     } catch (error) {
-      throw new Error(`LEDGER_DATA_DIR ${dir}: cannot create the directory (${code(error)})`);
+      throw new Error(`LEDGER_DATA_DIR ${dir}: cannot create the directory (${code(error)})`, { cause: error });
     }
     const inUse = new Error(
       `LEDGER_DATA_DIR ${dir} is in use by another gateway process (its lock ${path} answers): one process per directory`,
@@ -79,7 +79,7 @@ export class DataDirLock {
         return new DataDirLock(server, path);
       } catch (error) {
         if (code(error) !== 'EADDRINUSE') {
-          throw new Error(`LEDGER_DATA_DIR ${dir}: cannot take its lock ${path} (${code(error)})`);
+          throw new Error(`LEDGER_DATA_DIR ${dir}: cannot take its lock ${path} (${code(error)})`, { cause: error });
         }
       }
       // A second EADDRINUSE: another newcomer replaced a dead holder's file first.

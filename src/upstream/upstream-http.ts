@@ -155,8 +155,8 @@ export class UpstreamHttp {
 }
 
 /**
- * One call as undici's dispatch handler sees it (the handler interface of undici 7 that also
- * reports `onBodySent`; the newer controller interface does not forward it).
+ * One call as undici's dispatch handler sees it (the controller interface; undici reports
+ * `onBodySent` to it as well, when the body is handed to the socket).
  */
 class Exchange implements Dispatcher.DispatchHandler {
   timer: NodeJS.Timeout | undefined;
@@ -179,33 +179,32 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.abortCall?.(error);
   }
 
-  onConnect(abort: (error?: Error) => void): void {
+  onRequestStart(controller: Dispatcher.DispatchController): void {
     // Expired while queued for a connection: abort before anything is written.
-    if (this.settled) abort(new Error('upstream call already failed'));
-    else this.abortCall = abort;
+    if (this.settled) controller.abort(new Error('upstream call already failed'));
+    else this.abortCall = (error) => controller.abort(error);
   }
 
   onBodySent(): void {
     this.requestWritten = true;
   }
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
-    if (statusCode < 200) return true; // 1xx: the answer follows
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
+    if (statusCode < 200) return; // 1xx: the answer follows
     this.status = statusCode;
-    for (let i = 0; i < rawHeaders.length; i += 2) {
-      if (rawHeaders[i].length === 10 && rawHeaders[i].toString('latin1').toLowerCase() === 'x-track-id') {
-        this.trackIdHeader = rawHeaders[i + 1].toString('utf8');
-      }
-    }
-    return true;
+    const trackId = headers['x-track-id'];
+    this.trackIdHeader = Array.isArray(trackId) ? trackId[trackId.length - 1] : trackId;
   }
 
-  onData(chunk: Buffer): boolean {
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.chunks.push(chunk);
-    return true;
   }
 
-  onComplete(): void {
+  onResponseEnd(): void {
     if (this.settled) return;
     this.settled = true;
     clearTimeout(this.timer);
@@ -213,7 +212,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.resolve({ status: this.status, trackIdHeader: this.trackIdHeader, body: body.toString('utf8') });
   }
 
-  onError(error: Error): void {
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     this.fail(error);
   }
 

@@ -108,7 +108,7 @@ export async function startGatewayProcess(outDir: string, env: Record<string, st
     await nextEvent(child.stdout, 'data', () => stdout.includes(`listening on port ${port}`), 30_000);
   } catch (error) {
     child.kill('SIGKILL');
-    throw new Error(`gateway process did not start: ${(error as Error).message}\n${stderr}`);
+    throw new Error(`gateway process did not start: ${(error as Error).message}\n${stderr}`, { cause: error });
   }
   return { url: `http://127.0.0.1:${port}`, process: child, output: () => stdout, exited };
 }
