@@ -196,8 +196,11 @@ class Exchange implements Dispatcher.DispatchHandler {
   ): void {
     if (statusCode < 200) return; // 1xx: the answer follows
     this.status = statusCode;
+    // undici 8 hands header values decoded as latin1; the upstream writes UTF-8
+    // (test/upstream-transport.integration.spec.ts, 'X-Track-Id: non-ASCII bytes decoded as before').
     const trackId = headers['x-track-id'];
-    this.trackIdHeader = Array.isArray(trackId) ? trackId[trackId.length - 1] : trackId;
+    const raw = Array.isArray(trackId) ? trackId[trackId.length - 1] : trackId;
+    this.trackIdHeader = raw === undefined ? undefined : Buffer.from(raw, 'latin1').toString('utf8');
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {

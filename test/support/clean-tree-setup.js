@@ -1,3 +1,4 @@
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import process from 'node:process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +10,14 @@ import { startRunPostgres } from './ledger-postgres.js';
  * PostgreSQL for the gateways' ledger (ledger-postgres.js; the workers inherit its URL).
  */
 export default async function cleanTreeSetup() {
+  // Compiled gateways of earlier runs (gateway-process.ts, buildGateway): cleared before any worker
+  // starts, never during the run, where a spec file may still hold one.
+  const builds = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '.build');
+  if (existsSync(builds)) {
+    for (const name of readdirSync(builds).filter((entry) => /^gateway-/.test(entry))) {
+      rmSync(resolve(builds, name), { recursive: true, force: true });
+    }
+  }
   globalThis.__vgwTreeBefore = treeState(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'));
   const postgres = await startRunPostgres();
   if (postgres) {

@@ -12,16 +12,18 @@ const BUILDS = join(ROOT, '.build');
 
 /**
  * A digest of what `tsc -p tsconfig.build.json` reads: the sources under src/, the two tsconfig
- * files, and the lock file (the TypeScript version and the type packages). Equal digests give
+ * files, package.json, and the lock file (the TypeScript version and the type packages). Equal digests give
  * the same compiled output, so a build under that name can be reused.
  */
 function sourceDigest(): string {
   const hash = createHash('sha256');
+  // What tsc reads or the gateway serves; not specs, nor an editor's swap and backup files.
   const sources = readdirSync(join(ROOT, 'src'), { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile())
+    .filter((entry) => entry.isFile() && !entry.name.startsWith('.') && !entry.name.endsWith('~'))
+    .filter((entry) => !entry.name.endsWith('.spec.ts'))
     .map((entry) => relative(ROOT, join(entry.parentPath, entry.name)))
     .sort();
-  for (const file of [...sources, 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json']) {
+  for (const file of [...sources, 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json']) {
     hash
       .update(`${file}\0`)
       .update(readFileSync(join(ROOT, file)))
@@ -36,8 +38,9 @@ function sourceDigest(): string {
  * folder is named by the digest of its sources and shared: a full type-checking compile takes
  * ~10 s, and the spec files that start gateway processes would otherwise each pay it. A build is
  * compiled into a folder of its own and renamed into place, so a folder under the final name is
- * complete; two workers compiling at once both succeed, the second discarding its copy. Builds of
- * other sources are removed then. Treat the folder as read-only.
+ * complete; two workers compiling at once both succeed, the second discarding its copy. Nothing
+ * is removed during a run (a spec file may hold a build while another compiles one of changed
+ * sources): the run's global setup clears the builds of earlier runs. Treat the folder as read-only.
  */
 export function buildGateway(): string {
   const outDir = join(BUILDS, `gateway-${sourceDigest()}`);
@@ -60,9 +63,6 @@ export function buildGateway(): string {
   } catch {
     // Another worker renamed its build into place first: use that one.
     rmSync(scratch, { recursive: true, force: true });
-  }
-  for (const stale of readdirSync(BUILDS).filter((name) => /^gateway-[0-9a-f]{16}$/.test(name))) {
-    if (join(BUILDS, stale) !== outDir) rmSync(join(BUILDS, stale), { recursive: true, force: true });
   }
   return outDir;
 }

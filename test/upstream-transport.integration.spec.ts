@@ -1,0 +1,117 @@
+/**
+ * The undici 8 handler (src/upstream/upstream-http.ts) against raw sockets that misbehave: reset
+ * before reading, headers then reset, a 10 MB answer, a non-ASCII X-Track-Id, and what the socket
+ * does after.
+ */
+import { afterEach, expect, it } from '@jest/globals';
+import { once } from 'node:events';
+import net from 'node:net';
+import { UpstreamError } from '../src/upstream/upstream-error.js';
+import { UpstreamHttp } from '../src/upstream/upstream-http.js';
+
+const closers: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+async function serve(onConnection: (socket: net.Socket, received: () => number) => void) {
+  const sockets = new Set<net.Socket>();
+  let bytes = 0;
+  let closed = 0;
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('data', (chunk: Buffer) => (bytes += chunk.length));
+    socket.on('close', () => {
+      sockets.delete(socket);
+      closed++;
+    });
+    socket.on('error', () => undefined);
+    onConnection(socket, () => bytes);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  closers.push(async () => {
+    for (const socket of sockets) socket.destroy();
+    server.close();
+    await once(server, 'close');
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    bytes: () => bytes,
+    closed: () => closed,
+  };
+}
+
+function transport(url: string, maxResponseBytes = 4096) {
+  const http = new UpstreamHttp({ baseUrl: url, timeoutMs: 2000, maxResponseBytes });
+  closers.push(() => http.close());
+  return http;
+}
+
+async function failure(promise: Promise<unknown>): Promise<UpstreamError> {
+  const error = await promise.then(
+    () => new Error('the call succeeded'),
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(UpstreamError);
+  return error as UpstreamError;
+}
+
+it('headers then reset: outcome_unknown', async () => {
+  const server = await serve((socket) =>
+    socket.once('data', () => {
+      socket.write('HTTP/1.1 200 OK\r\ncontent-length: 50\r\n\r\n{"x"');
+      setImmediate(() => socket.resetAndDestroy());
+    }),
+  );
+  const error = await failure(transport(server.url).post('/x', '{"a":1}', undefined));
+  expect(error.kind).toBe('outcome_unknown');
+});
+
+it('reset before reading anything: whatever the class, never not_sent if the bytes arrived', async () => {
+  const server = await serve((socket) => socket.resetAndDestroy());
+  const error = await failure(transport(server.url).post('/x', '{"a":1}', undefined));
+  console.log('reset-before-read', error.kind, 'server bytes', server.bytes());
+  if (server.bytes() > 0) expect(error.kind).not.toBe('not_sent');
+});
+
+it('a 10 MB answer: malformed, too large, connection dropped', async () => {
+  const server = await serve((socket) =>
+    socket.once('data', () => {
+      socket.write('HTTP/1.1 200 OK\r\ncontent-length: 10485760\r\n\r\n');
+      const chunk = Buffer.alloc(65536, 'x');
+      let sent = 0;
+      const pump = () => {
+        while (sent < 10485760 && !socket.destroyed) {
+          sent += chunk.length;
+          if (!socket.write(chunk)) return void socket.once('drain', pump);
+        }
+      };
+      pump();
+    }),
+  );
+  const error = await failure(transport(server.url).post('/x', '{}', undefined));
+  expect(error.kind).toBe('malformed');
+  expect(error.details.responseTooLarge).toBe(true);
+  await new Promise<void>((resolve) => {
+    const check = () => (server.closed() > 0 ? resolve() : setTimeout(check, 20));
+    check();
+  });
+  expect(server.closed()).toBe(1);
+});
+
+it('X-Track-Id: non-ASCII bytes decoded as before (utf8)', async () => {
+  const server = await serve((socket) =>
+    socket.once('data', () =>
+      socket.write(
+        Buffer.concat([
+          Buffer.from('HTTP/1.1 200 OK\r\nx-track-id: '),
+          Buffer.from('tid-é', 'utf8'),
+          Buffer.from('\r\ncontent-length: 2\r\n\r\n{}'),
+        ]),
+      ),
+    ),
+  );
+  const response = await transport(server.url).post('/x', '{}', undefined);
+  expect(response.trackIdHeader).toBe('tid-é');
+});
