@@ -55,6 +55,8 @@ export interface Scenario {
   idempotency?: 'none' | 'fresh' | 'replay';
   /** Share of upstream inquiries answered with a supplier failure (502). */
   failRatio?: number;
+  /** `Cache-Control` sent with every inquiry (reuse of paid answers, docs/api.md §2). */
+  cacheControl?: string;
   /** Measure the reference proxy in this scenario too (else compare with the 'no key' one). */
   reference: boolean;
   /** Count the commands of a short sample with MONITOR (client vs inside scripts). */
@@ -108,8 +110,25 @@ const SIDE_BY_SIDE_RATE = Number(process.env.BENCH_SIDE_BY_SIDE_RATE || 2000);
 if (!(SIDE_BY_SIDE_RATE > 0)) throw new Error('BENCH_SIDE_BY_SIDE_RATE must be a positive number');
 
 /** The first entry is the baseline every other scenario without its own reference run is compared with. */
+const REUSE_ENV = () => ({
+  INQUIRY_REUSE: JSON.stringify({ shahkar: { maxAgeSeconds: 86_400, share: 'client' } }),
+  REUSE_HMAC_KEY: 'bench-reuse-hmac-key-0123456789abcdef',
+});
+
 export const SCENARIOS: Scenario[] = [
   { name: 'no key', reference: true, monitor: true },
+  // Reuse (docs/api.md §2): every request after the first is a stored answer (no upstream call,
+  // no budget); and a miss with reuse (max-age=0 from one connection: nothing in flight to join,
+  // nothing old enough to reuse), which adds the lookup and the store to a paid inquiry.
+  { name: 'reuse hit', gatewayEnv: REUSE_ENV, cacheControl: 'max-age=86400', reference: false, monitor: true },
+  {
+    name: 'reuse miss',
+    gatewayEnv: REUSE_ENV,
+    cacheControl: 'max-age=0',
+    connections: 1,
+    reference: false,
+    monitor: true,
+  },
   { name: 'IBAN, no key', operation: 'iban', reference: true },
   {
     // The client's and the all-callers' budgets, never reached: one reservation script per inquiry
@@ -248,8 +267,10 @@ export function gatewayTarget(
   idempotency: Scenario['idempotency'],
   replayKey?: string,
   operation: Operation = 'shahkar',
+  cacheControl?: string,
 ): LoadTarget {
   const headers: Record<string, string> = { 'content-type': 'application/json', 'x-api-key': API_KEY };
+  if (cacheControl) headers['cache-control'] = cacheControl;
   const target: LoadTarget = { url: `${url}/v1/kyc/${operation}`, method: 'POST', headers, body: BODY[operation] };
   if (idempotency === 'replay' && replayKey) headers['idempotency-key'] = replayKey;
   if (idempotency === 'fresh') {
@@ -537,7 +558,7 @@ export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<H
         replayKey = `bench-replay-${randomUUID()}`;
         await primeIdempotencyKey(gateway.url, replayKey);
       }
-      const gatewayLoad = gatewayTarget(gateway.url, s.idempotency, replayKey, s.operation);
+      const gatewayLoad = gatewayTarget(gateway.url, s.idempotency, replayKey, s.operation, s.cacheControl);
       const referenceLoad = referenceTarget(reference.url, s.operation);
       if (s.failRatio) await sim.setFailRatio(s.failRatio);
       const gatewayRounds: ServerFigures[] = [];
@@ -584,7 +605,10 @@ export async function benchHttpOverhead(options: HttpOverheadOptions): Promise<H
       if (index === 0) baselineReference = scenarioResult.reference;
       if (s.monitor && !options.profile) {
         scenarioResult.gatewayMonitor = await monitorSample(redisUrl, MONITOR_SAMPLE_INQUIRIES, () =>
-          sequential(gatewayTarget(gateway.url, s.idempotency, replayKey), MONITOR_SAMPLE_INQUIRIES),
+          sequential(
+            gatewayTarget(gateway.url, s.idempotency, replayKey, s.operation, s.cacheControl),
+            MONITOR_SAMPLE_INQUIRIES,
+          ),
         );
         if (withReference) {
           scenarioResult.referenceMonitor = await monitorSample(redisUrl, MONITOR_SAMPLE_INQUIRIES, () =>

@@ -13,7 +13,10 @@ import { JsonLogger } from './observability/json-logger.js';
 import { knownSecrets } from './config/known-secrets.js';
 import { GatewayMetrics } from './observability/metrics.js';
 import {
+  AGE_HEADER,
   API_KEY_HEADER_IN,
+  CACHE_CONTROL_HEADER_IN,
+  CACHE_STATUS_HEADER,
   IDEMPOTENCY_KEY_HEADER_IN,
   IDEMPOTENT_REPLAYED_HEADER,
   LOCATION_HEADER,
@@ -134,6 +137,7 @@ export async function createGateway(
         API_KEY_HEADER_IN,
         IDEMPOTENCY_KEY_HEADER_IN,
         PREFER_HEADER_IN,
+        CACHE_CONTROL_HEADER_IN,
         'content-type',
         REQUEST_ID_HEADER_IN,
         'traceparent',
@@ -146,6 +150,8 @@ export async function createGateway(
         REQUEST_ID_HEADER,
         LOCATION_HEADER,
         PREFERENCE_APPLIED_HEADER,
+        AGE_HEADER,
+        CACHE_STATUS_HEADER,
       ],
       maxAge: 600,
     });

@@ -60,6 +60,20 @@ const HEADERS = {
     description: 'RFC 7240: the `Prefer` preference this answer honoured (`respond-async`, or `wait=<seconds>`).',
     schema: { type: 'string' },
   },
+  Age: {
+    description:
+      'RFC 9111: whole seconds since the reused answer completed, rounded down (only on a reused answer; `0` when ' +
+      'it joined an inquiry in flight).',
+    schema: { type: 'string', pattern: '^[0-9]+$' },
+  },
+  'Cache-Status': {
+    description:
+      'RFC 9211, when the caller allowed reuse: `verification-gateway; hit` (a stored answer), `…; fwd=miss; ' +
+      'collapsed` (joined an identical inquiry in flight), `…; fwd=stale; fwd-status=<status>` or `…; hit; ' +
+      'ttl=-<seconds>` (served under stale-if-error), `…; fwd=miss` or `…; fwd=request` on a fresh answer, plus ' +
+      '`; stored` when it was kept for reuse.',
+    schema: { type: 'string' },
+  },
   'X-Request-Id': {
     description:
       'The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem.',

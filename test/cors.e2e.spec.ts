@@ -60,18 +60,20 @@ describe('CORS for web apps (CORS_ORIGINS)', () => {
       expect(response.headers.get('access-control-allow-methods')).toContain('POST');
       const allowed = list(response.headers.get('access-control-allow-headers')).map((h) => h.toLowerCase());
       expect(allowed).toEqual(
-        expect.arrayContaining(['authorization', 'x-api-key', 'idempotency-key', 'content-type']),
+        expect.arrayContaining(['authorization', 'x-api-key', 'idempotency-key', 'content-type', 'cache-control']),
       );
       expect(response.headers.get('vary')).toContain('Origin');
     }
   });
 
-  it('lets the page read X-Track-Id, Idempotent-Replayed and Retry-After on an actual inquiry', async () => {
+  it('lets the page read X-Track-Id, Idempotent-Replayed, Retry-After, Age and Cache-Status on an actual inquiry', async () => {
     const response = await shahkar(gateway, ALLOWED);
     expect(response.status).toBe(200);
     expect(response.headers.get('access-control-allow-origin')).toBe(ALLOWED);
     const exposed = list(response.headers.get('access-control-expose-headers'));
-    expect(exposed).toEqual(expect.arrayContaining(['X-Track-Id', 'Idempotent-Replayed', 'Retry-After']));
+    expect(exposed).toEqual(
+      expect.arrayContaining(['X-Track-Id', 'Idempotent-Replayed', 'Retry-After', 'Age', 'Cache-Status']),
+    );
     expect(response.headers.get('x-track-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 

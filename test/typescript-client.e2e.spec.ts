@@ -50,6 +50,8 @@ describe('clients/typescript', () => {
       // The spent budget's day ends ~12 h from now: near its midnight, Retry-After would fall
       // within the client's retry deadline and a retry there is right (it once ran at 23:59:50).
       BUDGET_TIMEZONE: zoneAtNoon(),
+      INQUIRY_REUSE: JSON.stringify({ iban: { maxAgeSeconds: 3600, share: 'client' } }),
+      REUSE_HMAC_KEY: 'typescript-client-reuse-key-0123456789',
     });
     await untilStoreReady(gateway);
     client = new VerificationGatewayClient({ baseUrl: gateway.url, apiKey: TEST_CLIENTS.full.key });
@@ -88,6 +90,17 @@ describe('clients/typescript', () => {
     const record = await client.inquiry(first.trackId!);
     if (!record.ok) throw new Error(record.problem.code);
     expect(record.data).toMatchObject({ trackId: first.trackId, operation: 'shahkar', status: 'succeeded' });
+  });
+
+  it('maxAgeSeconds sends Cache-Control: max-age; a reused answer says so', async () => {
+    const account = { iban: 'IR062960000000100324200001' };
+    const paid = await client.iban(account, { maxAgeSeconds: 600 });
+    expect(paid).toMatchObject({ ok: true, cacheStatus: 'verification-gateway; fwd=miss; stored' });
+    const reused = await client.iban(account, { maxAgeSeconds: 600 });
+    if (!reused.ok) throw new Error(reused.problem.code);
+    expect(reused).toMatchObject({ cacheStatus: 'verification-gateway; hit', ageSeconds: expect.any(Number) });
+    expect(reused.data.reusedFrom).toBe(paid.trackId);
+    expect(sim.chargeCount(reused.trackId!)).toBe(0);
   });
 
   it('gives every refusal as a typed problem: 400 with field errors, 401, 403, 404, 429 with Retry-After', async () => {

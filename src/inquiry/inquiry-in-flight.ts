@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Caller } from '../caller-auth/caller.js';
 import { sha256 } from '../crypto/sha256.js';
 import type { RequestFacts } from '../observability/request-context.js';
+import type { ReuseDirectives } from '../reuse/cache-control.js';
+import type { ReuseInFlight } from '../reuse/reused-answer.js';
 import type { CallBudget } from '../token/authorized-upstream.js';
 import type { HeldKey } from './idempotency.service.js';
 import type { InquiryOperation, InquiryRecord, RequestHandlingType, StoredResponse } from './inquiry-record.js';
@@ -45,10 +47,14 @@ export interface InquiryInFlight {
   /** The HTTP request's facts (request-context.ts), for the lines this inquiry writes and its trace. */
   readonly facts: RequestFacts | undefined;
   readonly prefer: AsyncPreference | undefined;
+  /** The request's `Cache-Control`, when it sent one (reuse/cache-control.ts). */
+  readonly directives: ReuseDirectives | undefined;
   readonly trackId: string;
   readonly fingerprint: string;
   /** The Idempotency-Key, once this request holds it (KeyClaim). */
   key: HeldKey | undefined;
+  /** What the reuse step found, when reuse is engaged and the inquiry goes upstream (ReuseStep). */
+  reuse: ReuseInFlight | undefined;
   /** The record as written before the call (InquiryOpening). */
   record: InquiryRecord | undefined;
   /** The upstream call's timeout and deadline, from the moment the record was written. */
@@ -71,6 +77,7 @@ export function stamp(
   idempotencyKey: string | undefined,
   facts: RequestFacts | undefined,
   prefer: AsyncPreference | undefined,
+  directives?: ReuseDirectives,
 ): InquiryInFlight {
   return {
     caller,
@@ -78,9 +85,11 @@ export function stamp(
     idempotencyKey,
     facts,
     prefer,
+    directives,
     trackId: randomUUID(),
     fingerprint: fingerprintOf(request),
     key: undefined,
+    reuse: undefined,
     record: undefined,
     callBudget: undefined,
   };

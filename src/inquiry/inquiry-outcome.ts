@@ -19,6 +19,12 @@ export interface InquiryOutcome {
    * runs afresh once the cause is fixed, instead of replaying this answer for a day.
    */
   notCharged: boolean;
+  /**
+   * A failure whose request reached the upstream, with the HTTP status it answered when it did
+   * (a timeout has none): `Cache-Status: fwd=stale; fwd-status=<it>` under stale-if-error.
+   * Undefined when nothing was sent (breaker open, no token) or on success.
+   */
+  sent?: { httpStatus?: number };
 }
 
 /** The body of a successful inquiry (docs/api.md §2), also rebuilt from a record for a replay. */
@@ -66,8 +72,16 @@ export function failureOutcome(error: unknown, trackId: string, circuitRetryAfte
     upstream?: InquiryRecord['upstream'],
   ): InquiryOutcome => {
     problem.trackId = trackId;
-    return { status, notCharged, record: upstream ? { upstream } : {}, response: problemResponse(problem) };
+    return {
+      status,
+      notCharged,
+      record: upstream ? { upstream } : {},
+      response: problemResponse(problem),
+      ...(sent ? { sent } : {}),
+    };
   };
+  const sent =
+    error instanceof UpstreamError && error.kind !== 'not_sent' ? { httpStatus: error.details.httpStatus } : undefined;
   const unavailable = (detail: string, headers?: Record<string, string>) =>
     new ProblemException('upstream_unavailable', detail, headers ? { headers } : {});
 

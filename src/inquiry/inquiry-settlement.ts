@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { AppConfig } from '../config/app-config.js';
+import type { ReuseSettlement } from './answer-keeping.js';
 import { IdempotencyService } from './idempotency.service.js';
 import { InquiryBooks } from './inquiry-books.js';
 import type { InquiryResponse, OpenInquiry } from './inquiry-in-flight.js';
@@ -29,12 +30,28 @@ export class InquirySettlement {
     this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
   }
 
-  /** The answer, once both writes are stored or owed (Settlements.write takes a store's failure). */
-  async settle({ record, trackId, key }: OpenInquiry, outcome: InquiryOutcome): Promise<InquiryResponse> {
+  /**
+   * The answer, once both writes are stored or owed (Settlements.write takes a store's failure),
+   * and reuse's write (the answer kept, or its registration in flight released) is done: issued
+   * in the same turn, so it rides the same socket write (docs/performance.md).
+   */
+  async settle(
+    { record, trackId, key }: OpenInquiry,
+    outcome: InquiryOutcome,
+    reuse?: ReuseSettlement,
+  ): Promise<InquiryResponse> {
     const settled = settledRecord(record, outcome);
+    if (reuse?.reusedFrom) {
+      settled.reusedFrom = reuse.reusedFrom.trackId;
+      if (reuse.reusedFrom.hidden) settled.reusedFromHidden = true;
+    }
     const until = recordExpiry(record, this.ttlSeconds);
     const ttlLeft = () => Math.ceil((until - Date.now()) / 1000);
-    const response: StoredResponse = { ...outcome.response, trackId };
+    const response: StoredResponse = reuse?.response
+      ? { ...reuse.response, trackId }
+      : reuse?.headers
+        ? { ...outcome.response, trackId, headers: { ...outcome.response.headers, ...reuse.headers } }
+        : { ...outcome.response, trackId };
     // `failed` was not charged (docs/upstream-api.md §4.4 rule 9): its reservation is released;
     // `unknown` stays spent.
     const budget = record.reservation ? (outcome.status === 'failed' ? 'release' : 'commit') : undefined;
@@ -56,6 +73,7 @@ export class InquirySettlement {
           () => (outcome.notCharged ? this.idempotency.release(key) : this.idempotency.complete(key, response)),
           until,
         ),
+      reuse?.write?.(),
     ]);
     return { ...response, replayed: false };
   }

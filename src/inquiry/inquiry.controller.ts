@@ -6,7 +6,9 @@ import { CallerAuthGuard, CurrentCaller, RequireScopes, requireScope } from '../
 import { CallerQuotas } from '../caller-auth/caller-quotas.js';
 import { requestFacts } from '../observability/http-observability.js';
 import { ProblemException } from '../problem/problem.js';
+import { parseCacheControl } from '../reuse/cache-control.js';
 import {
+  CACHE_CONTROL_HEADER_IN,
   IDEMPOTENT_REPLAYED_HEADER,
   PREFERENCE_APPLIED_HEADER,
   PREFER_HEADER_IN,
@@ -105,8 +107,9 @@ export class InquiryController {
 
   /**
    * The steps both inquiries share, once their input is valid (`@ValidInquiry`): check the
-   * `kyc:advanced` scope (it depends on the body), count the quota (only well-formed
-   * inquiries count), run the inquiry (asynchronously with `Prefer: respond-async`), reply.
+   * `kyc:advanced` scope (it depends on the body), read `Cache-Control` (400 naming it when
+   * malformed: validation, before the quota), count the quota (only well-formed inquiries
+   * count), run the inquiry (asynchronously with `Prefer: respond-async`), reply.
    */
   private async inquire(
     caller: Caller,
@@ -116,6 +119,9 @@ export class InquiryController {
     inquiry: InquiryRequest,
   ): Promise<void> {
     if (inquiry.requestHandlingType === 'advanced') requireScope(caller, 'kyc:advanced');
+    // Without the header nothing of reuse runs (docs/performance.md).
+    const cacheControl = request.headers[CACHE_CONTROL_HEADER_IN];
+    const directives = cacheControl === undefined ? undefined : parseCacheControl(cacheControl);
     await this.quotas.consume(caller);
     const prefer = parsePrefer(request.headers[PREFER_HEADER_IN]);
     // A keyed retry held on an in-flight request frees its slot at once if its caller hangs up,
@@ -125,7 +131,10 @@ export class InquiryController {
       if (!reply.raw.writableFinished) gone.abort();
     });
     const async = prefer.respondAsync ? { waitMs: (prefer.waitSeconds ?? 0) * 1000, gone: gone.signal } : undefined;
-    send(reply, await this.inquiries.execute(caller, inquiry, idempotencyKey, requestFacts(request), async));
+    send(
+      reply,
+      await this.inquiries.execute(caller, inquiry, idempotencyKey, requestFacts(request), async, directives),
+    );
   }
 }
 

@@ -10,10 +10,13 @@ import { RedisLedgerQueue } from '../ledger/redis-ledger.queue.js';
 import { StoreCipher } from '../store/store-cipher.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { StoreModule } from '../store/store.module.js';
+import { ReuseModule } from '../reuse/reuse.module.js';
 import { TokenModule } from '../token/token.module.js';
+import { AnswerKeeping } from './answer-keeping.js';
 import { AsyncAnswers } from './async-answers.js';
 import { IdempotencyService } from './idempotency.service.js';
 import { BooksBesideRecord, BooksInRecordScript, InquiryBooks } from './inquiry-books.js';
+import { InquiryCall } from './inquiry-call.js';
 import { InquiryController } from './inquiry.controller.js';
 import { InquiryOpening } from './inquiry-opening.js';
 import { InquiryReads } from './inquiry-reads.js';
@@ -21,9 +24,12 @@ import { InquiryService } from './inquiry.service.js';
 import { InquirySettlement } from './inquiry-settlement.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
 import { KeyClaim } from './key-claim.js';
+import { LeaderWait } from './leader-wait.js';
 import { MemoryIdempotencyStore, MemoryInquiryStore } from './memory-inquiry.store.js';
 import { RedisIdempotencyStore, RedisInquiryStore } from './redis-inquiry.store.js';
 import { InquiryWaits } from './inquiry-waits.js';
+import { ReuseStep } from './reuse-step.js';
+import { ReusedAnswers } from './reused-answers.js';
 import { RunningInquiries } from './running-inquiries.js';
 import { MemorySettledNotices, RedisSettledNotices, SettledNotices } from './settled-notices.js';
 import { SettleTimes } from './settle-times.js';
@@ -32,7 +38,7 @@ import { subjectHasherFrom } from './subject-pseudonyms.js';
 import { UpstreamCall } from './upstream-call.js';
 
 @Module({
-  imports: [BudgetModule, CallerAuthModule, StoreModule, TokenModule, LedgerModule],
+  imports: [BudgetModule, CallerAuthModule, StoreModule, TokenModule, LedgerModule, ReuseModule],
   controllers: [InquiryController],
   providers: [
     {
@@ -78,8 +84,13 @@ import { UpstreamCall } from './upstream-call.js';
     // The inquiry's steps (InquiryService), its reads, and what they share.
     InquiryService,
     KeyClaim,
+    ReuseStep,
+    LeaderWait,
+    ReusedAnswers,
     InquiryOpening,
+    InquiryCall,
     UpstreamCall,
+    AnswerKeeping,
     InquirySettlement,
     AsyncAnswers,
     RunningInquiries,

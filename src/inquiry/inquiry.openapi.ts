@@ -42,6 +42,20 @@ const PREFER_ASYNC = ApiHeader({
   schema: { type: 'string', example: 'respond-async, wait=5' },
 });
 
+/** RFC 9111 `Cache-Control` on an inquiry (docs/api.md §2, "Reusing answers"). */
+const CACHE_CONTROL = ApiHeader({
+  name: 'Cache-Control',
+  required: false,
+  description:
+    'Reuse of an answer already paid for, where the operator allows it for the operation (`INQUIRY_REUSE`). ' +
+    '`max-age=<seconds>`: an answer at most that old (and never older than the operator allows) may be reused, ' +
+    'and an identical inquiry in flight is joined (`max-age=0` only joins). `stale-if-error=<seconds>`: an ' +
+    'answer up to that much older is served instead of a 502, 503 `upstream_unavailable` or 504. `no-cache`: a ' +
+    'fresh inquiry; `no-store`: the fresh answer is not kept; `only-if-cached`: 504 `not_cached` when nothing is ' +
+    'reusable. A `max-age` or `stale-if-error` that is not a whole number of seconds is a 400 on `Cache-Control`.',
+  schema: { type: 'string', example: 'max-age=600' },
+});
+
 /** RFC 7240 `Prefer: wait` on a read: a long-poll. */
 const PREFER_WAIT = ApiHeader({
   name: 'Prefer',
@@ -75,6 +89,7 @@ export function ApiInquiry(options: { summary: string; scope: Scope; body: Type<
     ApiBody({ type: options.body, required: true }),
     IDEMPOTENCY_KEY,
     PREFER_ASYNC,
+    CACHE_CONTROL,
     ApiAcceptedResponse({
       type: InquiryAcceptedDto,
       description:
@@ -89,10 +104,14 @@ export function ApiInquiry(options: { summary: string; scope: Scope; body: Type<
     }),
     ApiOkResponse({
       type: InquiryResultDto,
-      description: 'The upstream service answered; `data` is its answer.',
+      description:
+        'The upstream service answered; `data` is its answer. A reused answer (the caller sent `Cache-Control`) has ' +
+        'its own trackId, `reusedFrom`, `Age` and `Cache-Status`.',
       headers: {
         'X-Track-Id': responseHeader('X-Track-Id', true),
         'Idempotent-Replayed': responseHeader('Idempotent-Replayed'),
+        Age: responseHeader('Age'),
+        'Cache-Status': responseHeader('Cache-Status'),
       },
     }),
     ApiProblemResponses(
@@ -112,6 +131,7 @@ export function ApiInquiry(options: { summary: string; scope: Scope; body: Type<
         'auth_unavailable',
         'store_unavailable',
         'upstream_timeout',
+        'not_cached',
       ],
       {
         409: { 'X-Track-Id': responseHeader('X-Track-Id') },

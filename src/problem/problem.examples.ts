@@ -62,6 +62,10 @@ const EXAMPLES: Record<ProblemCode, ProblemException> = {
     'The verification service did not answer in time; the outcome is unknown.',
     { trackId: TRACK_ID },
   ),
+  not_cached: new ProblemException(
+    'not_cached',
+    'No answer within the allowed age is held for this question, and only-if-cached forbids asking the verification service.',
+  ),
   internal: new ProblemException('internal', 'An unexpected error occurred.'),
 };
 

@@ -42,6 +42,7 @@ const WHEN: Record<ProblemCode, string> = {
   store_unavailable:
     '`store_unavailable`: the record store is unreachable; nothing was sent upstream (with `Retry-After`)',
   upstream_timeout: '`upstream_timeout`: no upstream answer in time; the inquiry is recorded as `unknown`',
+  not_cached: '`not_cached`: `Cache-Control: only-if-cached` and no reusable answer; nothing was sent or recorded',
   internal: '`internal`: anything else; no internal detail in the body',
 };
 

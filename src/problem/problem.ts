@@ -29,6 +29,8 @@ export const PROBLEM_STATUS = {
   /** Not in the contract's table: a JWT cannot be checked now (identity provider unreachable, no usable keys). */
   auth_unavailable: 503,
   upstream_timeout: 504,
+  /** `Cache-Control: only-if-cached` with nothing reusable (docs/api.md §2, "Reusing answers"): nothing sent, nothing recorded. */
+  not_cached: 504,
   internal: 500,
 } as const;
 
@@ -53,6 +55,7 @@ const TITLES: Record<ProblemCode, string> = {
   store_unavailable: 'Record store unavailable',
   auth_unavailable: 'Authentication temporarily unavailable',
   upstream_timeout: 'Verification service timed out',
+  not_cached: 'No reusable answer',
   internal: 'Internal error',
 };
 

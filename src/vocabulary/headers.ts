@@ -32,3 +32,7 @@ export const PREFER_HEADER_IN = 'prefer';
 /** RFC 9111 request directives: a caller's consent to a reused answer (docs/api.md §2, "Reusing answers"). */
 export const CACHE_CONTROL_HEADER = 'Cache-Control';
 export const CACHE_CONTROL_HEADER_IN = 'cache-control';
+/** RFC 9111 §5.1: whole seconds since a reused answer completed (only on reused answers). */
+export const AGE_HEADER = 'Age';
+/** RFC 9211: how the gateway's answer store handled the request (docs/api.md §2, "Reusing answers"). */
+export const CACHE_STATUS_HEADER = 'Cache-Status';

@@ -43,6 +43,12 @@ function ledgerWhere(ledger: { databaseUrl?: unknown; dataDir: string }): string
   return `PGlite in ${shown}: kept when the sandbox stops and restarts (LEDGER_DATA_DIR)`;
 }
 
+/** The sandbox's reuse policy: a day for Shahkar answers within a client, a week for IBANs company-wide. */
+const SANDBOX_REUSE = JSON.stringify({
+  shahkar: { maxAgeSeconds: 86_400, share: 'client' },
+  iban: { maxAgeSeconds: 604_800, share: 'company' },
+});
+
 async function main(): Promise<void> {
   const apiKey = process.env.SANDBOX_API_KEY || randomBytes(24).toString('base64url');
   const narrowKey = `${apiKey}-shahkar-only`;
@@ -72,6 +78,11 @@ async function main(): Promise<void> {
     JWT_AUDIENCE: SANDBOX_JWT_AUDIENCE,
     // The sandbox's throwaway key, unless the operator gave a ring (STORE_ENCRYPTION_KEYS or its _FILE).
     ...(storeKeys ? { STORE_ENCRYPTION_KEYS: storeKeys.keys } : {}),
+    // Reuse of paid answers on (docs/api.md §2), with a throwaway key, unless the operator set them.
+    ...(process.env.INQUIRY_REUSE || process.env.INQUIRY_REUSE_FILE ? {} : { INQUIRY_REUSE: SANDBOX_REUSE }),
+    ...(process.env.REUSE_HMAC_KEY || process.env.REUSE_HMAC_KEY_FILE
+      ? {}
+      : { REUSE_HMAC_KEY: randomBytes(32).toString('base64url') }),
     REDIS_URL: undefined,
     REDIS_SENTINELS: undefined,
     REDIS_CLUSTER_NODES: undefined,
@@ -112,6 +123,7 @@ async function main(): Promise<void> {
       '',
       `  curl -s -X POST ${url}/v1/kyc/shahkar -H 'X-Api-Key: ${apiKey}' -H 'Content-Type: application/json' \\`,
       `       -d '{"nationalCode":"0499370899","mobileNumber":"09121234567"}'`,
+      `  (add -i -H 'Cache-Control: max-age=600' and send it twice: the second is reused, see Age and Cache-Status)`,
       '',
       `The ledger (${ledgerWhere(config.ledger)}; an entry a moment after each inquiry):`,
       `  curl -s '${opsUrl}/admin/ledger?from=${today}&to=${tomorrow}' -H 'X-Api-Key: ${apiKey}'`,

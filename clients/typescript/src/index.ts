@@ -39,6 +39,10 @@ interface AnswerFacts {
   attempts: number;
   /** `Idempotent-Replayed: true`: the stored answer to an earlier request with the same key. */
   replayed: boolean;
+  /** `Cache-Status`, when reuse was asked for (`maxAgeSeconds`): e.g. `verification-gateway; hit`. */
+  cacheStatus?: string;
+  /** `Age`: whole seconds since a reused answer completed (only on a reused answer). */
+  ageSeconds?: number;
 }
 
 /** What a call gives back: the data with the facts of its answer, or the problem. */
@@ -97,6 +101,12 @@ export interface InquiryOptions extends CallOptions {
   idempotencyKey?: string | true;
   /** Retries for this call (see RetryPolicy); `true` for the defaults. */
   retry?: RetryPolicy | boolean;
+  /**
+   * `Cache-Control: max-age=<n>`: an answer the gateway already paid for, at most this many
+   * seconds old, may be reused (where its operator allows it), and an identical inquiry in flight
+   * is joined (0 only joins). A reused answer has `data.reusedFrom`, `ageSeconds`, `cacheStatus`.
+   */
+  maxAgeSeconds?: number;
 }
 
 export interface AsyncOptions {
@@ -176,9 +186,15 @@ export class VerificationGatewayClient {
     const prefer = asyncOptions
       ? `respond-async, wait=${Math.min(60, Math.max(0, Math.floor(asyncOptions.waitSeconds ?? 0)))}`
       : undefined;
+    const cacheControl =
+      options.maxAgeSeconds === undefined ? undefined : `max-age=${Math.max(0, Math.floor(options.maxAgeSeconds))}`;
     const started = Date.now();
     const answer = await this.withRetries(policyOf(options.retry ?? this.options.retry), options.signal, async () => {
-      const headers = await this.headers(options, { 'Idempotency-Key': idempotencyKey, Prefer: prefer });
+      const headers = await this.headers(options, {
+        'Idempotency-Key': idempotencyKey,
+        Prefer: prefer,
+        'Cache-Control': cacheControl,
+      });
       // openapi-fetch types the body per path; the overloads above keep body and operation paired.
       const post = this.http.POST as (
         path: string,
@@ -334,6 +350,8 @@ function settle<T>(answer: { data?: T; error?: unknown; response: Response }): R
     requestId: response.headers.get('x-request-id') ?? undefined,
     attempts: 1,
     replayed: response.headers.get('idempotent-replayed') === 'true',
+    ...(response.headers.has('cache-status') ? { cacheStatus: response.headers.get('cache-status')! } : {}),
+    ...(response.headers.has('age') ? { ageSeconds: Number(response.headers.get('age')) } : {}),
   };
   if (response.ok && answer.data !== undefined) return { ok: true, ...facts, data: answer.data };
   const contentType = response.headers.get('content-type');

@@ -311,7 +311,7 @@ export interface components {
          * @description Stable machine-readable code.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "headers_too_large" | "idempotency_key_reused" | "upstream_rejected" | "rate_limited" | "budget_exhausted" | "upstream_error" | "upstream_unavailable" | "store_unavailable" | "auth_unavailable" | "upstream_timeout" | "internal";
+        ProblemCode: "validation_failed" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "headers_too_large" | "idempotency_key_reused" | "upstream_rejected" | "rate_limited" | "budget_exhausted" | "upstream_error" | "upstream_unavailable" | "store_unavailable" | "auth_unavailable" | "upstream_timeout" | "not_cached" | "internal";
         /** @description One bad field. The message never repeats the submitted value. */
         FieldError: {
             /**
@@ -393,6 +393,11 @@ export interface components {
             data: {
                 [key: string]: unknown;
             };
+            /**
+             * Format: uuid
+             * @description On a reused answer: the trackId of the inquiry whose answer was reused (docs/api.md §2, "Reusing answers"); left out when another client paid for it (under `share: company`).
+             */
+            reusedFrom?: string;
         };
         /** @description Accepted: the inquiry goes on; read its result at `Location`. */
         InquiryAccepted: {
@@ -469,6 +474,11 @@ export interface components {
             data?: {
                 [key: string]: unknown;
             };
+            /**
+             * Format: uuid
+             * @description On a reused answer: the trackId of the inquiry whose answer was reused (docs/api.md §2, "Reusing answers"); left out when another client paid for it (under `share: company`).
+             */
+            reusedFrom?: string;
         };
         /** @description The running build (as `vgw_build_info`). */
         StatusBuild: {
@@ -593,6 +603,10 @@ export interface components {
         Location: string;
         /** @description RFC 7240: the `Prefer` preference this answer honoured (`respond-async`, or `wait=<seconds>`). */
         "Preference-Applied": string;
+        /** @description RFC 9111: whole seconds since the reused answer completed, rounded down (only on a reused answer; `0` when it joined an inquiry in flight). */
+        Age: string;
+        /** @description RFC 9211, when the caller allowed reuse: `verification-gateway; hit` (a stored answer), `…; fwd=miss; collapsed` (joined an identical inquiry in flight), `…; fwd=stale; fwd-status=<status>` or `…; hit; ttl=-<seconds>` (served under stale-if-error), `…; fwd=miss` or `…; fwd=request` on a fresh answer, plus `; stored` when it was kept for reuse. */
+        "Cache-Status": string;
         /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
         "X-Request-Id": string;
     };
@@ -971,6 +985,8 @@ export interface operations {
                 "Idempotency-Key"?: string;
                 /** @description `respond-async, wait=<seconds>` (0–60; `respond-async` alone means 0): if the inquiry has not settled within the wait, the answer is 202 with `Location`, and the inquiry goes on and settles its record as a synchronous one would. Within the wait, the answer is exactly the synchronous one. With an `Idempotency-Key`, a retry while the first is in flight gets the same 202 instead of 409. Other preferences are ignored. */
                 Prefer?: string;
+                /** @description Reuse of an answer already paid for, where the operator allows it for the operation (`INQUIRY_REUSE`). `max-age=<seconds>`: an answer at most that old (and never older than the operator allows) may be reused, and an identical inquiry in flight is joined (`max-age=0` only joins). `stale-if-error=<seconds>`: an answer up to that much older is served instead of a 502, 503 `upstream_unavailable` or 504. `no-cache`: a fresh inquiry; `no-store`: the fresh answer is not kept; `only-if-cached`: 504 `not_cached` when nothing is reusable. A `max-age` or `stale-if-error` that is not a whole number of seconds is a 400 on `Cache-Control`. */
+                "Cache-Control"?: string;
                 /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };
@@ -983,13 +999,15 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The upstream service answered; `data` is its answer. */
+            /** @description The upstream service answered; `data` is its answer. A reused answer (the caller sent `Cache-Control`) has its own trackId, `reusedFrom`, `Age` and `Cache-Status`. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description The inquiry’s trackId (UUID v4), once the gateway stamped one. */
                     "X-Track-Id": string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    Age: components["headers"]["Age"];
+                    "Cache-Status": components["headers"]["Cache-Status"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1147,7 +1165,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `upstream_timeout`: no upstream answer in time; the inquiry is recorded as `unknown`. */
+            /** @description `upstream_timeout`: no upstream answer in time; the inquiry is recorded as `unknown`; `not_cached`: `Cache-Control: only-if-cached` and no reusable answer; nothing was sent or recorded. */
             504: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1169,6 +1187,8 @@ export interface operations {
                 "Idempotency-Key"?: string;
                 /** @description `respond-async, wait=<seconds>` (0–60; `respond-async` alone means 0): if the inquiry has not settled within the wait, the answer is 202 with `Location`, and the inquiry goes on and settles its record as a synchronous one would. Within the wait, the answer is exactly the synchronous one. With an `Idempotency-Key`, a retry while the first is in flight gets the same 202 instead of 409. Other preferences are ignored. */
                 Prefer?: string;
+                /** @description Reuse of an answer already paid for, where the operator allows it for the operation (`INQUIRY_REUSE`). `max-age=<seconds>`: an answer at most that old (and never older than the operator allows) may be reused, and an identical inquiry in flight is joined (`max-age=0` only joins). `stale-if-error=<seconds>`: an answer up to that much older is served instead of a 502, 503 `upstream_unavailable` or 504. `no-cache`: a fresh inquiry; `no-store`: the fresh answer is not kept; `only-if-cached`: 504 `not_cached` when nothing is reusable. A `max-age` or `stale-if-error` that is not a whole number of seconds is a 400 on `Cache-Control`. */
+                "Cache-Control"?: string;
                 /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };
@@ -1181,13 +1201,15 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The upstream service answered; `data` is its answer. */
+            /** @description The upstream service answered; `data` is its answer. A reused answer (the caller sent `Cache-Control`) has its own trackId, `reusedFrom`, `Age` and `Cache-Status`. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description The inquiry’s trackId (UUID v4), once the gateway stamped one. */
                     "X-Track-Id": string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    Age: components["headers"]["Age"];
+                    "Cache-Status": components["headers"]["Cache-Status"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1345,7 +1367,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `upstream_timeout`: no upstream answer in time; the inquiry is recorded as `unknown`. */
+            /** @description `upstream_timeout`: no upstream answer in time; the inquiry is recorded as `unknown`; `not_cached`: `Cache-Control: only-if-cached` and no reusable answer; nothing was sent or recorded. */
             504: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -25,6 +25,15 @@ export class InquiryResultDto {
 
   @ApiProperty({ ...UPSTREAM_DATA, example: { isMatch: true } })
   data!: Record<string, unknown>;
+
+  @ApiPropertyOptional({
+    type: String,
+    format: 'uuid',
+    description:
+      'On a reused answer: the trackId of the inquiry whose answer was reused (docs/api.md §2, "Reusing answers"); ' +
+      'left out when another client paid for it (under `share: company`).',
+  })
+  reusedFrom?: string;
 }
 
 /** The 202 answer of an inquiry with `Prefer: respond-async` (docs/api.md §2, "Asynchronous answers"). */
@@ -86,4 +95,13 @@ export class InquiryRecordDto {
 
   @ApiPropertyOptional({ ...UPSTREAM_DATA, description: `${UPSTREAM_DATA.description} Present once succeeded.` })
   data?: Record<string, unknown>;
+
+  @ApiPropertyOptional({
+    type: String,
+    format: 'uuid',
+    description:
+      'On a reused answer: the trackId of the inquiry whose answer was reused (docs/api.md §2, "Reusing answers"); ' +
+      'left out when another client paid for it (under `share: company`).',
+  })
+  reusedFrom?: string;
 }

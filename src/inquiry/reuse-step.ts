@@ -1,0 +1,146 @@
+import { randomInt } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import type { AppConfig } from '../config/app-config.js';
+import { ProblemException } from '../problem/problem.js';
+import { AnswerStore, type ReuseAllowance, type ReuseLookup } from '../reuse/answer-store.js';
+import { reuseAllowance } from '../reuse/reuse-allowance.js';
+import { ReuseCounters } from '../reuse/reuse-counters.js';
+import { ReuseQuestions } from '../reuse/reuse-key.js';
+import type { StaleAnswer } from '../reuse/reused-answer.js';
+import { inquiryBudget } from './inquiry-deadline.js';
+import type { InquiryInFlight, InquiryResponse } from './inquiry-in-flight.js';
+import { LeaderWait } from './leader-wait.js';
+import { ReusedAnswers, type ReusedSource } from './reused-answers.js';
+
+/** A waiter whose leader did not succeed goes on alone after a random delay up to this: no stampede. */
+export const JOIN_FALLBACK_JITTER_MS = 250;
+
+/**
+ * The reuse step (docs/api.md §2, "Reusing answers"; decision 0014), after the Idempotency-Key
+ * claim and before the budget: a stored answer within the caller's `max-age` and the operator's
+ * `maxAgeSeconds` answers at once (`hit`); else an identical inquiry in flight is joined and its
+ * answer reused if it succeeds (`collapsed`); else the inquiry goes on, registered as the one in
+ * flight (`inquiry.reuse`, for AnswerKeeping after the call). Without `Cache-Control`, or for an
+ * operation the operator does not share, it returns at once: no Redis command.
+ */
+@Injectable()
+export class ReuseStep {
+  private readonly upstreamSettings: AppConfig['upstream'];
+
+  constructor(
+    config: ConfigService<AppConfig, true>,
+    private readonly questions: ReuseQuestions,
+    private readonly store: AnswerStore,
+    private readonly counters: ReuseCounters,
+    private readonly leaders: LeaderWait,
+    private readonly reused: ReusedAnswers,
+  ) {
+    this.upstreamSettings = config.get('upstream', { infer: true });
+  }
+
+  /**
+   * The reused answer, or undefined: the inquiry goes on (with `inquiry.reuse` set when reuse is
+   * engaged). `only-if-cached` with nothing reusable: 504 `not_cached`, nothing written (the
+   * claim is the caller's to undo).
+   */
+  async answer(inquiry: InquiryInFlight): Promise<InquiryResponse | undefined> {
+    const { directives, request } = inquiry;
+    if (!directives) return undefined;
+    const question = this.questions.of(inquiry.caller, request.operation, request.fields);
+    const allowance = question && reuseAllowance(directives, question.policy);
+    if (!question || !allowance) {
+      if (directives.onlyIfCached) throw this.notCached(inquiry);
+      // `no-cache` with max-age: nothing reused or joined, but the fresh answer is kept.
+      if (question && directives.keep) {
+        inquiry.reuse = { question, directives, leading: false, forwardedByRequest: true };
+      }
+      return undefined;
+    }
+    const arrivedAt = Date.now();
+    const ownDeadline = inquiryBudget(this.upstreamSettings, request.requestHandlingType, arrivedAt).deadline;
+    // An asynchronous caller has no record of its own to answer 202 about while it waits: it never joins.
+    const asked: ReuseAllowance = inquiry.prefer ? { ...allowance, join: false } : allowance;
+    let found: ReuseLookup;
+    try {
+      found = await this.store.lookupOrJoin(question.key, request.requestHandlingType, asked, {
+        trackId: inquiry.trackId,
+        deadlineMs: ownDeadline,
+      });
+    } catch {
+      // The answer store failing costs reuse, never the inquiry: it goes on fresh (the opening's
+      // own write says whether the store can record it at all).
+      if (directives.onlyIfCached) throw this.notCached(inquiry);
+      inquiry.reuse = { question, directives, leading: false, forwardedByRequest: false };
+      return undefined;
+    }
+    if (found.result === 'hit') return this.reuse(inquiry, found.answer, found.ageMs, 'hit');
+    if (!allowance.lead) throw this.notCached(inquiry);
+    const stale: StaleAnswer | undefined = found.stale && {
+      ...found.stale,
+      measuredAt: arrivedAt,
+      maxAgeMs: allowance.maxAgeMs,
+      limitMs: allowance.maxAgeMs + allowance.staleMs,
+    };
+    if (found.result === 'join') {
+      const leader = await this.leaders.settled(found.leader.trackId, Math.min(found.leader.deadlineMs, ownDeadline));
+      if (leader?.status === 'succeeded') {
+        // Joined while the leader was in flight (its answer and its registration end in one
+        // script), so it arrived before the leader completed: `collapsed`, Age 0.
+        const { trackId, clientId, data, upstream } = leader;
+        return this.reuse(inquiry, { trackId, clientId, data, upstream }, 0, 'join');
+      }
+      // Its failure is never handed on: the waiter sends its own, never joining again, after a
+      // random delay so that the waiters of one failed leader do not all call at once
+      // (test/reuse-path.e2e.spec.ts, 'a failed leader's waiters each send their own, spread').
+      await delay(randomInt(JOIN_FALLBACK_JITTER_MS + 1));
+      inquiry.reuse = { question, directives, leading: false, forwardedByRequest: false, stale };
+      return undefined;
+    }
+    inquiry.reuse = { question, directives, leading: found.leading, forwardedByRequest: found.storedTooOld, stale };
+    return undefined;
+  }
+
+  /**
+   * Ends the registration in flight of an inquiry refused before it was recorded (budget, store),
+   * and wakes its waiters so that they go on alone at once rather than at its deadline.
+   */
+  async abandon(inquiry: InquiryInFlight): Promise<void> {
+    const reuse = inquiry.reuse;
+    if (!reuse?.leading) return;
+    reuse.leading = false;
+    try {
+      await this.store.release(reuse.question.key, inquiry.request.requestHandlingType, inquiry.trackId);
+    } catch {
+      // Its lease ends at its deadline anyway.
+    }
+    await this.leaders.announce(inquiry.trackId);
+  }
+
+  private async reuse(
+    inquiry: InquiryInFlight,
+    source: ReusedSource,
+    ageMs: number,
+    result: 'hit' | 'join',
+  ): Promise<InquiryResponse> {
+    const { operation } = inquiry.request;
+    const { response, unitsSaved } = await this.reused.answer(inquiry, source, ageMs, {
+      kind: result === 'hit' ? 'hit' : 'collapsed',
+    });
+    this.counters.count(operation, result);
+    this.counters.saved(operation, unitsSaved);
+    return response;
+  }
+
+  private notCached(inquiry: InquiryInFlight): ProblemException {
+    this.counters.count(inquiry.request.operation, 'not_cached');
+    return new ProblemException(
+      'not_cached',
+      'No answer within the allowed age is held for this question, and only-if-cached forbids asking the verification service.',
+    );
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
