@@ -16,7 +16,8 @@ import { Readable } from 'node:stream';
 import { LedgerReads } from '../src/ledger/ledger-reads.js';
 import { Reconciliations } from '../src/ledger/reconciliation.js';
 import { ProblemException } from '../src/problem/problem.js';
-import { LedgerStore, usage } from '../src/ledger/ledger.store.js';
+import { LedgerStore } from '../src/ledger/ledger.store.js';
+import { usage } from '../src/ledger/ledger-usage.js';
 import type { ResolutionListener } from '../src/ledger/resolution-listener.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { PostgresServer } from './support/postgres-server.js';
@@ -238,7 +239,7 @@ describe.each([
       // The resolutions are committed; the answer says their budget moves are pending, not "nothing was sent".
       await expect(reconciliations.reconcile(csv(unknown.trackId))).rejects.toMatchObject({
         code: 'store_unavailable',
-        detail: expect.stringContaining('pending') as unknown,
+        detail: expect.stringContaining('pending'),
       });
       const again = await reconciliations.reconcile(csv(unknown.trackId));
       // Nothing appended the second time, yet the budget is told.

@@ -60,6 +60,10 @@ class StatusRoutesSchema {
   @ApiProperty({ type: Boolean }) usage!: boolean;
   @ApiProperty({ type: Boolean }) budgets!: boolean;
   @ApiProperty({ type: Boolean }) reconciliations!: boolean;
+  @ApiProperty({ type: Boolean }) inquiries!: boolean;
+  @ApiProperty({ type: Boolean }) trends!: boolean;
+  @ApiProperty({ type: Boolean }) forecast!: boolean;
+  @ApiProperty({ type: Boolean }) parked!: boolean;
 }
 
 @ApiSchema({ name: 'GatewayStatus', description: "One replica's state, for the operators' console." })

@@ -120,6 +120,17 @@ const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> 
       DELETE FROM ledger_results WHERE left(sealed_data, 7) <> 'enc:v1:';
     `,
   },
+  {
+    version: 7,
+    name: 'the upstream message beside its code',
+    sql: `
+      -- The upstream's meta.message of a settled call (bounded, long digit runs masked:
+      -- ledger-entry.ts, upstreamMessageOf), so that the console shows a failure's message beside
+      -- its code after the Redis record is gone. NULL for entries written before. Version 6 is
+      -- another change's (versions need not be contiguous: each is applied once by its number).
+      ALTER TABLE ledger_entries ADD COLUMN upstream_message text;
+    `,
+  },
 ];
 
 /** A key of its own for pg_advisory_xact_lock: 'vgw-ledger' as a 64-bit number. */

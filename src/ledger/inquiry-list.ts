@@ -1,0 +1,140 @@
+import type { Charged, EntryStatus, LedgerEntry } from './ledger-entry.js';
+import { ENTRY_COLUMNS, LATEST_FIRST, toEntry, type EntryRow } from './ledger-rows.js';
+import type { LedgerStore } from './ledger.store.js';
+import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
+
+/** The list's filter (docs/api.md §7, `GET /admin/inquiries`): each inquiry judged by its latest fact. */
+export interface InquiryFilter {
+  from: Date;
+  to: Date;
+  clientId?: string;
+  operation?: InquiryOperation;
+  handling?: RequestHandlingType;
+  status?: EntryStatus;
+  charged?: Charged;
+  /** An answer reused from an earlier inquiry (the `reused_from` column, when this ledger has it). */
+  reused?: boolean;
+}
+
+/** Where a page ends: its last inquiry's (createdAt, trackId), the list's order. */
+export interface ListCursor {
+  createdAt: string;
+  trackId: string;
+}
+
+export interface InquiryPage {
+  /** The latest fact of each inquiry, newest first. */
+  inquiries: LedgerEntry[];
+  /** The cursor of the next page; absent on the last one. */
+  next?: ListCursor;
+}
+
+/** Rows a page of the list may hold. */
+export const MAX_LIST_ROWS = 500;
+
+/**
+ * The inquiries of a period, newest first, one row per inquiry (its latest fact: a
+ * reconciliation over a settlement over an overdue entry), paged by keyset on
+ * (created_at, track_id): the index ledger_entries_created read backwards, partitions in
+ * order, no OFFSET, so a page costs the same at the millionth row as at the first
+ * (bench/console-load.ts measures it). The filters on the inquiry's fixed fields (client,
+ * operation, handling) narrow the scan; status, charged and reused judge the latest fact.
+ */
+export class InquiryList {
+  constructor(private readonly store: LedgerStore) {}
+
+  async page(filter: InquiryFilter, after: ListCursor | undefined, limit: number): Promise<InquiryPage> {
+    await this.store.ready();
+    const reused = (await hasReusedColumn(this.store))
+      ? '($11::boolean IS NULL OR (reused_from IS NOT NULL) = $11)'
+      : // Before the reuse change's column exists no answer is a reused one.
+        '($11::boolean IS NULL OR $11 = false)';
+    // No ORDER BY outside: the subquery's order (DISTINCT ON's) is kept by the filter and the
+    // LIMIT above it, where a second sort would read the whole period before the first row.
+    const rows = await this.store.db.query<EntryRow & { reused_from?: string | null }>(
+      `SELECT ${ENTRY_COLUMNS} FROM (
+         SELECT DISTINCT ON (e.created_at, e.track_id) e.*
+         FROM ledger_entries e
+         WHERE e.created_at >= $1 AND e.created_at < $2
+           AND ($3::timestamptz IS NULL OR (e.created_at, e.track_id) < ($3, $4::uuid))
+           AND ($5::text IS NULL OR e.client_id = $5)
+           AND ($6::text IS NULL OR e.operation = $6)
+           AND ($7::text IS NULL OR e.request_handling_type = $7)
+         ORDER BY e.created_at DESC, e.track_id DESC, ${LATEST_FIRST}) latest
+       WHERE ($8::text IS NULL OR status = $8) AND ($9::text IS NULL OR charged = $9) AND ${reused}
+       LIMIT $10`,
+      [
+        filter.from,
+        filter.to,
+        after?.createdAt ?? null,
+        after?.trackId ?? null,
+        filter.clientId ?? null,
+        filter.operation ?? null,
+        filter.handling ?? null,
+        filter.status ?? null,
+        filter.charged ?? null,
+        limit + 1,
+        filter.reused ?? null,
+      ],
+    );
+    const inquiries = rows.slice(0, limit).map(toEntry);
+    const last = inquiries[inquiries.length - 1];
+    return rows.length > limit
+      ? { inquiries, next: { createdAt: last.createdAt, trackId: last.trackId } }
+      : { inquiries };
+  }
+
+  /** Every inquiry of the filter, a page at a time (the export's `latest=true`): memory holds one page. */
+  async *all(filter: InquiryFilter): AsyncGenerator<LedgerEntry> {
+    let after: ListCursor | undefined;
+    do {
+      const page = await this.page(filter, after, MAX_LIST_ROWS * 10);
+      yield* page.inquiries;
+      after = page.next;
+    } while (after);
+  }
+}
+
+const reusedColumns = new WeakMap<LedgerStore, Promise<boolean>>();
+
+/**
+ * Whether the reuse change's migration (version 6, `reused_from`) has run on this database:
+ * asked once per store. Until it has, no inquiry counts as reused.
+ */
+export function hasReusedColumn(store: LedgerStore): Promise<boolean> {
+  let known = reusedColumns.get(store);
+  if (!known) {
+    known = store.db
+      .query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM information_schema.columns
+         WHERE table_name = 'ledger_entries' AND column_name = 'reused_from'`,
+      )
+      .then((rows) => (rows[0]?.n ?? 0) > 0);
+    // A failure is not remembered: the next call asks again.
+    known.catch(() => reusedColumns.delete(store));
+    reusedColumns.set(store, known);
+  }
+  return known;
+}
+
+/** The cursor as the client holds it: opaque (base64url of JSON), checked when read back. */
+export function encodeCursor(cursor: ListCursor): string {
+  return Buffer.from(JSON.stringify([cursor.createdAt, cursor.trackId])).toString('base64url');
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Undefined when the text is not a cursor this list wrote. */
+export function decodeCursor(text: string): ListCursor | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+    if (!Array.isArray(value) || value.length !== 2) return undefined;
+    const [createdAt, trackId] = value as unknown[];
+    if (typeof createdAt !== 'string' || typeof trackId !== 'string' || !UUID.test(trackId)) return undefined;
+    if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/.test(createdAt) || Number.isNaN(Date.parse(createdAt)))
+      return undefined;
+    return { createdAt, trackId };
+  } catch {
+    return undefined;
+  }
+}

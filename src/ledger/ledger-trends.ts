@@ -1,0 +1,131 @@
+import { LATEST_FIRST } from './ledger-rows.js';
+import type { LedgerStore } from './ledger.store.js';
+
+/** One day × client × operation of GET /admin/trends (docs/api.md §7). */
+export interface TrendRow {
+  /** The day in BUDGET_TIMEZONE, `2026-11-24` (Gregorian: the page writes it on the configured calendar). */
+  day: string;
+  clientId: string;
+  operation: string;
+  inquiries: number;
+  succeeded: number;
+  failed: number;
+  unknown: number;
+  /** Answers reused from an earlier inquiry (0 until this ledger records reuse). */
+  reused: number;
+  /** Cost units of inquiries charged or possibly charged: what was spent, never a failed inquiry's price. */
+  unitsSpent: number;
+}
+
+/** Failed inquiries of one day and client by the upstream's code (no code: the gateway's own failure). */
+export interface FailureRow {
+  day: string;
+  clientId: string;
+  upstreamCode: number | null;
+  /** The latest upstream message recorded for that code, when the ledger has one. */
+  upstreamMessage: string | null;
+  count: number;
+}
+
+export interface Trends {
+  rows: TrendRow[];
+  failures: FailureRow[];
+}
+
+interface Group {
+  day: string;
+  client_id: string;
+  operation: string;
+  status: 'succeeded' | 'failed' | 'unknown';
+  upstream_code: number | null;
+  upstream_message: string | null;
+  reused: boolean;
+  n: number;
+  units_spent: number;
+}
+
+/**
+ * Per day (in `timeZone`), client and operation, each inquiry counted once by its latest fact:
+ * one aggregate, its groups folded here into the day × client × operation rows and the failures
+ * by upstream code. Small whatever the number of entries (days × clients × operations × codes).
+ */
+export async function trends(
+  store: LedgerStore,
+  from: Date,
+  to: Date,
+  timeZone: string,
+  hasReused: boolean,
+): Promise<Trends> {
+  await store.ready();
+  const groups = await store.db.query<Group>(
+    `WITH latest AS (
+       SELECT DISTINCT ON (track_id) track_id, client_id, operation, created_at, status, charged, cost_units,
+         upstream_code, upstream_message, ${hasReused ? 'reused_from IS NOT NULL' : 'false'} AS reused
+       FROM ledger_entries WHERE created_at >= $1 AND created_at < $2
+       ORDER BY track_id, ${LATEST_FIRST})
+     SELECT to_char(created_at AT TIME ZONE $3, 'YYYY-MM-DD') AS day, client_id, operation, status,
+       CASE WHEN status = 'failed' THEN upstream_code END AS upstream_code,
+       CASE WHEN status = 'failed' THEN max(upstream_message) END AS upstream_message,
+       reused, count(*)::int AS n,
+       (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::int AS units_spent
+     FROM latest GROUP BY 1, 2, 3, 4, 5, 7 ORDER BY 1, 2, 3`,
+    [from, to, timeZone],
+  );
+  const rows = new Map<string, TrendRow>();
+  const failures = new Map<string, FailureRow>();
+  for (const group of groups) {
+    const key = `${group.day}|${group.client_id}|${group.operation}`;
+    let row = rows.get(key);
+    if (!row) {
+      row = {
+        day: group.day,
+        clientId: group.client_id,
+        operation: group.operation,
+        inquiries: 0,
+        succeeded: 0,
+        failed: 0,
+        unknown: 0,
+        reused: 0,
+        unitsSpent: 0,
+      };
+      rows.set(key, row);
+    }
+    row.inquiries += group.n;
+    row[group.status] += group.n;
+    if (group.reused) row.reused += group.n;
+    row.unitsSpent += group.units_spent;
+    if (group.status !== 'failed') continue;
+    const failureKey = `${group.day}|${group.client_id}|${group.upstream_code}`;
+    const failure = failures.get(failureKey);
+    if (failure) {
+      failure.count += group.n;
+      failure.upstreamMessage ??= group.upstream_message;
+    } else
+      failures.set(failureKey, {
+        day: group.day,
+        clientId: group.client_id,
+        upstreamCode: group.upstream_code,
+        upstreamMessage: group.upstream_message,
+        count: group.n,
+      });
+  }
+  return { rows: [...rows.values()], failures: [...failures.values()] };
+}
+
+/**
+ * Units spent per client from `from` to `to` (charged or possibly charged, each inquiry by its
+ * latest fact): the forecast's rate of the last days and a window's spend so far.
+ */
+export async function unitsSpentPerClient(store: LedgerStore, from: Date, to: Date): Promise<Map<string, number>> {
+  await store.ready();
+  const rows = await store.db.query<{ client_id: string; units: number }>(
+    `WITH latest AS (
+       SELECT DISTINCT ON (track_id) client_id, charged, cost_units
+       FROM ledger_entries WHERE created_at >= $1 AND created_at < $2
+       ORDER BY track_id, ${LATEST_FIRST})
+     SELECT client_id, (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::int AS units
+     FROM latest GROUP BY 1`,
+    [from, to],
+  );
+  return new Map(rows.map((row) => [row.client_id, row.units]));
+}
