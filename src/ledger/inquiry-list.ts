@@ -1,5 +1,5 @@
 import type { Charged, EntryStatus, LedgerEntry } from './ledger-entry.js';
-import { ENTRY_COLUMNS, LATEST_FIRST, toEntry, type EntryRow } from './ledger-rows.js';
+import { ENTRY_COLUMNS, FACT_RANK, toEntry, type EntryRow } from './ledger-rows.js';
 import type { LedgerStore } from './ledger.store.js';
 import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
 
@@ -46,22 +46,23 @@ export class InquiryList {
   async page(filter: InquiryFilter, after: ListCursor | undefined, limit: number): Promise<InquiryPage> {
     await this.store.ready();
     const reused = (await hasReusedColumn(this.store))
-      ? '($11::boolean IS NULL OR (reused_from IS NOT NULL) = $11)'
+      ? '($11::boolean IS NULL OR (e.reused_from IS NOT NULL) = $11)'
       : // Before the reuse change's column exists no answer is a reused one.
         '($11::boolean IS NULL OR $11 = false)';
-    // No ORDER BY outside: the subquery's order (DISTINCT ON's) is kept by the filter and the
-    // LIMIT above it, where a second sort would read the whole period before the first row.
-    const rows = await this.store.db.query<EntryRow & { reused_from?: string | null }>(
-      `SELECT ${ENTRY_COLUMNS} FROM (
-         SELECT DISTINCT ON (e.created_at, e.track_id) e.*
-         FROM ledger_entries e
-         WHERE e.created_at >= $1 AND e.created_at < $2
-           AND ($3::timestamptz IS NULL OR (e.created_at, e.track_id) < ($3, $4::uuid))
-           AND ($5::text IS NULL OR e.client_id = $5)
-           AND ($6::text IS NULL OR e.operation = $6)
-           AND ($7::text IS NULL OR e.request_handling_type = $7)
-         ORDER BY e.created_at DESC, e.track_id DESC, ${LATEST_FIRST}) latest
-       WHERE ($8::text IS NULL OR status = $8) AND ($9::text IS NULL OR charged = $9) AND ${reused}
+    // One row per inquiry: an entry stands when no fact of the same inquiry ranks above it (the
+    // primary key answers that, one probe per row), so the rows come in the order of the index
+    // ledger_entries_created read backwards and the LIMIT stops the scan: no sort of the period.
+    const rows = await this.store.db.query<EntryRow>(
+      `SELECT ${ENTRY_COLUMNS} FROM ledger_entries e
+       WHERE e.created_at >= $1 AND e.created_at < $2
+         AND ($3::timestamptz IS NULL OR (e.created_at, e.track_id) < ($3, $4::uuid))
+         AND ($5::text IS NULL OR e.client_id = $5)
+         AND ($6::text IS NULL OR e.operation = $6)
+         AND ($7::text IS NULL OR e.request_handling_type = $7)
+         AND NOT EXISTS (SELECT 1 FROM ledger_entries l WHERE l.track_id = e.track_id
+           AND l.created_at = e.created_at AND ${FACT_RANK('l')} > ${FACT_RANK('e')})
+         AND ($8::text IS NULL OR e.status = $8) AND ($9::text IS NULL OR e.charged = $9) AND ${reused}
+       ORDER BY e.created_at DESC, e.track_id DESC
        LIMIT $10`,
       [
         filter.from,

@@ -30,6 +30,31 @@ export const ENTRY_COLUMNS = `track_id::text AS track_id, kind, client_id, subje
 /** Of one inquiry's entries, the latest fact first: reconciled (highest revision) > settled > overdue. */
 export const LATEST_FIRST = `CASE kind WHEN 'reconciled' THEN 2 WHEN 'settled' THEN 1 ELSE 0 END DESC, revision DESC`;
 
+/**
+ * Each inquiry's latest fact among the entries created in [$1, $2), as a FROM item `latest`:
+ * the same choice as LATEST_FIRST, written as three anti-joins by kind instead of a DISTINCT ON,
+ * which sorted every entry of the period (6 s for 600 000 on the bench; this: one scan of the
+ * settled entries and two of the partial indexes of migration 7). A settled entry stands unless
+ * reconciled; an overdue one unless settled or reconciled; a reconciliation unless corrected.
+ */
+export const LATEST_FACTS = `(
+  SELECT e.* FROM ledger_entries e WHERE e.created_at >= $1 AND e.created_at < $2 AND e.kind = 'settled'
+    AND NOT EXISTS (SELECT 1 FROM ledger_entries l WHERE l.kind = 'reconciled'
+      AND l.track_id = e.track_id AND l.created_at = e.created_at)
+  UNION ALL
+  SELECT e.* FROM ledger_entries e WHERE e.created_at >= $1 AND e.created_at < $2 AND e.kind = 'overdue'
+    AND NOT EXISTS (SELECT 1 FROM ledger_entries l WHERE l.kind <> 'overdue'
+      AND l.track_id = e.track_id AND l.created_at = e.created_at)
+  UNION ALL
+  SELECT e.* FROM ledger_entries e WHERE e.created_at >= $1 AND e.created_at < $2 AND e.kind = 'reconciled'
+    AND NOT EXISTS (SELECT 1 FROM ledger_entries l WHERE l.kind = 'reconciled'
+      AND l.track_id = e.track_id AND l.created_at = e.created_at AND l.revision > e.revision)
+) latest`;
+
+/** The rank of an entry's fact for LATEST_FIRST, as a row value to compare: (kind, revision). */
+export const FACT_RANK = (alias: string) =>
+  `(CASE ${alias}.kind WHEN 'reconciled' THEN 2 WHEN 'settled' THEN 1 ELSE 0 END, ${alias}.revision)`;
+
 export function toEntry(row: EntryRow): LedgerEntry {
   return {
     trackId: row.track_id,

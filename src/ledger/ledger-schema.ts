@@ -122,13 +122,19 @@ const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> 
   },
   {
     version: 7,
-    name: 'the upstream message beside its code',
+    name: 'the upstream message beside its code; indexes of the overdue and reconciled entries',
     sql: `
       -- The upstream's meta.message of a settled call (bounded, long digit runs masked:
       -- ledger-entry.ts, upstreamMessageOf), so that the console shows a failure's message beside
       -- its code after the Redis record is gone. NULL for entries written before. Version 6 is
       -- another change's (versions need not be contiguous: each is applied once by its number).
       ALTER TABLE ledger_entries ADD COLUMN upstream_message text;
+      -- Each inquiry's latest fact without sorting a period (ledger-rows.ts, LATEST_FACTS): the
+      -- few overdue and reconciled entries found by their own small indexes, not by a scan of
+      -- every settled one. Built once over the table (a write lock meanwhile: the drainer's queue
+      -- holds new entries until it is done).
+      CREATE INDEX ledger_entries_overdue ON ledger_entries (created_at, track_id) WHERE kind = 'overdue';
+      CREATE INDEX ledger_entries_reconciled ON ledger_entries (created_at, track_id) WHERE kind = 'reconciled';
     `,
   },
 ];

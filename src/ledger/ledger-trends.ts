@@ -1,4 +1,4 @@
-import { LATEST_FIRST } from './ledger-rows.js';
+import { LATEST_FACTS } from './ledger-rows.js';
 import type { LedgerStore } from './ledger.store.js';
 
 /** One day × client × operation of GET /admin/trends (docs/api.md §7). */
@@ -58,17 +58,12 @@ export async function trends(
 ): Promise<Trends> {
   await store.ready();
   const groups = await store.db.query<Group>(
-    `WITH latest AS (
-       SELECT DISTINCT ON (track_id) track_id, client_id, operation, created_at, status, charged, cost_units,
-         upstream_code, upstream_message, ${hasReused ? 'reused_from IS NOT NULL' : 'false'} AS reused
-       FROM ledger_entries WHERE created_at >= $1 AND created_at < $2
-       ORDER BY track_id, ${LATEST_FIRST})
-     SELECT to_char(created_at AT TIME ZONE $3, 'YYYY-MM-DD') AS day, client_id, operation, status,
+    `SELECT to_char(created_at AT TIME ZONE $3, 'YYYY-MM-DD') AS day, client_id, operation, status,
        CASE WHEN status = 'failed' THEN upstream_code END AS upstream_code,
-       CASE WHEN status = 'failed' THEN max(upstream_message) END AS upstream_message,
-       reused, count(*)::int AS n,
+       max(upstream_message) FILTER (WHERE status = 'failed') AS upstream_message,
+       ${hasReused ? 'reused_from IS NOT NULL' : 'false'} AS reused, count(*)::int AS n,
        (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::int AS units_spent
-     FROM latest GROUP BY 1, 2, 3, 4, 5, 7 ORDER BY 1, 2, 3`,
+     FROM ${LATEST_FACTS} GROUP BY 1, 2, 3, 4, 5, 7 ORDER BY 1, 2, 3`,
     [from, to, timeZone],
   );
   const rows = new Map<string, TrendRow>();
@@ -119,12 +114,8 @@ export async function trends(
 export async function unitsSpentPerClient(store: LedgerStore, from: Date, to: Date): Promise<Map<string, number>> {
   await store.ready();
   const rows = await store.db.query<{ client_id: string; units: number }>(
-    `WITH latest AS (
-       SELECT DISTINCT ON (track_id) client_id, charged, cost_units
-       FROM ledger_entries WHERE created_at >= $1 AND created_at < $2
-       ORDER BY track_id, ${LATEST_FIRST})
-     SELECT client_id, (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::int AS units
-     FROM latest GROUP BY 1`,
+    `SELECT client_id, (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::int AS units
+     FROM ${LATEST_FACTS} GROUP BY 1`,
     [from, to],
   );
   return new Map(rows.map((row) => [row.client_id, row.units]));
