@@ -1,5 +1,5 @@
 import type { LedgerStore } from './ledger.store.js';
-import { LATEST_FIRST } from './ledger-rows.js';
+import { aggregate, latestFacts } from './ledger-rows.js';
 
 /** One row of GET /admin/usage (docs/api.md §7). */
 export interface UsageRow {
@@ -21,7 +21,7 @@ export interface UsageRow {
  */
 export async function usage(store: LedgerStore, from: Date, to: Date, period: 'day' | 'month'): Promise<UsageRow[]> {
   await store.ready();
-  const rows = await store.db.query<{
+  const rows = await aggregate<{
     client_id: string;
     period: string;
     inquiries: number;
@@ -30,17 +30,14 @@ export async function usage(store: LedgerStore, from: Date, to: Date, period: 'd
     unknown: number;
     units_spent: number;
   }>(
-    `WITH latest AS (
-       SELECT DISTINCT ON (track_id) track_id, client_id, created_at, status, charged, cost_units
-       FROM ledger_entries WHERE created_at >= $1 AND created_at < $2
-       ORDER BY track_id, ${LATEST_FIRST})
-     SELECT client_id, to_char(date_trunc($3, created_at AT TIME ZONE 'UTC'), $4) AS period,
+    store.db,
+    `SELECT client_id, to_char(date_trunc($3, created_at AT TIME ZONE 'UTC'), $4) AS period,
        count(*)::int AS inquiries,
        (count(*) FILTER (WHERE status = 'succeeded'))::int AS succeeded,
        (count(*) FILTER (WHERE status = 'failed'))::int AS failed,
        (count(*) FILTER (WHERE status = 'unknown'))::int AS unknown,
        (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::int AS units_spent
-     FROM latest GROUP BY 1, 2 ORDER BY 1, 2`,
+     FROM ${latestFacts('e.client_id, e.created_at, e.status, e.charged, e.cost_units')} GROUP BY 1, 2 ORDER BY 1, 2`,
     [from, to, period, period === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM'],
   );
   return rows.map((row) => ({

@@ -115,13 +115,20 @@ async function loadMoney() {
   }
 }
 
+/**
+ * Asked at once with the forecast (it needs no zone from it): the last 31 × 24 h and a day ahead,
+ * by day in BUDGET_TIMEZONE (the gateway's default) or UTC; drawTrends picks the 30 days shown.
+ */
 async function loadTrends() {
   if (!routes.trends) return showIn('spend-trend', absent('GET /admin/trends'));
   try {
-    const range = { from: startOf(addDays(today(), -29)), to: startOf(addDays(today(), 1)), timeZone: zone() };
-    trends = await getJson(`/admin/trends?${new URLSearchParams(range)}`);
-    drawTrends();
+    const now = Date.now();
+    const range = { from: new Date(now - 31 * 86_400_000).toISOString(), to: new Date(now + 86_400_000).toISOString() };
+    trends = await getJson(
+      `/admin/trends?${new URLSearchParams({ ...range, ...(display.utc ? { timeZone: 'UTC' } : {}) })}`,
+    );
   } catch (error) {
+    trends = null;
     failed('spend-trend', error);
   }
 }
@@ -139,7 +146,8 @@ function drawTrends() {
 async function loadParked() {
   if (!routes.parked) return showIn('parked-result', absent('GET /admin/ledger/parked'));
   try {
-    const range = { from: startOf(addDays(today(), -29)), to: new Date(Date.now() + 60_000).toISOString() };
+    const now = Date.now();
+    const range = { from: new Date(now - 30 * 86_400_000).toISOString(), to: new Date(now + 60_000).toISOString() };
     const answer = await getJson(`/admin/ledger/parked?${new URLSearchParams(range)}`);
     const count = `${answer.parked.length}${answer.truncated ? '+' : ''}`;
     mark(
@@ -175,18 +183,16 @@ async function loadParked() {
 let datesSet = false;
 
 async function loadAll() {
-  await loadMoney();
+  // The forecast says the zone the rest is written in; the trends and parked entries need none.
+  await Promise.all([loadMoney(), loadTrends(), loadParked()]);
+  drawTrends();
   // The default periods in the budget's zone, known once the forecast has said which it is.
   if (!datesSet) {
     datesSet = true;
     setUpList({ onOpen: openAndFocus, onError: failed, today: today() });
     $('inquiry-from').value = addDays(today(), -29);
   }
-  await Promise.all([
-    loadTrends(),
-    loadParked(),
-    routes.inquiries ? applyList() : showIn('list-result', absent('GET /admin/inquiries')),
-  ]);
+  await (routes.inquiries ? applyList() : showIn('list-result', absent('GET /admin/inquiries')));
 }
 
 // ---- One inquiry
