@@ -12,7 +12,7 @@ import { Secret } from '../src/config/secret.js';
 import { InquiryList, type ListCursor } from '../src/ledger/inquiry-list.js';
 import { PgLedgerDatabase, PgliteLedgerDatabase, type LedgerDatabase } from '../src/ledger/ledger-database.js';
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
-import { trends, unitsSpentPerClient } from '../src/ledger/ledger-trends.js';
+import { trends, unitsSpentSince } from '../src/ledger/ledger-trends.js';
 import { usage } from '../src/ledger/ledger-usage.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
@@ -168,9 +168,11 @@ describe.each([
       { day: '2031-05-04', clientId: 'shop', upstreamCode: 200, upstreamMessage: null, count: 1 },
       { day: '2031-05-05', clientId: 'shop', upstreamCode: 15, upstreamMessage: 'mismatch', count: 1 },
     ]);
-    const spent = await unitsSpentPerClient(store, FROM, TO);
+    const [spent, sinceThe5th] = await unitsSpentSince(store, [FROM, new Date(at(5, 0))], TO);
     const monthly = await usage(store, FROM, TO, 'month');
-    for (const row of monthly) expect(spent.get(row.clientId)).toBe(row.unitsSpent);
+    for (const row of monthly) expect(spent.get(row.clientId) ?? 0).toBe(row.unitsSpent);
     expect(spent.get('crowd')).toBe(7);
+    // From the 5th: the crowd's 7; the shop's failure spent nothing.
+    expect([...sinceThe5th]).toEqual([['crowd', 7]]);
   });
 });

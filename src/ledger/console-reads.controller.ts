@@ -22,7 +22,7 @@ import { InquiryList, encodeCursor, hasReusedColumn } from './inquiry-list.js';
 import { LedgerCalls } from './ledger-call.js';
 import { ledgerRange } from './ledger-dates.js';
 import type { LedgerEntry } from './ledger-entry.js';
-import { trends, unitsSpentPerClient } from './ledger-trends.js';
+import { trends, unitsSpentSince } from './ledger-trends.js';
 import { LedgerStore } from './ledger.store.js';
 import { moneyOf } from './money.js';
 
@@ -128,11 +128,10 @@ export class ConsoleReadsController {
     const now = Date.now();
     const month = new BudgetCalendar(this.budgetSettings.timeZone, this.budgetSettings.calendar).windowsAt(now).monthly;
     const since = new Date(now - RATE_DAYS * DAY_MS);
-    const [states, lastDays, thisMonth] = await Promise.all([
+    const [states, [lastDays, thisMonth]] = await Promise.all([
       this.budgets.all(),
-      this.ledger.run('ledger forecast', () => unitsSpentPerClient(this.store, since, new Date(now))),
       this.ledger.run('ledger forecast', () =>
-        unitsSpentPerClient(this.store, new Date(month.startsAt), new Date(now)),
+        unitsSpentSince(this.store, [since, new Date(month.startsAt)], new Date(now)),
       ),
     ]);
     const sum = (units: Map<string, number>) => [...units.values()].reduce((all, n) => all + n, 0);

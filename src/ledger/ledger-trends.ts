@@ -114,16 +114,27 @@ export async function trends(
 }
 
 /**
- * Units spent per client from `from` to `to` (charged or possibly charged, each inquiry by its
- * latest fact): the forecast's rate of the last days and a window's spend so far.
+ * Units spent per client (charged or possibly charged, each inquiry by its latest fact) up to
+ * `to`, from each of `starts`: one scan from the earliest, a sum per start (the forecast's last
+ * 7 days and its month so far).
  */
-export async function unitsSpentPerClient(store: LedgerStore, from: Date, to: Date): Promise<Map<string, number>> {
+export async function unitsSpentSince(
+  store: LedgerStore,
+  starts: Date[],
+  to: Date,
+): Promise<Array<Map<string, number>>> {
   await store.ready();
-  const rows = await aggregate<{ client_id: string; units: number }>(
-    store.db,
-    `SELECT client_id, (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::int AS units
-     FROM ${latestFacts('e.client_id, e.charged, e.cost_units')} GROUP BY 1`,
-    [from, to],
+  const earliest = new Date(Math.min(...starts.map((start) => start.getTime())));
+  const sums = starts.map(
+    (_, i) => `(coalesce(sum(cost_units) FILTER (WHERE charged <> 'no' AND created_at >= $${i + 3}), 0))::int AS s${i}`,
   );
-  return new Map(rows.map((row) => [row.client_id, row.units]));
+  const rows = await aggregate<Record<string, number> & { client_id: string }>(
+    store.db,
+    `SELECT client_id, ${sums.join(', ')}
+     FROM ${latestFacts('e.client_id, e.charged, e.cost_units, e.created_at')} GROUP BY 1`,
+    [earliest, to, ...starts],
+  );
+  return starts.map(
+    (_, i) => new Map(rows.filter((row) => row[`s${i}`] > 0).map((row) => [row.client_id, row[`s${i}`]])),
+  );
 }

@@ -95,6 +95,7 @@ const refreshNowQuietly = () => loadNow().catch((error) => failed('now-message',
 async function loadMoney() {
   if (!routes.forecast) return showIn('budgets', absent('GET /admin/forecast'));
   try {
+    delete $('clients').dataset.savings;
     const forecast = await getJson('/admin/forecast');
     display.budgetZone = forecast.timeZone;
     display.calendar = forecast.calendar;
@@ -102,16 +103,31 @@ async function loadMoney() {
     $('tomans-choice').hidden = display.price?.currency !== 'IRR';
     $('zone-note').textContent =
       `Times in ${zone()}${display.calendar === 'persian' && !display.utc ? ', Persian calendar' : ''}.`;
-    // Reuse savings, where this gateway's usage answer has them (a missing field shows nothing).
-    // Reuse savings over exactly this budget month (the rows' UTC months are summed whole).
-    const month = { from: forecast.company.startsAt, to: forecast.checkedAt, period: 'month' };
-    const usage = routes.usage ? await getJson(`/admin/usage?${new URLSearchParams(month)}`) : { usage: [] };
     showIn('price-note', priceNote());
     showIn('company-view', companyView(forecast));
-    showIn('clients', clientsView(forecast, usage.usage ?? []));
+    showIn('clients', clientsView(forecast, []));
     showIn('budgets', budgetsView(forecast));
+    void loadSavings(forecast);
   } catch (error) {
     failed('budgets', error);
+  }
+}
+
+/**
+ * Reuse savings over exactly this budget month, where this gateway's usage answer has
+ * `unitsSaved` (a missing field shows nothing): asked once the month is known, the table drawn
+ * again with them; `data-savings` says the answer is in (the bench waits for it).
+ */
+async function loadSavings(forecast) {
+  if (!routes.usage) return;
+  try {
+    const month = { from: forecast.company.startsAt, to: forecast.checkedAt, period: 'month' };
+    const usage = await getJson(`/admin/usage?${new URLSearchParams(month)}`);
+    if ((usage.usage ?? []).some((row) => typeof row.unitsSaved === 'number'))
+      showIn('clients', clientsView(forecast, usage.usage));
+    $('clients').dataset.savings = 'read';
+  } catch (error) {
+    failed('clients', error);
   }
 }
 
