@@ -29,6 +29,7 @@ export const CONSOLE_CSP = [
 const OWN_FILES: Record<string, string> = {
   'index.html': 'text/html; charset=utf-8',
   'console.css': 'text/css; charset=utf-8',
+  'reports.css': 'text/css; charset=utf-8',
   'console.js': 'text/javascript; charset=utf-8',
   'views.js': 'text/javascript; charset=utf-8',
   'api.js': 'text/javascript; charset=utf-8',
@@ -37,6 +38,7 @@ const OWN_FILES: Record<string, string> = {
   'spend.js': 'text/javascript; charset=utf-8',
   'trends.js': 'text/javascript; charset=utf-8',
   'list.js': 'text/javascript; charset=utf-8',
+  'now.js': 'text/javascript; charset=utf-8',
 };
 
 /** The chart library, from node_modules (a runtime dependency, so the image keeps it). */

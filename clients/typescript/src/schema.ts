@@ -594,6 +594,23 @@ export interface components {
             forecast: boolean;
             parked: boolean;
         };
+        StatusBudgetRefusals: {
+            /** @description The budget that refused: a client id, or * for all callers. */
+            budget: string;
+            /** @enum {string} */
+            window: "daily" | "monthly";
+            count: number;
+        };
+        StatusQuotaRefusals: {
+            /** @enum {string} */
+            scope: "client" | "user";
+            count: number;
+        };
+        /** @description 429s this replica answered since it started (refusals never reach the ledger). */
+        StatusRefusals: {
+            budget: components["schemas"]["StatusBudgetRefusals"][];
+            quota: components["schemas"]["StatusQuotaRefusals"][];
+        };
         /** @description One replica's state, for the operators' console. */
         GatewayStatus: {
             /** Format: date-time */
@@ -607,6 +624,7 @@ export interface components {
             /** @description null: no ledger in this build. */
             ledger: components["schemas"]["StatusLedger"] | null;
             routes: components["schemas"]["StatusRoutes"];
+            refusals: components["schemas"]["StatusRefusals"];
         };
         /** @description One budget window: limit, spent, reserved and remaining cost units. */
         Budget: {

@@ -3,7 +3,8 @@ import { ApiError, getJson, keyStore, reconcile, streamLedger } from '/console/a
 import { addDays, dayOf, display, zone } from '/console/format.js';
 import { applyList, setUpList, startOf } from '/console/list.js';
 import { budgetsView, clientsView, companyView, priceNote } from '/console/spend.js';
-import { dayView, errorsChart, lastDays, refusalsView, spendChart } from '/console/trends.js';
+import { dayView, errorsChart, lastDays, spendChart } from '/console/trends.js';
+import { mark, renderNow } from '/console/now.js';
 import { entriesView, h, note, reportView, table, time } from '/console/views.js';
 
 const $ = (id) => document.getElementById(id);
@@ -32,61 +33,15 @@ function failed(container, error) {
 
 const absent = (route) => note(`Not available in this build of the gateway (${route} is not served).`);
 
-// ---- Now: each light says what is so
+// ---- Now
 
-function mark(id, text, kind) {
-  $(id).replaceChildren(kind ? h('span', { className: kind }, text) : text);
-}
-
-function renderNow(status) {
+function showNow(status) {
   routes = status.routes;
   lastStatus = status;
-  const { token, circuit, redis, ledger, build } = status;
-  mark('now-token-state', token.state, token.state === 'valid' ? 'good' : 'bad');
-  $('now-token-valid').replaceChildren(time(token.validUntil));
-  $('now-token-renewed').replaceChildren(time(token.renewedAt));
-  const reasons = Object.entries(token.renewalFailuresByReason)
-    .filter(([, count]) => count > 0)
-    .map(([reason, count]) => `${reason} ${count}`)
-    .join(', ');
-  mark(
-    'now-token-failures',
-    reasons ? `${token.renewalFailures} (${reasons})` : String(token.renewalFailures),
-    token.renewalFailures > 0 ? 'warn' : undefined,
-  );
-  mark('now-circuit', circuit.state, circuit.state === 'closed' ? 'good' : 'bad');
-  // An in-process store is not a green light: it holds for one replica only.
-  if (redis.mode === 'memory') mark('now-redis', 'none: in-process store, fit for one replica only', 'warn');
-  else
-    mark(
-      'now-redis',
-      `${redis.reachable ? 'reachable' : 'unreachable'} (${redis.mode})`,
-      redis.reachable ? 'good' : 'bad',
-    );
-  if (ledger === null) {
-    mark('now-postgres', 'not configured');
-    mark('now-queue', 'not configured');
-  } else {
-    const embedded = ledger.database === 'embedded';
-    mark(
-      'now-postgres',
-      `${ledger.databaseReachable ? 'reachable' : 'unreachable'} (${embedded ? 'embedded PGlite: one replica only' : ledger.database})`,
-      !ledger.databaseReachable ? 'bad' : embedded ? 'warn' : 'good',
-    );
-    mark(
-      'now-queue',
-      ledger.queueDepth === null ? 'unknown' : `${ledger.queueDepth} waiting, oldest ${ledger.queueOldestAgeSeconds} s`,
-      ledger.queueDepth ? 'warn' : undefined,
-    );
-  }
-  mark('now-held', String(status.heldLongPolls));
-  mark('now-build', `${build.version} (${build.commit})`);
-  $('now-facts').hidden = false;
-  $('now-message').replaceChildren('Checked at ', time(status.checkedAt), ' (this replica; refreshed every 5 s).');
-  showIn('refusals-view', refusalsView(status.refusals) ?? '');
+  renderNow(status);
 }
 
-const loadNow = async () => renderNow(await getJson('/admin/status'));
+const loadNow = async () => showNow(await getJson('/admin/status'));
 const refreshNowQuietly = () => loadNow().catch((error) => failed('now-message', error));
 
 // ---- Money, trends, parked entries
@@ -201,6 +156,8 @@ let datesSet = false;
 async function loadAll() {
   // The forecast says the zone the rest is written in; the trends and parked entries need none.
   await Promise.all([loadMoney(), loadTrends(), loadParked()]);
+  // "Now" was drawn before the zone was known: again, in it.
+  if (lastStatus) showNow(lastStatus);
   drawTrends();
   // The default periods in the budget's zone, known once the forecast has said which it is.
   if (!datesSet) {
@@ -306,7 +263,7 @@ $('reconcile-form').addEventListener('submit', (event) => void sendReconciliatio
 $('show-utc').addEventListener('change', () => {
   display.utc = $('show-utc').checked;
   $('trend-day').value = '';
-  if (lastStatus) renderNow(lastStatus);
+  if (lastStatus) showNow(lastStatus);
   void loadAll();
 });
 $('show-tomans').addEventListener('change', () => {
