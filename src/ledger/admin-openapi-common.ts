@@ -46,7 +46,7 @@ export const ENTRY = {
     upstreamMessage: {
       type: 'string',
       maxLength: 200,
-      description: "The upstream's `meta.message` of the call, runs of 8 or more digits masked with `#`.",
+      description: "The upstream's `meta.message` of a failed call, runs of 8 or more digits masked with `#`.",
     },
     requestId: { type: 'string' },
     revision: {

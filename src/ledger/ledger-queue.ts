@@ -110,7 +110,8 @@ export abstract class LedgerQueue {
   /** The settled entry, with the upstream data (sealed on its way and in PostgreSQL) when the ledger keeps it. */
   protected entryOf(record: InquiryFactsInput): QueuedEntry {
     const status = record.status === 'succeeded' || record.status === 'failed' ? record.status : 'unknown';
-    const upstreamMessage = upstreamMessageOf(record.upstream?.message);
+    // A failure's message only: a success's is always the same sentence, kept for years per entry.
+    const upstreamMessage = status === 'failed' ? upstreamMessageOf(record.upstream?.message) : undefined;
     return {
       ...this.common(record),
       kind: 'settled',

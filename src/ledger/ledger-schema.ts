@@ -124,7 +124,7 @@ const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> 
     version: 7,
     name: 'the upstream message beside its code; indexes of the overdue and reconciled entries',
     sql: `
-      -- The upstream's meta.message of a settled call (bounded, long digit runs masked:
+      -- The upstream's meta.message of a failed call (bounded, long digit runs masked:
       -- ledger-entry.ts, upstreamMessageOf), so that the console shows a failure's message beside
       -- its code after the Redis record is gone. NULL for entries written before. Version 6 is
       -- another change's (versions need not be contiguous: each is applied once by its number).

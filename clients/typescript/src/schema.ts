@@ -1703,7 +1703,7 @@ export interface operations {
                         /** Format: date-time */
                         completedAt?: string;
                         upstreamCode?: number;
-                        /** @description The upstream's `meta.message` of the call, runs of 8 or more digits masked with `#`. */
+                        /** @description The upstream's `meta.message` of a failed call, runs of 8 or more digits masked with `#`. */
                         upstreamMessage?: string;
                         requestId?: string;
                         /** @description A `reconciled` entry's place among the inquiry's resolutions: 1, then 2, 3, … per correction. */
@@ -2301,7 +2301,7 @@ export interface operations {
                             /** Format: date-time */
                             completedAt?: string;
                             upstreamCode?: number;
-                            /** @description The upstream's `meta.message` of the call, runs of 8 or more digits masked with `#`. */
+                            /** @description The upstream's `meta.message` of a failed call, runs of 8 or more digits masked with `#`. */
                             upstreamMessage?: string;
                             requestId?: string;
                             /** @description A `reconciled` entry's place among the inquiry's resolutions: 1, then 2, 3, … per correction. */
