@@ -1,16 +1,19 @@
 /**
  * `npm run bench:console`: how long the operators' console (docs/operations.md, "The console")
- * takes to load its data with 30 days × 10 clients of ledger entries. A scratch PostgreSQL
+ * takes to load its data with 30 days × 20 clients of ledger entries. A scratch PostgreSQL
  * (test/support/postgres-server.ts) gets BENCH_CONSOLE_PER_DAY inquiries per client and day
- * on average (default 1 000: about 290 000 entries, 0.2 % of them `unknown`), written through the ledger's own
- * store; a gateway (in-process store, 11 budgets) serves the page and the admin routes.
+ * on average (default 1 000: about 600 000 entries, 0.2 % of them `unknown`, 5 % failed), written
+ * through the ledger's own store; a gateway (in-process store, 41 budgets, COST_UNIT_PRICE in
+ * rials, Asia/Tehran on the Persian calendar) serves the page and the admin routes.
  *
- * Printed: each route the page calls, as Node's fetch sees it (median of 5), the lookup of one
- * trackId with the `trackId` filter and without it (the whole period streamed, as the page did
- * before), and, when Debian's chromium is installed, the page itself in headless Chromium: a
- * reload until "Now", the budget bars, the 30-day chart and the unknowns are drawn (median of
- * 5), and one trackId looked up. BENCH_CONSOLE_SCREENSHOT=<file.png> also saves the page at
- * 1280×800 with a lookup and a reconciliation report (docs/console.png is taken so).
+ * Printed: each route the page calls, as Node's fetch sees it (median of 5), a page of the list
+ * at its start, deep in the period (a cursor in the middle: keyset, no OFFSET) and filtered to
+ * the rare `unknown`, the lookup of one trackId, and, when Debian's chromium is installed, the
+ * page itself in headless Chromium: a reload until "Now", the money, the trends, the budgets and
+ * the first page of the list are drawn (median of 5). BENCH_CONSOLE_SCREENSHOTS=<directory> also
+ * saves console-desktop.png (1280 px wide, the whole page) and console-phone.png (390 px, its top
+ * 1 600 px) there
+ * (docs/console-desktop.png and docs/console-phone.png are taken so).
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -18,6 +21,7 @@ import { Secret } from '../src/config/secret.js';
 import { PgLedgerDatabase } from '../src/ledger/ledger-database.js';
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
+import { encodeCursor } from '../src/ledger/inquiry-list.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { chromium, launchChromium } from '../test/support/chromium.js';
 import { apiKeysWith, startGateway } from '../test/support/gateway.js';
@@ -26,7 +30,7 @@ import { UpstreamSimulator } from '../test/upstream-simulator/upstream-simulator
 
 const PER_DAY = Number(process.env.BENCH_CONSOLE_PER_DAY ?? 1_000);
 const DAYS = 30;
-const CLIENTS = Array.from({ length: 10 }, (_, i) => `shop-${String(i + 1).padStart(2, '0')}`);
+const CLIENTS = Array.from({ length: 20 }, (_, i) => `shop-${String(i + 1).padStart(2, '0')}`);
 const RUNS = 5;
 const DAY_MS = 86_400_000;
 const OPERATOR = {
@@ -56,7 +60,13 @@ function day(clientId: string, dayStart: number, count: number): QueuedEntry[] {
       charged: unknown ? 'possibly' : failed ? 'no' : 'yes',
       costUnits: i % 10 === 0 ? 3 : 1,
       createdAt,
-      ...(unknown ? {} : { completedAt: createdAt, upstreamCode: failed ? 4001 : 200 }),
+      ...(unknown
+        ? {}
+        : {
+            completedAt: createdAt,
+            upstreamCode: failed ? 15 : 0,
+            ...(failed ? { upstreamMessage: 'National code and mobile do not match' } : {}),
+          }),
       requestId: randomUUID(),
     };
   });
@@ -84,10 +94,10 @@ async function main(): Promise<void> {
   const filling = performance.now();
   for (let d = 0; d < DAYS; d++) {
     const dayStart = firstDay + d * DAY_MS;
-    // Today only up to now; Fridays quieter; client i makes 0.55 + 0.1i of PER_DAY (1 on average).
+    // Today only up to now; Fridays quieter; client i makes 0.05 + 0.1i of PER_DAY (1 on average).
     const share = d === DAYS - 1 ? (Date.now() - dayStart) / DAY_MS : new Date(dayStart).getUTCDay() === 5 ? 0.6 : 1;
     for (const [i, clientId] of CLIENTS.entries()) {
-      const entries = day(clientId, dayStart, Math.max(1, Math.round(PER_DAY * share * (0.55 + 0.1 * i))));
+      const entries = day(clientId, dayStart, Math.max(1, Math.round(PER_DAY * share * (0.05 + 0.1 * i))));
       sample ||= entries[1].trackId;
       for (let i = 0; i < entries.length; i += 1_000) inserted += await store.insert(entries.slice(i, i + 1_000));
     }
@@ -108,14 +118,17 @@ async function main(): Promise<void> {
     LEDGER_DATABASE_URL: postgres.url,
     BUDGETS: JSON.stringify([
       ...CLIENTS.map((clientId) => ({ clientId, daily: 100, monthly: 2_000 })),
-      { clientId: '*', daily: 1_000 },
+      { clientId: '*', daily: 2_000 },
     ]),
+    COST_UNIT_PRICE: JSON.stringify({ amount: '25000', currency: 'IRR' }),
+    BUDGET_TIMEZONE: 'Asia/Tehran',
+    BUDGET_CALENDAR: 'persian',
   });
   // Today's budgets are Redis's (here in-process), not the ledger's: some inquiries through the
-  // gateway move the bars (client i spends 3 + 9i of its 100 daily units).
+  // gateway move the bars (client i spends 3 + 4i of its 100 daily units).
   for (const [i, clientId] of CLIENTS.entries()) {
     const answers = await Promise.all(
-      Array.from({ length: 3 + 9 * i }, () =>
+      Array.from({ length: 3 + 4 * i }, () =>
         fetch(`${gateway.url}/v1/kyc/shahkar`, {
           method: 'POST',
           headers: { 'x-api-key': keyOf(clientId), 'content-type': 'application/json' },
@@ -131,17 +144,21 @@ async function main(): Promise<void> {
     return answer.text();
   };
   const range = { from: isoDay(firstDay), to: isoDay(today + DAY_MS) };
+  const middle = {
+    createdAt: new Date(firstDay + 15 * DAY_MS).toISOString(),
+    trackId: 'ffffffff-ffff-4fff-bfff-ffffffffffff',
+  };
+  const query = (params: Record<string, string>) => new URLSearchParams({ ...range, ...params }).toString();
   const routes: Array<[string, string]> = [
     ['GET /admin/status', '/admin/status'],
-    ['GET /admin/budgets', '/admin/budgets'],
-    [
-      'GET /admin/usage (30 days × 10 clients)',
-      `/admin/usage?${new URLSearchParams({ ...range, period: 'day' }).toString()}`,
-    ],
-    [
-      'GET /admin/ledger?status=unknown',
-      `/admin/ledger?${new URLSearchParams({ ...range, status: 'unknown' }).toString()}`,
-    ],
+    ['GET /admin/forecast (41 budgets)', '/admin/forecast'],
+    ['GET /admin/trends (30 days × 20 clients)', `/admin/trends?${query({})}`],
+    ['GET /admin/usage?period=month', `/admin/usage?${query({ period: 'month' })}`],
+    ['GET /admin/ledger/parked', `/admin/ledger/parked?${query({})}`],
+    ['GET /admin/inquiries (first page, 50)', `/admin/inquiries?${query({})}`],
+    ['GET /admin/inquiries (page in the middle)', `/admin/inquiries?${query({ after: encodeCursor(middle) })}`],
+    ['GET /admin/inquiries?clientId=shop-07', `/admin/inquiries?${query({ clientId: 'shop-07' })}`],
+    ['GET /admin/inquiries?status=unknown', `/admin/inquiries?${query({ status: 'unknown' })}`],
     [
       'GET /admin/ledger?trackId= (one inquiry)',
       `/admin/ledger?${new URLSearchParams({ ...range, trackId: sample }).toString()}`,
@@ -167,8 +184,11 @@ async function main(): Promise<void> {
       await page.press('#api-key', 'Enter');
       const drawn = async () => {
         await page.locator('#now-facts').waitFor({ timeout: 60_000 });
-        await page.locator('#usage canvas').waitFor({ timeout: 60_000 });
-        await page.locator('#unknowns-count').waitFor({ timeout: 60_000 });
+        await page.locator('#company').waitFor({ timeout: 60_000 });
+        await page.locator('#clients[data-savings="read"]').waitFor({ timeout: 60_000 });
+        await page.locator('#spend-chart svg').waitFor({ timeout: 60_000 });
+        await page.locator('#errors-chart svg').waitFor({ timeout: 60_000 });
+        await page.locator('#list-summary').waitFor({ timeout: 60_000 });
         await page
           .locator('#budgets meter')
           .nth(CLIENTS.length * 2)
@@ -181,29 +201,34 @@ async function main(): Promise<void> {
         `\nThe page in headless Chromium, reloaded until every panel is drawn (median of 5): ${ms(median(loads))}`,
       );
       console.log(`  (each run: ${loads.map((t) => t.toFixed(0)).join(', ')} ms)`);
-      const lookups = [];
+      const pages = [];
       for (let run = 0; run < RUNS; run++) {
-        lookups.push(
+        pages.push(
           await timed(async () => {
-            await page.fill('#track-id', sample);
-            await page.press('#track-id', 'Enter');
-            await page.locator('#inquiry-status').waitFor({ timeout: 60_000 });
+            await page.click('#list-next');
+            await page.locator('#list-summary', { hasText: `Page ${run + 2}:` }).waitFor({ timeout: 60_000 });
           }),
         );
       }
-      console.log(`One trackId looked up (median of 5): ${ms(median(lookups))}`);
+      console.log(`The list's next page, clicked until drawn (median of 5): ${ms(median(pages))}`);
 
-      const screenshot = process.env.BENCH_CONSOLE_SCREENSHOT;
-      if (screenshot) {
-        await page.setInputFiles('#reconcile-file', {
-          name: 'provider.csv',
-          mimeType: 'text/csv',
-          buffer: Buffer.from(`trackId,amount\n${sample},1\n${randomUUID()},1\n`),
+      const directory = process.env.BENCH_CONSOLE_SCREENSHOTS;
+      if (directory) {
+        await page.reload();
+        await drawn();
+        await page.click(`#list-result tbody tr:nth-child(2) button`);
+        await page.locator('#inquiry-status').waitFor({ timeout: 60_000 });
+        await page.screenshot({ path: `${directory}/console-desktop.png`, fullPage: true });
+        await page.setViewportSize({ width: 390, height: 844 });
+        await page.reload();
+        await drawn();
+        // The phone's first screens (a full page of 20 clients' tables is taller than anyone scrolls).
+        await page.screenshot({
+          path: `${directory}/console-phone.png`,
+          fullPage: true,
+          clip: { x: 0, y: 0, width: 390, height: 1600 },
         });
-        await page.click('#reconcile-form button[type=submit]');
-        await page.locator('#reconcile-report').waitFor({ timeout: 60_000 });
-        await page.screenshot({ path: screenshot, fullPage: true });
-        console.log(`Screenshot: ${screenshot}`);
+        console.log(`Screenshots: ${directory}/console-desktop.png, ${directory}/console-phone.png`);
       }
     } finally {
       await browser.close();

@@ -62,22 +62,20 @@ export interface Allowance {
 }
 
 /** Files allowed past a limit for good. Upward imports have no such list. */
-export const EXCEPTIONS: readonly Allowance[] = [];
+export const EXCEPTIONS: readonly Allowance[] = [
+  {
+    file: 'src/console/gateway-status.ts',
+    collaborators: 7,
+    reason:
+      'GatewayStatusReader reads one light from each part it reports on (metrics, store, token, upstream, routes, ledger): grouping them would hide what the page reports',
+  },
+];
 
 /**
  * Files being split on other branches right now; this list goes when they are merged. Nothing
  * else may be added to it, and no ceiling raised.
  */
-export const PENDING_SPLIT: readonly Allowance[] = [
-  { file: 'src/ledger/ledger.store.ts', lines: 398, reason: "split with the console's list of inquiries (issue 35)" },
-  { file: 'src/ledger/admin.openapi.ts', lines: 324, reason: "split with the console's admin routes (issue 35)" },
-  {
-    file: 'src/console/gateway-status.ts',
-    collaborators: 7,
-    reason: 'GatewayStatusReader; the console work owns it (issue 35)',
-  },
-  { file: 'src/console/assets/views.js', lines: 315, reason: 'the console work owns it and splits it (issue 35)' },
-];
+export const PENDING_SPLIT: readonly Allowance[] = [];
 
 /** What one file is: its syntax tree and how long it is. */
 interface SourceFile {

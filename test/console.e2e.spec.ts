@@ -1,13 +1,17 @@
 /**
  * The operators' console (docs/operations.md, "The console") in a real browser: Debian's
  * Chromium driven by playwright-core against a gateway with a real redis-server, the run's
- * PostgreSQL for its ledger (test/support/ledger-postgres.js), a budget and the upstream
- * simulator, on the ops listener. The key is typed in, kept in sessionStorage and never in a URL
- * or a log line; a budget bar moves after inquiries; one inquiry is found by trackId once the
- * drainer has written it; a reconciliation CSV is sent and its report shown; the "Now" panel
- * follows the token and the breaker as the simulator fails; a wrong key is told so; no console
- * error the test cannot account for; axe-core finds no serious or critical accessibility fault at
- * 1280×800 nor at 390 px. Screenshots go to os.tmpdir().
+ * PostgreSQL for its ledger (test/support/ledger-postgres.js), budgets, COST_UNIT_PRICE in rials,
+ * the Persian calendar in Asia/Tehran, and the upstream simulator, on the ops listener. The key
+ * is typed in, kept in sessionStorage and never in a URL or a log line; a budget bar moves after
+ * inquiries; money per client equals the ledger's units × the price (and tomans are rials / 10);
+ * the list filters and pages, opens an inquiry (a failure shows 0 spent and the upstream's
+ * message) and downloads exactly its rows; the forecast matches a hand computation on seeded
+ * entries; days either side of 1 Farvardin show their Persian months, UTC a click away; a
+ * reconciliation CSV is sent and its report shown; the "Now" panel follows the token and the
+ * breaker as the simulator fails; a wrong key is told so; no console error the test cannot
+ * account for; axe-core finds no serious or critical fault at 1280×800 nor at 390 px.
+ * Screenshots go to os.tmpdir().
  */
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
@@ -18,7 +22,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { Page } from 'playwright-core';
-import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
+import type { LedgerEntry, QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { JsonLogger } from '../src/observability/json-logger.js';
 import { CHECK_SHAHKAR_PATH, GET_TOKEN_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
@@ -45,10 +49,82 @@ const OPERATOR = {
 /** A client of its own (the run's PostgreSQL is shared with other specs): its budget and usage are this test's alone. */
 const SHOP = { clientId: 'console-shop', key: 'key-console-shop-0123456789', scopes: ['kyc:shahkar'] };
 const SHOP_DAILY_UNITS = 10;
+/** This run's own seeded clients (the PostgreSQL is shared across spec files and runs). */
+const RUN = randomUUID().slice(0, 8);
+const LISTED = `console-list-${RUN}`;
+const FORECAST = `console-forecast-${RUN}`;
+const FORECAST_MONTHLY = 9;
+const FORECAST_DAILY = 3;
+const PRICE = { amount: '25000', currency: 'IRR' };
+const DAY_MS = 86_400_000;
+const MISMATCH = 'National code and mobile do not match';
 const WRONG_KEY = 'key-wrong-console-0123456789';
 /** The run's PostgreSQL when its binaries are installed (ledger-postgres.js), else PGlite in the process. */
 const LEDGER_DATABASE = process.env.VGW_TEST_LEDGER_DATABASE_URL ? 'postgres' : 'embedded';
 const SCREENSHOTS = join(tmpdir(), 'vgw-console-screenshots');
+
+/** A settled entry of a seeded client. */
+function seeded(clientId: string, createdAt: number, fields: Partial<LedgerEntry> = {}): QueuedEntry {
+  const at = new Date(createdAt).toISOString();
+  return {
+    trackId: randomUUID(),
+    kind: 'settled',
+    clientId,
+    operation: 'shahkar',
+    requestHandlingType: 'standard',
+    status: 'succeeded',
+    charged: 'yes',
+    costUnits: 1,
+    createdAt: at,
+    completedAt: at,
+    upstreamCode: 0,
+    ...fields,
+  };
+}
+
+/**
+ * The list's client: 30 inquiries in the last 30 hours (every fifth failed, charged no, upstream
+ * code 15 with its message; one unknown; advanced ones cost 3), and two either side of
+ * 1 Farvardin 1405 in Tehran (2026-03-21T00:00+03:30 = 2026-03-20T20:30Z).
+ */
+function listedEntries(now: number): QueuedEntry[] {
+  const recent = Array.from({ length: 30 }, (_, i) => {
+    const at = now - (i + 1) * 3_600_000;
+    if (i === 7)
+      return seeded(LISTED, at, {
+        kind: 'overdue',
+        status: 'unknown',
+        charged: 'possibly',
+        completedAt: undefined,
+        upstreamCode: undefined,
+      });
+    if (i % 5 === 2)
+      return seeded(LISTED, at, { status: 'failed', charged: 'no', upstreamCode: 15, upstreamMessage: MISMATCH });
+    return seeded(LISTED, at, i % 4 === 0 ? { requestHandlingType: 'advanced', costUnits: 3 } : {});
+  });
+  return [
+    ...recent,
+    seeded(LISTED, Date.parse('2026-03-20T20:00:00Z'), { operation: 'iban' }),
+    seeded(LISTED, Date.parse('2026-03-20T21:00:00Z'), { operation: 'iban' }),
+  ];
+}
+
+/** The forecast's client: 3 units a day for the last 6 days (18 in 7 days), and a failure that spends nothing. */
+function forecastEntries(now: number): QueuedEntry[] {
+  return [
+    ...Array.from({ length: 6 }, (_, i) =>
+      seeded(FORECAST, now - (i + 1) * DAY_MS + 3_600_000, { costUnits: 3, requestHandlingType: 'advanced' }),
+    ),
+    seeded(FORECAST, now - 3_600_000, { status: 'failed', charged: 'no', costUnits: 3, upstreamCode: 15 }),
+  ];
+}
+
+/** Units spent (charged or possibly) × the price, as the ledger's entries say: the hand computation of money. */
+const rials = (entries: QueuedEntry[]) =>
+  (
+    BigInt(entries.filter((e) => e.charged !== 'no').reduce((sum, e) => sum + e.costUnits, 0)) * BigInt(PRICE.amount)
+  ).toString();
+const grouped = (digits: string) => digits.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
 /** Every line the gateway logs, as written (JSON), to look for the keys in. */
 class Lines extends Writable {
@@ -74,10 +150,19 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
   let consoleUrl: string;
   let browser: Browser;
   let page: Page;
+  let seededAt: number;
+  let listed: QueuedEntry[];
+  let forecasted: QueuedEntry[];
   /** Console errors and uncaught exceptions of the page, in order. */
   const pageErrors: string[] = [];
   /** `written` with each batch the gateway's drainer has inserted into PostgreSQL. */
   const drained = new EventEmitter();
+  /** An administration route's JSON on the ops listener, with the operator's key. */
+  const admin = async (path: string): Promise<Record<string, unknown> & { company: Record<string, unknown> }> => {
+    const answer = await callGateway(consoleUrl.replace(/\/console$/, ''), 'GET', path, { apiKey: OPERATOR.key });
+    expect(answer.status).toBe(200);
+    return answer.body as Record<string, unknown> & { company: Record<string, unknown> };
+  };
   /** Resolves once every one of `trackIds` has a ledger entry in PostgreSQL (bounded, not a sleep). */
   const written = async (trackIds: string[]) => {
     const waiting = new Set(trackIds);
@@ -107,8 +192,12 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
         API_KEYS: apiKeysWith(OPERATOR, SHOP),
         BUDGETS: JSON.stringify([
           { clientId: SHOP.clientId, daily: SHOP_DAILY_UNITS },
+          { clientId: FORECAST, daily: FORECAST_DAILY, monthly: FORECAST_MONTHLY },
           { clientId: '*', daily: 100_000 },
         ]),
+        COST_UNIT_PRICE: JSON.stringify(PRICE),
+        BUDGET_TIMEZONE: 'Asia/Tehran',
+        BUDGET_CALENDAR: 'persian',
         // The breaker stays open for the test's look at it.
         UPSTREAM_CIRCUIT_RESET_MS: '60000',
       },
@@ -124,6 +213,10 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     };
     await untilStarted(gateway.app);
     await untilStoreReady(gateway);
+    seededAt = Date.now();
+    listed = listedEntries(seededAt);
+    forecasted = forecastEntries(seededAt);
+    await store.insert([...listed, ...forecasted]);
     consoleUrl = `http://127.0.0.1:${opsPort}/console`;
     browser = await launchChromium(executablePath);
     page = await browser.context.newPage();
@@ -152,9 +245,9 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     expect(csp).toContain("script-src 'self'");
     expect(csp).toContain("frame-ancestors 'none'");
     expect(csp).not.toContain('unsafe');
-    const chartLibrary = await fetch(`${consoleUrl}/vendor/uplot.js`);
-    expect(chartLibrary.status).toBe(200);
-    expect(chartLibrary.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    const module = await fetch(`${consoleUrl}/list.js`);
+    expect(module.status).toBe(200);
+    expect(module.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
     expect((await fetch(`${consoleUrl}/..%2fpackage.json`)).status).toBe(404);
 
     const opsUrl = consoleUrl.replace(/\/console$/, '');
@@ -197,7 +290,9 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     expect(await untilText(page, '#now-token-state', /^valid$/)).toBe('valid');
     expect(await page.innerText('#now-circuit')).toBe('closed');
     expect(await page.innerText('#now-redis')).toBe('reachable (standalone)');
-    expect(await page.innerText('#now-postgres')).toBe(`reachable (${LEDGER_DATABASE})`);
+    expect(await page.innerText('#now-postgres')).toBe(
+      LEDGER_DATABASE === 'postgres' ? 'reachable (postgres)' : 'reachable (embedded PGlite: one replica only)',
+    );
     expect(await page.innerText('#now-queue')).toMatch(/^\d+ waiting, oldest \d+ s$/);
     expect(await page.innerText('#now-held')).toBe('0');
     // The money panels drawn from the real routes: this client's budget, at 0 of 10 units.
@@ -227,11 +322,11 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     // Reserved at the call, spent at settlement: 3 units of 10.
     await page.locator(`${bar}[value="3"]`).waitFor({ timeout: 20_000 });
     expect(await page.getAttribute(bar, 'aria-label')).toBe(`${SHOP.clientId}, daily: 3 of ${SHOP_DAILY_UNITS} units`);
-    // The chart: drawn by uPlot (a canvas) with 30-day totals per client, from GET /admin/usage.
-    await page.locator('#usage canvas').first().waitFor();
-    expect(await untilText(page, '#usage .legend li', new RegExp(`^${SHOP.clientId}: `))).toBe(`${SHOP.clientId}: 3`);
-    expect(await untilText(page, '#unknowns-count', /awaiting reconciliation in the last 30 days\.$/)).toMatch(/^\d+ /);
-
+    // Spent this month, in units and rials (3 × 25 000), from the ledger.
+    expect(await untilText(page, `#clients tr[data-client="${SHOP.clientId}"] td[data-field="spent"]`, /IRR/)).toBe(
+      '3\n75,000 IRR',
+    );
+    await page.locator('#spend-chart svg rect').first().waitFor();
     const [trackId] = answers;
     await page.fill('#track-id', trackId.toUpperCase());
     // The server picks the inquiry's entries: the page asks for that trackId, not the period.
@@ -239,6 +334,7 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     await page.press('#track-id', 'Enter');
     expect(new URL((await lookup).url()).pathname).toBe('/admin/ledger');
     expect(await untilText(page, '#inquiry-status', /charged/)).toBe('succeeded (charged: yes)');
+    expect(await page.innerText('#inquiry-spent')).toBe('1 units, 25,000 IRR');
     expect(await page.locator('#inquiry-result tbody tr').count()).toBe(1);
     const inquiry = await page.innerText('#inquiry-result');
     expect(inquiry).toContain(trackId);
@@ -261,6 +357,125 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     );
     expect(await page.innerText('#reconcile-report')).toContain(stranger);
     await page.screenshot({ path: join(SCREENSHOTS, 'console-money.png'), fullPage: true });
+  }, 60_000);
+
+  it("shows each client's month in rials equal to the ledger's units × the price, and in tomans a click away", async () => {
+    const forecast = await admin('/admin/forecast');
+    const since = Date.parse(forecast.company.startsAt as string);
+    const thisMonth = listed.filter((e) => Date.parse(e.createdAt) >= since);
+    const units = thisMonth.filter((e) => e.charged !== 'no').reduce((sum, e) => sum + e.costUnits, 0);
+    const cell = `#clients tr[data-client="${LISTED}"] td[data-field="spent"]`;
+    expect(await untilText(page, cell, /IRR/)).toBe(`${units}\n${grouped(rials(thisMonth))} IRR`);
+    await page.check('#show-tomans');
+    const tomans = (BigInt(rials(thisMonth)) / 10n).toString();
+    expect(await untilText(page, cell, /toman/)).toBe(`${units}\n${grouped(tomans)} toman`);
+    await page.uncheck('#show-tomans');
+    await untilText(page, cell, /IRR/);
+  }, 60_000);
+
+  it('lists inquiries filtered and paged, opens one, and downloads exactly the filtered rows', async () => {
+    await page.fill('#list-clientId', LISTED);
+    await page.selectOption('#list-status', '');
+    await page.selectOption('#list-limit', '25');
+    await page.click('#list-form button[type=submit]');
+    expect(await untilText(page, '#list-summary', /^Page 1: 25 /)).toMatch(/newest first; times in Asia\/Tehran\.$/);
+    const recent = listed.slice(0, 30);
+    const newestFirst = (entries: QueuedEntry[]) => entries.map((e) => e.trackId);
+    const shown = () =>
+      page
+        .locator('#list-result tbody tr')
+        .evaluateAll((rows: Array<{ getAttribute(name: string): string | null }>) =>
+          rows.map((row) => row.getAttribute('data-track-id')),
+        );
+    expect(await shown()).toEqual(newestFirst(recent.slice(0, 25)));
+    await page.click('#list-next');
+    expect(await untilText(page, '#list-summary', /^Page 2: 5 /)).toContain('Page 2');
+    expect(await shown()).toEqual(newestFirst(recent.slice(25)));
+    await page.click('#list-previous');
+    await untilText(page, '#list-summary', /^Page 1: 25 /);
+
+    const failed = recent.filter((e) => e.status === 'failed');
+    await page.selectOption('#list-status', 'failed');
+    await page.click('#list-form button[type=submit]');
+    await untilText(page, '#list-summary', new RegExp(`^Page 1: ${failed.length} `));
+    expect(await shown()).toEqual(newestFirst(failed));
+    // A failure spent nothing: 0, never its price.
+    expect(await page.innerText('#list-result tbody tr:first-child td[data-field="spent"]')).toBe('0\n0 IRR');
+
+    const [file] = await Promise.all([page.waitForEvent('download'), page.click('#list-download-csv')]);
+    const [header, ...rows] = readFileSync(await file.path(), 'utf8')
+      .trimEnd()
+      .split('\r\n');
+    expect(header.split(',')[0]).toBe('trackId');
+    expect(rows.map((row) => row.split(',')[0])).toEqual(newestFirst(failed));
+    expect(rows.every((row) => row.includes(`,failed,no,1,`))).toBe(true);
+
+    await page.click(`#list-result tbody tr[data-track-id="${failed[0].trackId}"] button`);
+    expect(await untilText(page, '#inquiry-status', /charged/)).toBe('failed (charged: no)');
+    expect(await page.innerText('#inquiry-spent')).toBe('0 units, 0 IRR');
+    expect(await page.innerText('#inquiry-upstream')).toBe(`15: ${MISMATCH}`);
+  }, 60_000);
+
+  it('forecasts each budget as a hand computation on the seeded entries says', async () => {
+    const forecast = await admin('/admin/forecast');
+    const mine = (forecast.budgets as Array<Record<string, unknown>>).filter((b) => b.clientId === FORECAST);
+    const now = Date.parse(forecast.checkedAt as string);
+    // Hand computation: 6 × 3 units charged in the last 7 days (the failure spends nothing): 18,
+    // 2.57 a day; nothing used yet, so the month's 9 units last 9 × 7 / 18 = 3.5 days, the day's
+    // 3 units 3 × 7 / 18 days, more than a day: not this window.
+    const lastDays = forecasted.filter((e) => e.charged !== 'no' && Date.parse(e.createdAt) >= now - 7 * DAY_MS);
+    expect(lastDays.reduce((sum, e) => sum + e.costUnits, 0)).toBe(18);
+    const monthly = mine.find((b) => b.window === 'monthly')!;
+    const daily = mine.find((b) => b.window === 'daily')!;
+    expect(monthly).toMatchObject({
+      limitUnits: FORECAST_MONTHLY,
+      usedUnits: 0,
+      lastDaysUnits: 18,
+      ratePerDay: '2.57',
+    });
+    const monthlyEnd = now + 3.5 * DAY_MS;
+    expect(monthly.runsOutAt).toBe(
+      monthlyEnd < Date.parse(monthly.resetsAt as string) ? new Date(monthlyEnd).toISOString() : null,
+    );
+    expect(daily).toMatchObject({ limitUnits: FORECAST_DAILY, lastDaysUnits: 18, runsOutAt: null });
+
+    await page.click('#money-refresh');
+    const row = (window: string) => `#budgets tr[data-client="${FORECAST}"][data-window="${window}"]`;
+    expect(await untilText(page, `${row('daily')} td:nth-child(7)`, /not this window/)).toBe('not this window');
+    if (monthly.runsOutAt === null) {
+      expect(await page.innerText(`${row('monthly')} td:nth-child(7)`)).toBe('not this window');
+    } else {
+      // The page asked a moment later: its instant is within that moment of the hand computation.
+      const shown = await page.getAttribute(`${row('monthly')} td:nth-child(7) time`, 'datetime');
+      expect(Math.abs(Date.parse(shown!) - monthlyEnd)).toBeLessThan(60_000);
+    }
+  }, 60_000);
+
+  it('writes days on the Persian calendar either side of 1 Farvardin, UTC a click away, and what went wrong per day', async () => {
+    await page.fill('#list-from', '2026-03-20');
+    await page.fill('#list-to', '2026-03-21');
+    await page.selectOption('#list-status', '');
+    await page.click('#list-form button[type=submit]');
+    await untilText(page, '#list-summary', /^Page 1: 2 /);
+    const made = () => page.locator('#list-result tbody td.when').allInnerTexts();
+    // Newest first: 00:30 on 1 Farvardin 1405, then 23:30 on 29 Esfand 1404 (Tehran, UTC+3:30).
+    const [farvardin, esfand] = await made();
+    expect(farvardin).toMatch(/^۱ فروردین ۱۴۰۵، ۰۰:۳۰:۰۰/);
+    expect(esfand).toMatch(/^۲۹ اسفند ۱۴۰۴، ۲۳:۳۰:۰۰/);
+    await page.check('#show-utc');
+    await untilText(page, '#list-summary', /times in UTC\.$/);
+    expect(await made()).toEqual(['20 Mar 2026, 21:00:00 UTC', '20 Mar 2026, 20:00:00 UTC']);
+    await page.uncheck('#show-utc');
+    await untilText(page, '#list-summary', /times in Asia\/Tehran\.$/);
+
+    // The failures of the day the first failed inquiry was made (in Tehran), with the upstream's message.
+    const failedAt = listed.find((e) => e.status === 'failed')!.createdAt;
+    const day = new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Tehran' }).format(new Date(failedAt));
+    await page.fill('#trend-day', day);
+    await page.dispatchEvent('#trend-day', 'change');
+    expect(await untilText(page, `#day-detail tr[data-client="${LISTED}"]`, /failed/)).toContain(`15: ${MISMATCH}`);
+    await page.locator('#errors-chart svg rect').first().waitFor();
+    await page.screenshot({ path: join(SCREENSHOTS, 'console-persian.png'), fullPage: true });
   }, 60_000);
 
   it('follows the breaker and the token as the upstream fails', async () => {

@@ -394,6 +394,18 @@ describe('the live gateway against docs/openapi.json', () => {
         badBody: 'trackId\n',
       },
       { method: 'GET', template: '/admin/ledger/parked', ok: '?from=2020-01-01&to=2020-01-02', bad: '?from=x&to=y' },
+      {
+        method: 'GET',
+        template: '/admin/inquiries',
+        ok: '?from=2020-01-01&to=2020-01-02&status=failed&limit=10',
+        bad: '?from=2020-01-01&to=2020-01-02&charged=maybe',
+      },
+      {
+        method: 'GET',
+        template: '/admin/trends',
+        ok: '?from=2020-01-01&to=2020-01-02&timeZone=UTC',
+        bad: '?from=2020-01-01&to=2020-01-02&timeZone=Mars/Olympus',
+      },
     ];
     for (const route of routes) {
       const at = (query: string, body = route.body) => ({
@@ -415,6 +427,11 @@ describe('the live gateway against docs/openapi.json', () => {
         503,
       );
     }
+    // The forecast takes no parameter: no 400 to provoke.
+    expect((await call(gateway, 'GET', '/admin/forecast', { apiKey: ADMIN_KEY })).status).toBe(200);
+    expect((await call(gateway, 'GET', '/admin/forecast')).status).toBe(401);
+    expect((await call(gateway, 'GET', '/admin/forecast', { apiKey: TEST_CLIENTS.full.key })).status).toBe(403);
+    expect((await call(noLedger, 'GET', '/admin/forecast', { apiKey: ADMIN_KEY })).status).toBe(503);
   });
 
   it('documents the answers given before routing (a body too slow, headers too large)', async () => {

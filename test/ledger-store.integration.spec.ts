@@ -17,7 +17,8 @@ import { Readable } from 'node:stream';
 import { LedgerReads } from '../src/ledger/ledger-reads.js';
 import { Reconciliations } from '../src/ledger/reconciliation.js';
 import { ProblemException } from '../src/problem/problem.js';
-import { ENTRY_FIELDS, LedgerStore, usage } from '../src/ledger/ledger.store.js';
+import { ENTRY_FIELDS, LedgerStore } from '../src/ledger/ledger.store.js';
+import { usage } from '../src/ledger/ledger-usage.js';
 import type { ResolutionListener } from '../src/ledger/resolution-listener.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { PostgresServer } from './support/postgres-server.js';
@@ -39,9 +40,9 @@ describe('migrations', () => {
     const dbs = Array.from({ length: 5 }, () => new PgLedgerDatabase(server.url, { max: 1 }));
     try {
       const applied = await Promise.all(dbs.map((db) => migrate(db)));
-      expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5, 6, 7]);
       const rows = await dbs[0].query<{ version: number }>('SELECT version FROM ledger_migrations ORDER BY version');
-      expect(rows).toEqual([1, 2, 3, 4, 5, 6].map((version) => ({ version })));
+      expect(rows).toEqual([1, 2, 3, 4, 5, 6, 7].map((version) => ({ version })));
     } finally {
       await Promise.all(dbs.map((db) => db.close()));
     }
@@ -191,7 +192,7 @@ describe.each([
     });
     expect(await reads.inquiry(paid.trackId)).not.toHaveProperty('reusedFrom');
 
-    expect(ENTRY_FIELDS.slice(-2)).toEqual(['reusedFrom', 'unitsSaved']);
+    expect(ENTRY_FIELDS.slice(-3)).toEqual(['reusedFrom', 'unitsSaved', 'upstreamMessage']);
     const exported = await store.page({ from: new Date(at), to: new Date('2033-02-04T00:00:00Z'), clientId: 'svc-a' });
     expect(exported.map((e) => [e.reusedFrom, e.unitsSaved])).toEqual(
       [paid, sameClient].sort((a, b) => a.trackId.localeCompare(b.trackId)).map((e) => [e.reusedFrom, e.unitsSaved]),

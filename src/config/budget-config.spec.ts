@@ -1,5 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
-import { DEFAULT_INQUIRY_PRICES, budgetConfigFrom, parseBudgets, parseInquiryPrices } from './budget-config.js';
+import {
+  DEFAULT_INQUIRY_PRICES,
+  budgetConfigFrom,
+  parseBudgets,
+  parseInquiryPrices,
+  parseUnitPrice,
+} from './budget-config.js';
 
 describe('budget configuration', () => {
   it('reads budgets per client and for all callers', () => {
@@ -53,5 +59,43 @@ describe('budget configuration', () => {
     const problems: string[] = [];
     budgetConfigFrom({ BUDGET_TIMEZONE: 'Mars/Olympus', BUDGET_CALENDAR: 'persian' }, undefined, problems);
     expect(problems).toEqual(['BUDGET_TIMEZONE: must be an IANA time zone name such as UTC or Asia/Tehran']);
+  });
+});
+
+describe('COST_UNIT_PRICE', () => {
+  it('reads a decimal string amount and an ISO 4217 code', () => {
+    const problems: string[] = [];
+    expect(parseUnitPrice('{"amount":"25000","currency":"IRR"}', problems)).toEqual({
+      amount: '25000',
+      currency: 'IRR',
+    });
+    expect(parseUnitPrice('{"amount":"0.000001","currency":"EUR"}', problems)?.amount).toBe('0.000001');
+    expect(parseUnitPrice(undefined, problems)).toBeUndefined();
+    expect(problems).toEqual([]);
+  });
+
+  it('refuses a float, a negative, too many decimals or a bad code, naming the variable and never the value', () => {
+    const problems: string[] = [];
+    for (const raw of [
+      '{"amount":98765,"currency":"IRR"}',
+      '{"amount":"-4321","currency":"IRR"}',
+      '{"amount":"0.1234567","currency":"IRR"}',
+      '{"amount":"1e3","currency":"IRR"}',
+      '{"amount":"1","currency":"irr"}',
+      '{"amount":"1","currency":"IRR","vat":"9"}',
+      '"25000"',
+      '{',
+    ]) {
+      expect(parseUnitPrice(raw, problems)).toBeUndefined();
+    }
+    expect(problems).toHaveLength(8);
+    for (const problem of problems) expect(problem).toMatch(/^COST_UNIT_PRICE/);
+    expect(problems.join('\n')).not.toMatch(/98765|4321|1234567|1e3|irr\b/);
+    const config = budgetConfigFrom(
+      { BUDGET_TIMEZONE: 'UTC', BUDGET_CALENDAR: 'gregory', COST_UNIT_PRICE: '{"amount":"2.5","currency":"EUR"}' },
+      undefined,
+      [],
+    );
+    expect(config.unitPrice).toEqual({ amount: '2.5', currency: 'EUR' });
   });
 });

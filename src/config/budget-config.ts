@@ -1,6 +1,6 @@
 /**
  * The budgets slice of the configuration (docs/api.md §6, "Budgets"): `BUDGETS` / `BUDGETS_FILE`,
- * `INQUIRY_PRICES`, `BUDGET_TIMEZONE`, `BUDGET_CALENDAR`. Problems name the variable and the
+ * `INQUIRY_PRICES`, `BUDGET_TIMEZONE`, `BUDGET_CALENDAR`, `COST_UNIT_PRICE`. Problems name the variable and the
  * entry, never a value. `parseBudgets` is also what a changed `BUDGETS_FILE` goes through.
  */
 
@@ -32,7 +32,21 @@ export interface BudgetConfig {
   calendar: BudgetCalendarName;
   /** `BUDGETS_FILE`, re-read while running; absent when given inline or not at all. */
   file?: string;
+  /** What one cost unit costs (`COST_UNIT_PRICE`); absent: no money is shown, units only. */
+  unitPrice?: UnitPrice;
 }
+
+/** `COST_UNIT_PRICE`: a decimal amount (a string, never a float) and an ISO 4217 currency code. */
+export interface UnitPrice {
+  /** `25000`, `0.75`: digits, at most MAX_PRICE_DECIMALS after the point. */
+  amount: string;
+  /** `IRR`, `EUR`: three capital letters. */
+  currency: string;
+}
+
+/** Fractional digits a unit price may have: enough for any currency's minor unit and a fraction of it. */
+export const MAX_PRICE_DECIMALS = 6;
+const PRICE_AMOUNT = new RegExp(`^\\d{1,18}(\\.\\d{1,${MAX_PRICE_DECIMALS}})?$`);
 
 /** Largest limit or price accepted: far above any real budget, well inside Lua's exact integers. */
 const MAX_UNITS = 1_000_000_000;
@@ -128,18 +142,56 @@ export function isTimeZone(name: string): boolean {
   }
 }
 
+/**
+ * Parses COST_UNIT_PRICE, `{"amount":"25000","currency":"IRR"}`: the amount a decimal string
+ * (a JSON number is refused: it would pass through a float), ≥ 0, at most MAX_PRICE_DECIMALS
+ * fractional digits; the currency three capital letters (ISO 4217's form).
+ */
+export function parseUnitPrice(raw: string | undefined, problems: string[]): UnitPrice | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const shape =
+    'must be {"amount":"<decimal string>","currency":"<ISO 4217 code>"}, e.g. {"amount":"25000","currency":"IRR"}';
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    problems.push(`COST_UNIT_PRICE: is not valid JSON; it ${shape}`);
+    return undefined;
+  }
+  const price = parsed as Partial<Record<keyof UnitPrice, unknown>> | null;
+  if (typeof price !== 'object' || price === null || Array.isArray(price)) {
+    problems.push(`COST_UNIT_PRICE: ${shape}`);
+    return undefined;
+  }
+  const before = problems.length;
+  const unknownField = Object.keys(price).find((field) => field !== 'amount' && field !== 'currency');
+  if (unknownField !== undefined) problems.push('COST_UNIT_PRICE: unknown field (only amount, currency)');
+  if (typeof price.amount !== 'string' || !PRICE_AMOUNT.test(price.amount)) {
+    problems.push(
+      `COST_UNIT_PRICE.amount: must be a decimal string ≥ 0 with at most ${MAX_PRICE_DECIMALS} fractional digits, such as "25000" or "0.75"`,
+    );
+  }
+  if (typeof price.currency !== 'string' || !/^[A-Z]{3}$/.test(price.currency)) {
+    problems.push('COST_UNIT_PRICE.currency: must be an ISO 4217 code of three capital letters, such as IRR');
+  }
+  if (problems.length > before) return undefined;
+  return { amount: price.amount as string, currency: price.currency as string };
+}
+
 export function budgetConfigFrom(
-  vars: { BUDGETS?: string; BUDGET_TIMEZONE: string; BUDGET_CALENDAR: string },
+  vars: { BUDGETS?: string; BUDGET_TIMEZONE: string; BUDGET_CALENDAR: string; COST_UNIT_PRICE?: string },
   file: string | undefined,
   problems: string[],
 ): BudgetConfig {
   if (!isTimeZone(vars.BUDGET_TIMEZONE)) {
     problems.push('BUDGET_TIMEZONE: must be an IANA time zone name such as UTC or Asia/Tehran');
   }
+  const unitPrice = parseUnitPrice(vars.COST_UNIT_PRICE, problems);
   return {
     entries: parseBudgets(vars.BUDGETS, problems),
     timeZone: vars.BUDGET_TIMEZONE,
     calendar: vars.BUDGET_CALENDAR as BudgetCalendarName,
     ...(file !== undefined ? { file } : {}),
+    ...(unitPrice !== undefined ? { unitPrice } : {}),
   };
 }

@@ -165,6 +165,11 @@ export class EnvironmentVariables {
   @IsIn(['gregory', 'persian'])
   BUDGET_CALENDAR = 'gregory';
 
+  /** What one cost unit costs, `{"amount":"25000","currency":"IRR"}` (docs/api.md §6); parsed in budget-config.ts. */
+  @IsOptional()
+  @IsString()
+  COST_UNIT_PRICE?: string;
+
   /**
    * Not in the contract's table: the key ring for encryption at rest, `id:base64key,id:base64key`
    * (32-byte keys). The first seals, every one opens. Unset: Redis holds values in clear (warned).

@@ -11,7 +11,7 @@ export interface ConsoleAsset {
 /**
  * Strict: the page runs only its own files (no inline script or style, no other origin), may
  * call only this origin's JSON routes, and may not be framed (docs/operations.md, "The console").
- * uPlot sets element styles through the CSSOM (`el.style.…`), which style-src does not govern.
+ * The legend's swatches are coloured through the CSSOM (`el.style.…`), which style-src does not govern.
  */
 export const CONSOLE_CSP = [
   "default-src 'self'",
@@ -29,9 +29,16 @@ export const CONSOLE_CSP = [
 const OWN_FILES: Record<string, string> = {
   'index.html': 'text/html; charset=utf-8',
   'console.css': 'text/css; charset=utf-8',
+  'reports.css': 'text/css; charset=utf-8',
   'console.js': 'text/javascript; charset=utf-8',
   'views.js': 'text/javascript; charset=utf-8',
   'api.js': 'text/javascript; charset=utf-8',
+  'format.js': 'text/javascript; charset=utf-8',
+  'charts.js': 'text/javascript; charset=utf-8',
+  'spend.js': 'text/javascript; charset=utf-8',
+  'trends.js': 'text/javascript; charset=utf-8',
+  'list.js': 'text/javascript; charset=utf-8',
+  'now.js': 'text/javascript; charset=utf-8',
 };
 
 /** The chart library, from node_modules (a runtime dependency, so the image keeps it). */

@@ -60,6 +60,33 @@ class StatusRoutesSchema {
   @ApiProperty({ type: Boolean }) usage!: boolean;
   @ApiProperty({ type: Boolean }) budgets!: boolean;
   @ApiProperty({ type: Boolean }) reconciliations!: boolean;
+  @ApiProperty({ type: Boolean }) inquiries!: boolean;
+  @ApiProperty({ type: Boolean }) trends!: boolean;
+  @ApiProperty({ type: Boolean }) forecast!: boolean;
+  @ApiProperty({ type: Boolean }) parked!: boolean;
+}
+
+@ApiSchema({ name: 'StatusBudgetRefusals' })
+class StatusBudgetRefusalSchema {
+  @ApiProperty({ type: String, description: 'The budget that refused: a client id, or * for all callers.' })
+  budget!: string;
+  @ApiProperty({ type: String, enum: ['daily', 'monthly'] }) window!: string;
+  @ApiProperty({ type: Number }) count!: number;
+}
+
+@ApiSchema({ name: 'StatusQuotaRefusals' })
+class StatusQuotaRefusalSchema {
+  @ApiProperty({ type: String, enum: ['client', 'user'] }) scope!: string;
+  @ApiProperty({ type: Number }) count!: number;
+}
+
+@ApiSchema({
+  name: 'StatusRefusals',
+  description: '429s this replica answered since it started (refusals never reach the ledger).',
+})
+class StatusRefusalsSchema {
+  @ApiProperty({ type: [StatusBudgetRefusalSchema] }) budget!: StatusBudgetRefusalSchema[];
+  @ApiProperty({ type: [StatusQuotaRefusalSchema] }) quota!: StatusQuotaRefusalSchema[];
 }
 
 @ApiSchema({ name: 'GatewayStatus', description: "One replica's state, for the operators' console." })
@@ -74,4 +101,5 @@ export class GatewayStatusSchema {
   @ApiProperty({ type: StatusLedgerSchema, nullable: true, description: 'null: no ledger in this build.' })
   ledger!: StatusLedgerSchema | null;
   @ApiProperty({ type: StatusRoutesSchema }) routes!: StatusRoutesSchema;
+  @ApiProperty({ type: StatusRefusalsSchema }) refusals!: StatusRefusalsSchema;
 }

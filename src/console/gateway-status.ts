@@ -34,6 +34,14 @@ export interface GatewayStatus {
     | null;
   /** Which administration routes this build serves (the console hides what is absent). */
   routes: Record<AdminRoute, boolean>;
+  /**
+   * 429s this replica gave since it started, from its metrics: refusals are answered before a
+   * trackId exists, so they never reach the ledger (docs/operations.md, "The console").
+   */
+  refusals: {
+    budget: Array<{ budget: string; window: string; count: number }>;
+    quota: Array<{ scope: string; count: number }>;
+  };
 }
 
 /**
@@ -82,6 +90,21 @@ export class GatewayStatusReader {
       heldLongPolls: (await this.metrics.inquiryWaitsHeld.get()).values[0]?.value ?? 0,
       ledger: await this.ledgerStatus(),
       routes: this.routes.available(),
+      refusals: await this.refusals(),
+    };
+  }
+
+  private async refusals(): Promise<GatewayStatus['refusals']> {
+    // Registered by Budgets only when budgets run in this build: absent means none counted.
+    const budget = (await this.metrics.registry.getSingleMetric('vgw_budget_refusals_total')?.get())?.values ?? [];
+    const quota = (await this.metrics.quotaRejections.get()).values;
+    return {
+      budget: budget.map(({ labels, value }) => ({
+        budget: String(labels.client),
+        window: String(labels.window),
+        count: value,
+      })),
+      quota: quota.map(({ labels, value }) => ({ scope: String(labels.scope), count: value })),
     };
   }
 

@@ -12,7 +12,16 @@ describe('RegisteredRoutes', () => {
     // Another method on a path the console reads with GET does not count.
     server.post('/admin/ledger', () => ({}));
     await server.ready();
-    expect(routes.available()).toEqual({ ledger: false, usage: false, budgets: true, reconciliations: true });
+    expect(routes.available()).toEqual({
+      ledger: false,
+      usage: false,
+      budgets: true,
+      reconciliations: true,
+      inquiries: false,
+      trends: false,
+      forecast: false,
+      parked: false,
+    });
     await server.close();
   });
 });

@@ -8,6 +8,10 @@ export const ADMIN_ROUTES = {
   usage: 'GET /admin/usage',
   budgets: 'GET /admin/budgets',
   reconciliations: 'POST /admin/reconciliations',
+  inquiries: 'GET /admin/inquiries',
+  trends: 'GET /admin/trends',
+  forecast: 'GET /admin/forecast',
+  parked: 'GET /admin/ledger/parked',
 } as const;
 
 export type AdminRoute = keyof typeof ADMIN_ROUTES;

@@ -11,23 +11,30 @@ import {
   UseGuards,
   type OnModuleInit,
 } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
 import { HttpAdapterHost } from '@nestjs/core';
 import { isUUID } from 'class-validator';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../caller-auth/caller.js';
+import type { AppConfig } from '../config/app-config.js';
+import type { UnitPrice } from '../config/budget-config.js';
 import { CallerAuthGuard, CurrentCaller, RequireScopes } from '../caller-auth/caller-auth.guard.js';
 import { ProblemException } from '../problem/problem.js';
 import type { EntryStatus } from './ledger-entry.js';
-import { ENTRY_FIELDS, LedgerStore, usage, type ExportFilter } from './ledger.store.js';
+import { ENTRY_FIELDS, LedgerStore, type ExportFilter } from './ledger.store.js';
+import { usage } from './ledger-usage.js';
 import { Reconciliations } from './reconciliation.js';
 import { LedgerCalls } from './ledger-call.js';
 import { ledgerRange as range } from './ledger-dates.js';
-import { ApiLedgerExport, ApiParkedEntries, ApiReconciliation, ApiUsage } from './admin.openapi.js';
+import { ApiLedgerExport, ApiUsage } from './admin.openapi.js';
+import { ApiParkedEntries, ApiReconciliation } from './ledger-ops.openapi.js';
 import { ParkedEntries } from './parked-entries.js';
+import { InquiryList } from './inquiry-list.js';
+import { STATUSES, inquiryFilterOf, invalidParameter, single, type AdminQuery } from './admin-query.js';
+import { moneyOf } from './money.js';
 
 const NDJSON = 'application/x-ndjson';
 const CSV = 'text/csv';
-const STATUSES: readonly EntryStatus[] = ['succeeded', 'failed', 'unknown'];
 
 /** RFC 4180 field: quoted when it holds a comma, quote or line break; a leading =+-@ is neutralised (CSV injection). */
 function csvField(value: string | number | undefined): string {
@@ -46,39 +53,40 @@ function csvField(value: string | number | undefined): string {
 @UseGuards(CallerAuthGuard)
 export class AdminController {
   private readonly ledger = new LedgerCalls();
+  private readonly unitPrice: UnitPrice | undefined;
 
   constructor(
     private readonly store: LedgerStore,
     private readonly reconciliations: Reconciliations,
-  ) {}
+    private readonly list: InquiryList,
+    config: ConfigService<AppConfig, true>,
+  ) {
+    this.unitPrice = config.get('budgets', { infer: true }).unitPrice;
+  }
 
-  /** Entries streamed in keyset pages: NDJSON (default) or CSV; memory holds one page. */
+  /**
+   * Entries streamed in keyset pages: NDJSON (default) or CSV; memory holds one page. With
+   * `latest=true`, one row per inquiry (its latest fact) under the list's filters, newest first:
+   * exactly the rows GET /admin/inquiries pages through (the console's download).
+   */
   @Get('ledger')
   @RequireScopes('ledger:read')
   @ApiLedgerExport()
   async exportLedger(
     @CurrentCaller() caller: Caller,
-    @Query() query: Record<string, string | undefined>,
+    @Query() query: AdminQuery,
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
     apiKeyOnly(caller);
-    const filter: ExportFilter = { ...range(query.from, query.to) };
-    if (query.clientId !== undefined) filter.clientId = query.clientId;
-    if (query.status !== undefined) {
-      if (!STATUSES.includes(query.status as EntryStatus))
-        throw new ProblemException('validation_failed', 'status must be succeeded, failed or unknown.');
-      filter.status = query.status as EntryStatus;
-    }
-    if (query.trackId !== undefined) {
-      if (!isUUID(query.trackId))
-        throw new ProblemException('validation_failed', 'trackId must be a UUID.', {
-          errors: [{ field: 'trackId', message: 'must be a UUID' }],
-        });
-      filter.trackId = query.trackId.toLowerCase();
-    }
+    const latest = single(query, 'latest');
+    if (latest !== undefined && latest !== 'true' && latest !== 'false')
+      throw new ProblemException('validation_failed', 'latest must be true or false.', {
+        errors: [{ field: 'latest', message: 'must be true or false' }],
+      });
+    const source = latest === 'true' ? this.list.all(inquiryFilterOf(query)) : this.store.entries(entryFilterOf(query));
     const csv = (request.headers.accept ?? '').includes(CSV);
-    const entries = this.store.entries(filter)[Symbol.asyncIterator]();
+    const entries = source[Symbol.asyncIterator]();
     // The first page before the status line: PostgreSQL down is a 503, not a cut 200.
     const first = await this.ledger.run('ledger export', () => entries.next());
     const rest = { [Symbol.asyncIterator]: () => entries };
@@ -103,18 +111,25 @@ export class AdminController {
   @Get('usage')
   @RequireScopes('ledger:read')
   @ApiUsage()
-  async usage(@CurrentCaller() caller: Caller, @Query() query: Record<string, string | undefined>) {
+  async usage(@CurrentCaller() caller: Caller, @Query() query: AdminQuery) {
     apiKeyOnly(caller);
-    const { from, to } = range(query.from, query.to);
-    const period = query.period ?? 'day';
+    const { from, to } = range(single(query, 'from'), single(query, 'to'));
+    const period = single(query, 'period') ?? 'day';
     if (period !== 'day' && period !== 'month')
-      throw new ProblemException('validation_failed', 'period must be day or month.');
+      throw new ProblemException('validation_failed', 'period must be day or month.', {
+        errors: [{ field: 'period', message: 'must be day or month' }],
+      });
+    const rows = await this.ledger.run('ledger usage', () => usage(this.store, from, to, period));
+    const price = this.unitPrice;
     return {
       timeZone: 'UTC',
       period,
       from: from.toISOString(),
       to: to.toISOString(),
-      usage: await this.ledger.run('ledger usage', () => usage(this.store, from, to, period)),
+      // Money only here, from the units the ledger recorded (docs/api.md §6, COST_UNIT_PRICE).
+      usage: price
+        ? rows.map((row) => ({ ...row, spentAmount: moneyOf(row.unitsSpent, price).amount, currency: price.currency }))
+        : rows,
     };
   }
 
@@ -122,9 +137,9 @@ export class AdminController {
   @Get('ledger/parked')
   @RequireScopes('ledger:read')
   @ApiParkedEntries()
-  async parkedEntries(@CurrentCaller() caller: Caller, @Query() query: Record<string, string | undefined>) {
+  async parkedEntries(@CurrentCaller() caller: Caller, @Query() query: AdminQuery) {
     apiKeyOnly(caller);
-    const { from, to } = range(query.from, query.to);
+    const { from, to } = range(single(query, 'from'), single(query, 'to'));
     const found = await this.ledger.run('ledger parked entries', () => new ParkedEntries(this.store).list(from, to));
     return { from: from.toISOString(), to: to.toISOString(), ...found };
   }
@@ -154,8 +169,35 @@ export class AdminController {
   }
 }
 
+/** The per-entry export's filter: period, client, status (of each entry), one trackId. */
+function entryFilterOf(query: AdminQuery): ExportFilter {
+  const filter: ExportFilter = { ...range(single(query, 'from'), single(query, 'to')) };
+  // The list's other filters judge an inquiry by its latest fact: one row per inquiry, latest=true.
+  for (const name of ['operation', 'handling', 'charged', 'reused'])
+    if (query[name] !== undefined) throw invalidParameter(name, 'filters inquiries: it needs latest=true');
+  const clientId = single(query, 'clientId');
+  if (clientId !== undefined) filter.clientId = clientId;
+  const status = single(query, 'status');
+  if (status !== undefined) {
+    if (!STATUSES.includes(status as EntryStatus))
+      throw new ProblemException('validation_failed', 'status must be succeeded, failed or unknown.', {
+        errors: [{ field: 'status', message: 'must be succeeded, failed or unknown' }],
+      });
+    filter.status = status as EntryStatus;
+  }
+  const trackId = single(query, 'trackId');
+  if (trackId !== undefined) {
+    if (!isUUID(trackId))
+      throw new ProblemException('validation_failed', 'trackId must be a UUID.', {
+        errors: [{ field: 'trackId', message: 'must be a UUID' }],
+      });
+    filter.trackId = trackId.toLowerCase();
+  }
+  return filter;
+}
+
 /** Administration takes API keys only (docs/api.md §7). */
-function apiKeyOnly(caller: Caller): void {
+export function apiKeyOnly(caller: Caller): void {
   if (caller.credential !== 'api_key')
     throw new ProblemException('forbidden', 'Administration accepts API keys only, not JWTs.');
 }

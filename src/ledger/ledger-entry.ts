@@ -24,6 +24,8 @@ export interface LedgerEntry {
   completedAt?: string;
   /** The upstream `meta.code`. */
   upstreamCode?: number;
+  /** The upstream `meta.message` of the call (upstreamMessageOf: bounded, long digit runs masked). */
+  upstreamMessage?: string;
   requestId?: string;
   /** A `reconciled` entry's place among the inquiry's resolutions: 1, then 2, 3, … for each correction. */
   revision?: number;
@@ -46,4 +48,24 @@ export interface QueuedEntry extends LedgerEntry {
  */
 export function isInt4(value: unknown): value is number {
   return Number.isInteger(value) && (value as number) >= -2_147_483_648 && (value as number) <= 2_147_483_647;
+}
+
+/** Longest upstream message kept: the provider's sentences are short; a page of text is not one. */
+export const UPSTREAM_MESSAGE_MAX = 200;
+
+/**
+ * The upstream's `meta.message` as the ledger keeps it (years): at most UPSTREAM_MESSAGE_MAX
+ * characters, and any run of 8 or more digits masked, so that a message echoing a national code,
+ * a mobile number or an IBAN's digits keeps none of them (src/ledger/ledger-entry.spec.ts).
+ */
+export function upstreamMessageOf(message: unknown): string | undefined {
+  if (typeof message !== 'string' || message.trim() === '') return undefined;
+  return (
+    message
+      // Any script's digits: a message in Persian writes ۰۹۱۲…
+      .replace(/\p{Nd}{8,}/gu, (digits) => '#'.repeat([...digits].length))
+      // Control characters (a line break in a CSV cell, an escape sequence in a terminal) become spaces.
+      .replace(/\p{Cc}/gu, ' ')
+      .slice(0, UPSTREAM_MESSAGE_MAX)
+  );
 }

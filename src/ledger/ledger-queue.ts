@@ -1,7 +1,7 @@
 import type { InquiryPrices } from '../accounting/inquiry-prices.js';
 import type { ReservationRecord, ReserveRequest, ReserveResult } from '../budget/budget.store.js';
 import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
-import { isInt4, type Charged, type QueuedEntry } from './ledger-entry.js';
+import { isInt4, upstreamMessageOf, type Charged, type QueuedEntry } from './ledger-entry.js';
 
 /**
  * What the ledger reads of an inquiry record (inquiry/inquiry-record.ts, which sits above
@@ -17,7 +17,7 @@ export interface InquiryFactsInput {
   createdAt: string;
   deadlineAt?: string;
   completedAt?: string;
-  upstream?: { code?: number };
+  upstream?: { code?: number; message?: string };
   data?: unknown;
   charged?: Charged;
   requestId?: string;
@@ -113,6 +113,8 @@ export abstract class LedgerQueue {
   /** The settled entry, with the upstream data (sealed on its way and in PostgreSQL) when the ledger keeps it. */
   protected entryOf(record: InquiryFactsInput): QueuedEntry {
     const status = record.status === 'succeeded' || record.status === 'failed' ? record.status : 'unknown';
+    // A failure's message only: a success's is always the same sentence, kept for years per entry.
+    const upstreamMessage = status === 'failed' ? upstreamMessageOf(record.upstream?.message) : undefined;
     return {
       ...this.common(record),
       kind: 'settled',
@@ -122,6 +124,7 @@ export abstract class LedgerQueue {
       // Only a code PostgreSQL's integer column takes: the upstream's meta.code is any JSON number,
       // and one it cannot store would fail its whole batch for ever.
       ...(isInt4(record.upstream?.code) ? { upstreamCode: record.upstream.code } : {}),
+      ...(upstreamMessage !== undefined ? { upstreamMessage } : {}),
       ...(this.keepsData && record.data !== undefined ? { data: record.data } : {}),
     };
   }

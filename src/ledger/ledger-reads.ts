@@ -15,7 +15,7 @@ export interface LedgerInquiry {
   status: EntryStatus;
   createdAt: string;
   completedAt?: string;
-  upstream?: { code?: number };
+  upstream?: { code?: number; message?: string };
   data?: unknown;
   /** A reused inquiry's source (docs/api.md §2), and whether another client paid for it (then not shown). */
   reusedFrom?: string;
@@ -54,7 +54,14 @@ export class LedgerReads {
         status: latest.status,
         createdAt: first.createdAt,
         ...(first.completedAt ? { completedAt: first.completedAt } : {}),
-        ...(first.upstreamCode !== undefined ? { upstream: { code: first.upstreamCode } } : {}),
+        ...(first.upstreamCode !== undefined
+          ? {
+              upstream: {
+                code: first.upstreamCode,
+                ...(first.upstreamMessage !== undefined ? { message: first.upstreamMessage } : {}),
+              },
+            }
+          : {}),
         ...(facts.data !== undefined ? { data: facts.data } : {}),
         ...(first.reusedFrom !== undefined
           ? {

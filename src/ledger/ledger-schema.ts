@@ -127,6 +127,22 @@ const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> 
       -- A reused inquiry (docs/api.md §2, §6): the trackId of the answer it was given, and the
       -- units its reuse saved (its own type and price then, as recorded). NULL: not reused.
       ALTER TABLE ledger_entries ADD COLUMN reused_from uuid, ADD COLUMN units_saved integer;
+      `,
+  },
+  {
+    version: 7,
+    name: 'the upstream message beside its code; indexes of the overdue and reconciled entries',
+    sql: `
+      -- The upstream's meta.message of a failed call (bounded, long digit runs masked:
+      -- ledger-entry.ts, upstreamMessageOf), so that the console shows a failure's message beside
+      -- its code after the Redis record is gone. NULL for entries written before.
+      ALTER TABLE ledger_entries ADD COLUMN upstream_message text;
+      -- Each inquiry's latest fact without sorting a period (ledger-rows.ts, LATEST_FACTS): the
+      -- few overdue and reconciled entries found by their own small indexes, not by a scan of
+      -- every settled one. Built once over the table (a write lock meanwhile: the drainer's queue
+      -- holds new entries until it is done).
+      CREATE INDEX ledger_entries_overdue ON ledger_entries (created_at, track_id) WHERE kind = 'overdue';
+      CREATE INDEX ledger_entries_reconciled ON ledger_entries (created_at, track_id) WHERE kind = 'reconciled';
     `,
   },
 ];

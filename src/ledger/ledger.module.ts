@@ -19,6 +19,8 @@ import { LedgerQueue } from './ledger-queue.js';
 import { LedgerReads } from './ledger-reads.js';
 import { LedgerStore } from './ledger.store.js';
 import { AdminController, CsvBodies } from './admin.controller.js';
+import { ConsoleReadsController } from './console-reads.controller.js';
+import { InquiryList } from './inquiry-list.js';
 import { Reconciliations } from './reconciliation.js';
 import { CallerAuthModule } from '../caller-auth/caller-auth.module.js';
 import { MemoryLedgerQueue } from './memory-ledger.queue.js';
@@ -27,7 +29,7 @@ import { RedisLedgerQueue } from './redis-ledger.queue.js';
 /** The ledger in PostgreSQL (docs/api.md §7): its queue, drainer, reads. */
 @Module({
   imports: [StoreModule, CallerAuthModule, BudgetModule],
-  controllers: [AdminController],
+  controllers: [AdminController, ConsoleReadsController],
   providers: [
     CsvBodies,
     Reconciliations,
@@ -66,6 +68,7 @@ import { RedisLedgerQueue } from './redis-ledger.queue.js';
       useFactory: (db: LedgerDatabase, cipher: StoreCipher, config: ConfigService<AppConfig, true>) =>
         new LedgerStore(db, cipher, config.get('ledger', { infer: true }).resultRetentionDays),
     },
+    { provide: InquiryList, inject: [LedgerStore], useFactory: (store: LedgerStore) => new InquiryList(store) },
     LedgerMetrics,
     LedgerStartup,
     LedgerDrainer,

@@ -1,122 +1,12 @@
 import { Logger } from '@nestjs/common';
 import { SEALED_PREFIX, type StoreCipher } from '../store/store-cipher.js';
 import type { LedgerDatabase } from './ledger-database.js';
-import { isInt4, type EntryStatus, type LedgerEntry, type QueuedEntry } from './ledger-entry.js';
+import type { EntryStatus, LedgerEntry, QueuedEntry } from './ledger-entry.js';
+import { ENTRY_COLUMNS, entryRow, toEntry, type EntryRow } from './ledger-rows.js';
 import { ensurePartitions, migrate } from './ledger-schema.js';
 import { isMissingPartition } from './entry-writer.js';
 
-interface EntryRow {
-  track_id: string;
-  kind: LedgerEntry['kind'];
-  client_id: string;
-  subject_sha256: string | null;
-  operation: LedgerEntry['operation'];
-  request_handling_type: LedgerEntry['requestHandlingType'];
-  status: EntryStatus;
-  charged: LedgerEntry['charged'];
-  cost_units: number;
-  created_at: Date;
-  completed_at: Date | null;
-  upstream_code: number | null;
-  request_id: string | null;
-  revision: number;
-  reserved_units: number | null;
-  reserved_budgets: string[] | null;
-  reserved_daily: string | null;
-  reserved_monthly: string | null;
-  reused_from: string | null;
-  units_saved: number | null;
-}
-
-const ENTRY_COLUMNS = `track_id::text AS track_id, kind, client_id, subject_sha256, operation, request_handling_type,
-  status, charged, cost_units, created_at, completed_at, upstream_code, request_id, revision,
-  reserved_units, reserved_budgets, reserved_daily, reserved_monthly, reused_from::text AS reused_from, units_saved`;
-
-/** Of one inquiry's entries, the latest fact first: reconciled (highest revision) > settled > overdue. */
-export const LATEST_FIRST = `CASE kind WHEN 'reconciled' THEN 2 WHEN 'settled' THEN 1 ELSE 0 END DESC, revision DESC`;
-
-function toEntry(row: EntryRow): LedgerEntry {
-  return {
-    trackId: row.track_id,
-    kind: row.kind,
-    clientId: row.client_id,
-    ...(row.subject_sha256 !== null ? { subjectSha256: row.subject_sha256 } : {}),
-    operation: row.operation,
-    requestHandlingType: row.request_handling_type,
-    status: row.status,
-    charged: row.charged,
-    costUnits: row.cost_units,
-    createdAt: new Date(row.created_at).toISOString(),
-    ...(row.completed_at !== null ? { completedAt: new Date(row.completed_at).toISOString() } : {}),
-    ...(row.upstream_code !== null ? { upstreamCode: row.upstream_code } : {}),
-    ...(row.request_id !== null ? { requestId: row.request_id } : {}),
-    ...(row.revision > 0 ? { revision: row.revision } : {}),
-    ...(row.reserved_units !== null
-      ? {
-          reservation: {
-            units: row.reserved_units,
-            budgets: row.reserved_budgets ?? [],
-            daily: row.reserved_daily ?? '',
-            monthly: row.reserved_monthly ?? '',
-          },
-        }
-      : {}),
-    ...(row.reused_from !== null ? { reusedFrom: row.reused_from } : {}),
-    ...(row.units_saved !== null ? { unitsSaved: row.units_saved } : {}),
-  };
-}
-
-/**
- * An entry's fields in a fixed order: the export's columns (the CSV header). `entryRow` below
- * writes each of them (its type requires every field of LedgerEntry). The reservation, an
- * object, is in the NDJSON export only.
- */
-export const ENTRY_FIELDS: ReadonlyArray<Exclude<keyof LedgerEntry, 'reservation'>> = [
-  'trackId',
-  'kind',
-  'clientId',
-  'subjectSha256',
-  'operation',
-  'requestHandlingType',
-  'status',
-  'charged',
-  'costUnits',
-  'createdAt',
-  'completedAt',
-  'upstreamCode',
-  'requestId',
-  'revision',
-  'reusedFrom',
-  'unitsSaved',
-];
-
-/**
- * An entry as the INSERT's JSON row: ENTRY_FIELDS only (`data` stays out). A plain object, so
- * JSON.stringify takes its fast path (with ENTRY_FIELDS as its allow-list it was a third of the
- * drainer's CPU per entry: docs/performance.md, "Ledger").
- */
-function entryRow(entry: QueuedEntry): Record<keyof LedgerEntry, unknown> {
-  return {
-    trackId: entry.trackId,
-    kind: entry.kind,
-    clientId: entry.clientId,
-    subjectSha256: entry.subjectSha256,
-    operation: entry.operation,
-    requestHandlingType: entry.requestHandlingType,
-    status: entry.status,
-    charged: entry.charged,
-    costUnits: entry.costUnits,
-    createdAt: entry.createdAt,
-    completedAt: entry.completedAt,
-    // Checked again here: an entry queued before the check existed (Cluster queues built entries).
-    upstreamCode: isInt4(entry.upstreamCode) ? entry.upstreamCode : undefined,
-    requestId: entry.requestId,
-    revision: entry.revision,
-    reservation: entry.reservation,
-    reusedFrom: entry.reusedFrom,
-    unitsSaved: entry.unitsSaved,
-  };
-}
+export { ENTRY_FIELDS, LATEST_FIRST } from './ledger-rows.js';
 
 /** Where the results' AAD binds a sealed `data`: its trackId (a copy to another row does not open). */
 export function resultContext(trackId: string): string {
@@ -201,17 +91,17 @@ export class LedgerStore {
     const rows = await this.db.query<{ n: number }>(
       `WITH written AS (
          INSERT INTO ledger_entries (track_id, kind, client_id, subject_sha256, operation, request_handling_type,
-           status, charged, cost_units, created_at, completed_at, upstream_code, request_id, revision,
+           status, charged, cost_units, created_at, completed_at, upstream_code, upstream_message, request_id, revision,
            reserved_units, reserved_budgets, reserved_daily, reserved_monthly, reused_from, units_saved)
          SELECT "trackId", kind, "clientId", "subjectSha256", operation, "requestHandlingType", status, charged,
-           "costUnits", "createdAt", "completedAt", "upstreamCode", "requestId",
+           "costUnits", "createdAt", "completedAt", "upstreamCode", "upstreamMessage", "requestId",
            coalesce(revision, CASE kind WHEN 'reconciled' THEN 1 ELSE 0 END),
            (reservation->>'units')::int,
            CASE WHEN reservation IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(reservation->'budgets')) END,
            reservation->>'daily', reservation->>'monthly', "reusedFrom", "unitsSaved"
          FROM json_to_recordset($1::json) AS x("trackId" uuid, kind text, "clientId" text, "subjectSha256" text,
            operation text, "requestHandlingType" text, status text, charged text, "costUnits" int,
-           "createdAt" timestamptz, "completedAt" timestamptz, "upstreamCode" int, "requestId" text, revision int, reservation json,
+           "createdAt" timestamptz, "completedAt" timestamptz, "upstreamCode" int, "upstreamMessage" text, "requestId" text, revision int, reservation json,
            "reusedFrom" uuid, "unitsSaved" int)
          ON CONFLICT DO NOTHING RETURNING 1)
        SELECT count(*)::int AS n FROM written`,
@@ -332,67 +222,4 @@ export class LedgerStore {
       };
     }
   }
-}
-
-/** One row of GET /admin/usage (docs/api.md §7). */
-export interface UsageRow {
-  clientId: string;
-  /** The day (`2026-11-24`) or month (`2026-11`), in UTC. */
-  period: string;
-  inquiries: number;
-  succeeded: number;
-  failed: number;
-  unknown: number;
-  /** Cost units of inquiries charged or possibly charged (an `unknown` is kept as spent). */
-  unitsSpent: number;
-  /** Inquiries answered with a reused answer (docs/api.md §2), and the units that saved. */
-  reused: number;
-  unitsSaved: number;
-}
-
-/**
- * Usage per client and UTC day or month, each inquiry counted once by its latest fact
- * (a reconciliation over a settlement over an overdue entry). One aggregate: rows are
- * clients × periods, small whatever the number of entries.
- */
-export async function usage(store: LedgerStore, from: Date, to: Date, period: 'day' | 'month'): Promise<UsageRow[]> {
-  await store.ready();
-  const rows = await store.db.query<{
-    client_id: string;
-    period: string;
-    inquiries: number;
-    succeeded: number;
-    failed: number;
-    unknown: number;
-    units_spent: number;
-    reused: number;
-    units_saved: number;
-  }>(
-    `WITH latest AS (
-       SELECT DISTINCT ON (track_id) track_id, client_id, created_at, status, charged, cost_units, reused_from,
-         units_saved
-       FROM ledger_entries WHERE created_at >= $1 AND created_at < $2
-       ORDER BY track_id, ${LATEST_FIRST})
-     SELECT client_id, to_char(date_trunc($3, created_at AT TIME ZONE 'UTC'), $4) AS period,
-       count(*)::int AS inquiries,
-       (count(*) FILTER (WHERE status = 'succeeded'))::int AS succeeded,
-       (count(*) FILTER (WHERE status = 'failed'))::int AS failed,
-       (count(*) FILTER (WHERE status = 'unknown'))::int AS unknown,
-       (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::int AS units_spent,
-       (count(*) FILTER (WHERE reused_from IS NOT NULL))::int AS reused,
-       (coalesce(sum(units_saved) FILTER (WHERE reused_from IS NOT NULL), 0))::int AS units_saved
-     FROM latest GROUP BY 1, 2 ORDER BY 1, 2`,
-    [from, to, period, period === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM'],
-  );
-  return rows.map((row) => ({
-    clientId: row.client_id,
-    period: row.period,
-    inquiries: row.inquiries,
-    succeeded: row.succeeded,
-    failed: row.failed,
-    unknown: row.unknown,
-    unitsSpent: row.units_spent,
-    reused: row.reused,
-    unitsSaved: row.units_saved,
-  }));
 }

@@ -232,6 +232,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/inquiries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Inquiries of a period, newest first, one row per inquiry
+         * @description Needs an API key with `ledger:read`. Each row is the latest fact of one inquiry (a reconciliation over a settlement over an overdue entry) with `spentUnits` (0 when not charged) and, with COST_UNIT_PRICE, `spentAmount`. Paged by keyset on (createdAt, trackId): pass `next` as `after` for the next page; no OFFSET, so a page costs the same deep in a million rows. The same filters on GET /admin/ledger with `latest=true` download exactly these rows.
+         */
+        get: operations["ConsoleReadsController_inquiries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/trends": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Inquiries per day, client and operation, and failures by upstream code
+         * @description Needs an API key with `ledger:read`. Days in BUDGET_TIMEZONE (or `timeZone=UTC`), each inquiry counted once by its latest fact; `unitsSpent` counts inquiries charged or possibly charged. At most 400 days. Refusals (429 budget_exhausted, quotas) never reach the ledger: they are counted by the metrics (vgw_budget_refusals_total, vgw_quota_rejections_total), not here.
+         */
+        get: operations["ConsoleReadsController_trends"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/forecast": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Each budget and the company looking ahead at the rate of the last 7 days
+         * @description Needs an API key with `ledger:read`. Per budget: what its window has used (the budget state), the units the ledger records as spent in the last 7 days (of its client; of all for `*`), that rate per day, and when the budget runs out at that rate (`runsOutAt`: null when not before the window resets). The company: the ledger's spend in the current monthly window (BUDGET_TIMEZONE, BUDGET_CALENDAR) and its projection to the window’s end; `clients` the same per client.
+         */
+        get: operations["ConsoleReadsController_forecast"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/budget": {
         parameters: {
             query?: never;
@@ -539,6 +599,27 @@ export interface components {
             usage: boolean;
             budgets: boolean;
             reconciliations: boolean;
+            inquiries: boolean;
+            trends: boolean;
+            forecast: boolean;
+            parked: boolean;
+        };
+        StatusBudgetRefusals: {
+            /** @description The budget that refused: a client id, or * for all callers. */
+            budget: string;
+            /** @enum {string} */
+            window: "daily" | "monthly";
+            count: number;
+        };
+        StatusQuotaRefusals: {
+            /** @enum {string} */
+            scope: "client" | "user";
+            count: number;
+        };
+        /** @description 429s this replica answered since it started (refusals never reach the ledger). */
+        StatusRefusals: {
+            budget: components["schemas"]["StatusBudgetRefusals"][];
+            quota: components["schemas"]["StatusQuotaRefusals"][];
         };
         /** @description One replica's state, for the operators' console. */
         GatewayStatus: {
@@ -553,6 +634,7 @@ export interface components {
             /** @description null: no ledger in this build. */
             ledger: components["schemas"]["StatusLedger"] | null;
             routes: components["schemas"]["StatusRoutes"];
+            refusals: components["schemas"]["StatusRefusals"];
         };
         /** @description One budget window: limit, spent, reserved and remaining cost units. */
         Budget: {
@@ -1593,7 +1675,16 @@ export interface operations {
                 /** @description ISO 8601 date or timestamp, exclusive. */
                 to: string;
                 clientId?: string;
+                operation?: "shahkar" | "iban";
+                handling?: "standard" | "advanced";
+                /** @description Of the latest fact. */
                 status?: "succeeded" | "failed" | "unknown";
+                /** @description Of the latest fact. */
+                charged?: "yes" | "no" | "possibly";
+                /** @description An answer reused from an earlier inquiry. */
+                reused?: "true" | "false";
+                /** @description true: one row per inquiry (its latest fact), newest first, filtered as GET /admin/inquiries filters (client, operation, handling, status, charged, reused): exactly the rows it pages through. Otherwise every entry, filtered by clientId and status (of each entry); the other list filters need latest=true (400). */
+                latest?: "true" | "false";
                 /** @description One inquiry's entries only (the console's lookup). */
                 trackId?: string;
             };
@@ -1634,6 +1725,8 @@ export interface operations {
                         /** Format: date-time */
                         completedAt?: string;
                         upstreamCode?: number;
+                        /** @description The upstream's `meta.message` of a failed call, runs of 8 or more digits masked with `#`. */
+                        upstreamMessage?: string;
                         requestId?: string;
                         /** @description A `reconciled` entry's place among the inquiry's resolutions: 1, then 2, 3, … per correction. */
                         revision?: number;
@@ -1768,6 +1861,14 @@ export interface operations {
                             failed: number;
                             unknown: number;
                             unitsSpent: number;
+                            /** @description Inquiries answered with a reused answer (docs/api.md §2). */
+                            reused: number;
+                            /** @description The units those reused answers would have cost. */
+                            unitsSaved: number;
+                            /** @description unitsSpent × COST_UNIT_PRICE, exact (a decimal string); only when it is set. */
+                            spentAmount?: string;
+                            /** @example IRR */
+                            currency?: string;
                         }[];
                     };
                 };
@@ -2120,6 +2221,445 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before trying again. */
                     "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
+            431: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: anything else; no internal detail in the body. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `store_unavailable`: the record store is unreachable; nothing was sent upstream (with `Retry-After`). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    ConsoleReadsController_inquiries: {
+        parameters: {
+            query: {
+                /** @description ISO 8601 date or timestamp, inclusive. */
+                from: string;
+                /** @description ISO 8601 date or timestamp, exclusive. */
+                to: string;
+                clientId?: string;
+                operation?: "shahkar" | "iban";
+                handling?: "standard" | "advanced";
+                /** @description Of the latest fact. */
+                status?: "succeeded" | "failed" | "unknown";
+                /** @description Of the latest fact. */
+                charged?: "yes" | "no" | "possibly";
+                /** @description An answer reused from an earlier inquiry. */
+                reused?: "true" | "false";
+                limit?: number;
+                /** @description The `next` cursor of the previous page (opaque). */
+                after?: string;
+            };
+            header?: {
+                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of inquiries. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        from: string;
+                        /** Format: date-time */
+                        to: string;
+                        /**
+                         * @description ISO 4217, when COST_UNIT_PRICE is set.
+                         * @example IRR
+                         */
+                        currency?: string;
+                        inquiries: {
+                            /** Format: uuid */
+                            trackId: string;
+                            /** @enum {string} */
+                            kind: "settled" | "overdue" | "reconciled";
+                            clientId: string;
+                            subjectSha256?: string;
+                            /** @enum {string} */
+                            operation: "shahkar" | "iban";
+                            /** @enum {string} */
+                            requestHandlingType: "standard" | "advanced";
+                            /** @enum {string} */
+                            status: "succeeded" | "failed" | "unknown";
+                            /** @enum {string} */
+                            charged: "yes" | "no" | "possibly";
+                            costUnits: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            completedAt?: string;
+                            upstreamCode?: number;
+                            /** @description The upstream's `meta.message` of a failed call, runs of 8 or more digits masked with `#`. */
+                            upstreamMessage?: string;
+                            requestId?: string;
+                            /** @description A `reconciled` entry's place among the inquiry's resolutions: 1, then 2, 3, … per correction. */
+                            revision?: number;
+                            /** @description What the budget reservation counted (NDJSON only): a resolution moves exactly this. */
+                            reservation?: {
+                                units: number;
+                                budgets: string[];
+                                /** @example d2026-11-24 */
+                                daily: string;
+                                /** @example m2026-11 */
+                                monthly: string;
+                            };
+                            spentUnits: number;
+                            /** @description An exact decimal, as a string. */
+                            spentAmount?: string;
+                        }[];
+                        /** @description null on the last page. */
+                        next: string | null;
+                    };
+                };
+            };
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key`, a trackId that is not a UUID (one `errors` entry per bad field). */
+            400: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: no or bad credential. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
+            408: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
+            431: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: anything else; no internal detail in the body. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `store_unavailable`: the record store is unreachable; nothing was sent upstream (with `Retry-After`). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    ConsoleReadsController_trends: {
+        parameters: {
+            query: {
+                /** @description ISO 8601 date or timestamp, inclusive. */
+                from: string;
+                /** @description ISO 8601 date or timestamp, exclusive. */
+                to: string;
+                /** @description UTC, or BUDGET_TIMEZONE (the default). */
+                timeZone?: string;
+            };
+            header?: {
+                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Trend rows. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        timeZone: string;
+                        /** @enum {string} */
+                        calendar: "gregory" | "persian";
+                        /** Format: date-time */
+                        from: string;
+                        /** Format: date-time */
+                        to: string;
+                        /**
+                         * @description ISO 4217, when COST_UNIT_PRICE is set.
+                         * @example IRR
+                         */
+                        currency?: string;
+                        /** @description An exact decimal, as a string. */
+                        unitPrice?: string;
+                        rows: {
+                            /** @example 2026-11-24 */
+                            day: string;
+                            clientId: string;
+                            /** @enum {string} */
+                            operation: "shahkar" | "iban";
+                            inquiries: number;
+                            succeeded: number;
+                            failed: number;
+                            unknown: number;
+                            reused: number;
+                            unitsSpent: number;
+                            /** @description An exact decimal, as a string. */
+                            spentAmount?: string;
+                        }[];
+                        failures: {
+                            day: string;
+                            clientId: string;
+                            upstreamCode: number | null;
+                            upstreamMessage: string | null;
+                            count: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key`, a trackId that is not a UUID (one `errors` entry per bad field). */
+            400: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: no or bad credential. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
+            408: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
+            431: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: anything else; no internal detail in the body. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `store_unavailable`: the record store is unreachable; nothing was sent upstream (with `Retry-After`). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    ConsoleReadsController_forecast: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The forecast. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        checkedAt: string;
+                        timeZone: string;
+                        /** @enum {string} */
+                        calendar: "gregory" | "persian";
+                        /** @example 7 */
+                        rateDays: number;
+                        /**
+                         * @description ISO 4217, when COST_UNIT_PRICE is set.
+                         * @example IRR
+                         */
+                        currency?: string;
+                        /** @description An exact decimal, as a string. */
+                        unitPrice?: string;
+                        budgets: {
+                            clientId: string;
+                            /** @enum {string} */
+                            window: "daily" | "monthly";
+                            limitUnits: number;
+                            usedUnits: number;
+                            /** Format: date-time */
+                            resetsAt: string;
+                            lastDaysUnits: number;
+                            /** @description An exact decimal, as a string. */
+                            ratePerDay: string;
+                            /** Format: date-time */
+                            runsOutAt: string | null;
+                        }[];
+                        company: {
+                            /** @enum {string} */
+                            window: "monthly";
+                            /** Format: date-time */
+                            startsAt: string;
+                            /** Format: date-time */
+                            resetsAt: string;
+                            spentUnits: number;
+                            lastDaysUnits: number;
+                            /** @description An exact decimal, as a string. */
+                            ratePerDay: string;
+                            projectedUnits: number;
+                        };
+                        clients: {
+                            clientId: string;
+                            spentUnits: number;
+                            lastDaysUnits: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description `unauthenticated`: no or bad credential. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
+            408: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {

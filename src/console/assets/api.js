@@ -92,6 +92,22 @@ export async function streamLedger(query, onEntry) {
   }
 }
 
+/**
+ * A GET saved as a file: the answer read whole into a Blob (the key must ride a header, so a
+ * plain link cannot fetch it), then handed to the browser's download through a blob: link.
+ */
+export async function download(path, accept, filename) {
+  const response = await send(path, { headers: { accept } });
+  const url = URL.createObjectURL(await response.blob());
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = filename;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
 /** POST /admin/reconciliations: the provider's CSV as it is, streamed from the file. */
 export async function reconcile(file) {
   const response = await send('/admin/reconciliations', {

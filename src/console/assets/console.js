@@ -1,42 +1,27 @@
 // The operators' console (docs/operations.md, "The console"): plain ES modules, no build step.
-import uPlot from '/console/vendor/uplot.js';
 import { ApiError, getJson, keyStore, reconcile, streamLedger } from '/console/api.js';
-import { budgetsView, entriesView, h, note, reportView, time, unknownsView, usageRows } from '/console/views.js';
+import { addDays, dayOf, display, zone } from '/console/format.js';
+import { applyList, setUpList, startOf } from '/console/list.js';
+import { budgetsView, clientsView, companyView, priceNote } from '/console/spend.js';
+import { dayView, errorsChart, lastDays, spendChart } from '/console/trends.js';
+import { mark, renderNow } from '/console/now.js';
+import { entriesView, h, note, reportView, table, time } from '/console/views.js';
 
 const $ = (id) => document.getElementById(id);
 const NOW_EVERY_MS = 5000;
-const DAY_MS = 86_400_000;
-const UNKNOWNS_SHOWN = 50;
-/** Series colours with at least 3:1 contrast on white (WCAG 1.4.11). */
-const COLOURS = [
-  '#0b57d0',
-  '#b3261e',
-  '#146c2e',
-  '#7d3c98',
-  '#8a5300',
-  '#00677f',
-  '#b0006d',
-  '#3d4f5c',
-  '#5b6300',
-  '#6e3a1f',
-];
 
 /** Which administration routes this build serves (GET /admin/status `routes`). */
-let routes = { ledger: false, usage: false, budgets: false, reconciliations: false };
+let routes = {};
 let nowTimer = null;
-let usage = [];
-let chart = null;
+let trends = null;
+let lastStatus = null;
 
-const isoDay = (ms) => new Date(ms).toISOString().slice(0, 10);
-const today = () => Date.parse(`${isoDay(Date.now())}T00:00:00Z`);
+const today = () => dayOf(Date.now());
+const showIn = (container, ...content) => $(container).replaceChildren(...content);
 
 function setKeyMessage(text, isError = false) {
   $('key-message').textContent = text;
   $('key-message').className = isError ? 'error' : '';
-}
-
-function showIn(container, ...content) {
-  $(container).replaceChildren(...content);
 }
 
 /** A failed call shown where its figures would be; a refused key also ends the session's key. */
@@ -46,179 +31,164 @@ function failed(container, error) {
   showIn(container, note(error.message, 'error'));
 }
 
-function absent(route) {
-  return note(`Not available in this build of the gateway (${route} is not served).`);
-}
+const absent = (route) => note(`Not available in this build of the gateway (${route} is not served).`);
 
 // ---- Now
 
-function mark(id, text, kind) {
-  $(id).replaceChildren(kind ? h('span', { className: kind }, text) : text);
-}
-
-function renderNow(status) {
+function showNow(status) {
   routes = status.routes;
-  const { token, circuit, redis, ledger, build } = status;
-  mark('now-token-state', token.state, token.state === 'valid' ? 'good' : 'bad');
-  $('now-token-valid').replaceChildren(time(token.validUntil));
-  $('now-token-renewed').replaceChildren(time(token.renewedAt));
-  const reasons = Object.entries(token.renewalFailuresByReason)
-    .filter(([, count]) => count > 0)
-    .map(([reason, count]) => `${reason} ${count}`)
-    .join(', ');
-  mark(
-    'now-token-failures',
-    reasons ? `${token.renewalFailures} (${reasons})` : String(token.renewalFailures),
-    token.renewalFailures > 0 ? 'warn' : undefined,
-  );
-  mark('now-circuit', circuit.state, circuit.state === 'closed' ? 'good' : 'bad');
-  mark(
-    'now-redis',
-    `${redis.reachable ? 'reachable' : 'unreachable'} (${redis.mode})`,
-    redis.reachable ? 'good' : 'bad',
-  );
-  if (ledger === null) {
-    mark('now-postgres', 'not configured');
-    mark('now-queue', 'not configured');
-  } else {
-    mark(
-      'now-postgres',
-      `${ledger.databaseReachable ? 'reachable' : 'unreachable'} (${ledger.database})`,
-      ledger.databaseReachable ? 'good' : 'bad',
-    );
-    mark(
-      'now-queue',
-      ledger.queueDepth === null ? 'unknown' : `${ledger.queueDepth} waiting, oldest ${ledger.queueOldestAgeSeconds} s`,
-      ledger.queueDepth ? 'warn' : undefined,
-    );
-  }
-  mark('now-held', String(status.heldLongPolls));
-  mark('now-build', `${build.version} (${build.commit})`);
-  $('now-facts').hidden = false;
-  $('now-message').replaceChildren('Checked at ', time(status.checkedAt), ' (this replica; refreshed every 5 s).');
-}
-
-async function loadNow() {
-  const status = await getJson('/admin/status');
+  lastStatus = status;
   renderNow(status);
-  return status;
 }
 
-function refreshNowQuietly() {
-  loadNow().catch((error) => failed('now-message', error));
-}
+const loadNow = async () => showNow(await getJson('/admin/status'));
+const refreshNowQuietly = () => loadNow().catch((error) => failed('now-message', error));
 
-// ---- Money
+// ---- Money, trends, parked entries
 
-async function loadBudgets() {
-  if (!routes.budgets) return showIn('budgets', absent('GET /admin/budgets'));
+/** The forecast first: it says the zone, the calendar and the price every other view is written in. */
+async function loadMoney() {
+  if (!routes.forecast) return showIn('budgets', absent('GET /admin/forecast'));
   try {
-    showIn('budgets', budgetsView(await getJson('/admin/budgets')));
+    delete $('clients').dataset.savings;
+    const forecast = await getJson('/admin/forecast');
+    display.budgetZone = forecast.timeZone;
+    display.calendar = forecast.calendar;
+    display.price = forecast.unitPrice ? { amount: forecast.unitPrice, currency: forecast.currency } : null;
+    $('tomans-choice').hidden = display.price?.currency !== 'IRR';
+    $('zone-note').textContent =
+      `Times in ${zone()}${display.calendar === 'persian' && !display.utc ? ', Persian calendar' : ''}.`;
+    showIn('price-note', priceNote());
+    showIn('company-view', companyView(forecast));
+    showIn('clients', clientsView(forecast, []));
+    showIn('budgets', budgetsView(forecast));
+    void loadSavings(forecast);
   } catch (error) {
     failed('budgets', error);
   }
 }
 
-function drawUsage() {
-  const container = $('usage');
-  if (chart) chart.destroy();
-  chart = null;
-  const measure = $('usage-measure').value;
-  const days = Array.from({ length: 30 }, (_, i) => today() - (29 - i) * DAY_MS);
-  const clients = [...new Set(usage.map((row) => row.clientId))].sort();
-  if (clients.length === 0) return showIn('usage', note('No inquiries in the last 30 days.'));
-  const index = new Map(days.map((day, i) => [isoDay(day), i]));
-  const series = clients.map(() => new Array(days.length).fill(0));
-  const totals = clients.map(() => 0);
-  for (const row of usage) {
-    const i = index.get(row.day);
-    const c = clients.indexOf(row.clientId);
-    if (i === undefined || c < 0) continue;
-    series[c][i] += row[measure];
-    totals[c] += row[measure];
-  }
-  const plot = h('div', {
-    className: 'chart',
-    role: 'img',
-    'aria-label': `${measure} per day and client, last 30 days`,
-  });
-  const legend = h(
-    'ul',
-    { className: 'legend', 'aria-label': `Totals of ${measure} over 30 days` },
-    clients.map((client, c) => {
-      const swatch = h('span', { className: 'swatch', 'aria-hidden': 'true' });
-      swatch.style.background = COLOURS[c % COLOURS.length];
-      return h('li', {}, swatch, `${client}: ${totals[c].toLocaleString()}`);
-    }),
-  );
-  container.replaceChildren(plot, legend);
-  chart = new uPlot(
-    {
-      width: Math.max(240, plot.clientWidth),
-      height: 220,
-      legend: { show: false },
-      cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true } },
-      series: [{}, ...clients.map((client, c) => ({ label: client, stroke: COLOURS[c % COLOURS.length], width: 2 }))],
-      axes: [{}, { size: 50 }],
-    },
-    [days.map((day) => day / 1000), ...series],
-    plot,
-  );
-}
-
-async function loadUsage() {
-  if (!routes.usage) return showIn('usage', absent('GET /admin/usage'));
+/**
+ * Reuse savings over exactly this budget month, where this gateway's usage answer has
+ * `unitsSaved` (a missing field shows nothing): asked once the month is known, the table drawn
+ * again with them; `data-savings` says the answer is in (the bench waits for it).
+ */
+async function loadSavings(forecast) {
+  if (!routes.usage) return;
   try {
-    const from = isoDay(today() - 29 * DAY_MS);
-    const to = isoDay(today() + DAY_MS);
-    usage = usageRows(await getJson(`/admin/usage?${new URLSearchParams({ from, to, period: 'day' })}`));
-    drawUsage();
+    const month = { from: forecast.company.startsAt, to: forecast.checkedAt, period: 'month' };
+    const usage = await getJson(`/admin/usage?${new URLSearchParams(month)}`);
+    if ((usage.usage ?? []).some((row) => typeof row.unitsSaved === 'number'))
+      showIn('clients', clientsView(forecast, usage.usage));
+    $('clients').dataset.savings = 'read';
   } catch (error) {
-    failed('usage', error);
+    failed('clients', error);
   }
 }
 
-async function loadUnknowns() {
-  if (!routes.ledger) return showIn('unknowns', absent('GET /admin/ledger'));
+/**
+ * Asked at once with the forecast (it needs no zone from it): the last 31 × 24 h and a day ahead,
+ * by day in BUDGET_TIMEZONE (the gateway's default) or UTC; drawTrends picks the 30 days shown.
+ */
+async function loadTrends() {
+  if (!routes.trends) return showIn('spend-trend', absent('GET /admin/trends'));
   try {
-    const entries = [];
-    let total = 0;
-    const query = { from: isoDay(today() - 29 * DAY_MS), to: isoDay(today() + DAY_MS), status: 'unknown' };
-    await streamLedger(query, (entry) => {
-      total += 1;
-      if (entries.length < UNKNOWNS_SHOWN) entries.push(entry);
-    });
-    const counts = new Map();
-    for (const row of usage) counts.set(row.clientId, (counts.get(row.clientId) ?? 0) + row.unknown);
-    showIn('unknowns', unknownsView(counts, entries, total));
+    const now = Date.now();
+    const range = { from: new Date(now - 31 * 86_400_000).toISOString(), to: new Date(now + 86_400_000).toISOString() };
+    trends = await getJson(
+      `/admin/trends?${new URLSearchParams({ ...range, ...(display.utc ? { timeZone: 'UTC' } : {}) })}`,
+    );
   } catch (error) {
-    failed('unknowns', error);
+    trends = null;
+    failed('spend-trend', error);
   }
 }
 
-async function loadMoney() {
-  // The unknowns' counts come from the usage rows: those first.
-  await Promise.all([loadBudgets(), loadUsage()]);
-  await loadUnknowns();
+function drawTrends() {
+  if (!trends) return;
+  const days = lastDays(today());
+  showIn('spend-trend', spendChart(trends, days, $('trend-measure').value));
+  showIn('errors-trend', errorsChart(trends, days));
+  const day = $('trend-day').value || addDays(today(), -1);
+  $('trend-day').value = day;
+  showIn('day-detail', dayView(trends, day));
+}
+
+async function loadParked() {
+  if (!routes.parked) return showIn('parked-result', absent('GET /admin/ledger/parked'));
+  try {
+    const now = Date.now();
+    const range = { from: new Date(now - 30 * 86_400_000).toISOString(), to: new Date(now + 60_000).toISOString() };
+    const answer = await getJson(`/admin/ledger/parked?${new URLSearchParams(range)}`);
+    const count = `${answer.parked.length}${answer.truncated ? '+' : ''}`;
+    mark(
+      'now-parked',
+      answer.parked.length ? `${count}: see "Parked ledger entries"` : '0',
+      answer.parked.length ? 'bad' : 'good',
+    );
+    showIn(
+      'parked-result',
+      answer.parked.length === 0
+        ? note('No entry was refused by PostgreSQL in the last 30 days.', 'good')
+        : table(
+            ['parked', 'trackId', 'kind', 'SQLSTATE', 'database message'],
+            answer.parked.map((entry) =>
+              h(
+                'tr',
+                {},
+                h('td', {}, time(entry.parkedAt)),
+                h('td', {}, h('code', {}, entry.trackId ?? '–')),
+                h('td', {}, entry.kind ?? '–'),
+                h('td', {}, entry.code),
+                h('td', {}, entry.message),
+              ),
+            ),
+            'Parked ledger entries',
+          ),
+    );
+  } catch (error) {
+    failed('parked-result', error);
+  }
+}
+
+let datesSet = false;
+
+async function loadAll() {
+  // The forecast says the zone the rest is written in; the trends and parked entries need none.
+  await Promise.all([loadMoney(), loadTrends(), loadParked()]);
+  // "Now" was drawn before the zone was known: again, in it.
+  if (lastStatus) showNow(lastStatus);
+  drawTrends();
+  // The default periods in the budget's zone, known once the forecast has said which it is.
+  if (!datesSet) {
+    datesSet = true;
+    setUpList({ onOpen: openAndFocus, onError: failed, today: today() });
+    $('inquiry-from').value = addDays(today(), -29);
+  }
+  await (routes.inquiries ? applyList() : showIn('list-result', absent('GET /admin/inquiries')));
 }
 
 // ---- One inquiry
 
-async function findInquiry(event) {
-  event.preventDefault();
-  const trackId = $('track-id').value.trim().toLowerCase();
+async function openInquiry(trackId, fromDay) {
   if (!routes.ledger) return showIn('inquiry-result', absent('GET /admin/ledger'));
   showIn('inquiry-result', note(`Looking for ${trackId}…`));
   try {
     const entries = [];
     // The server picks the inquiry's entries (`trackId`, docs/api.md §7): a few lines stream, not the period.
-    const query = { from: $('inquiry-from').value, to: isoDay(today() + DAY_MS), trackId };
+    const query = { from: startOf(fromDay), to: startOf(addDays(today(), 1)), trackId };
     await streamLedger(query, (entry) => void entries.push(entry));
     showIn('inquiry-result', entriesView(trackId, entries));
   } catch (error) {
     failed('inquiry-result', error);
   }
+}
+
+const openAndFocus = (trackId, day) => void openInquiry(trackId, day).then(() => $('inquiry-result').focus());
+
+function findInquiry(event) {
+  event.preventDefault();
+  void openInquiry($('track-id').value.trim().toLowerCase(), $('inquiry-from').value);
 }
 
 // ---- Reconciliation
@@ -230,8 +200,7 @@ async function sendReconciliation(event) {
   if (!file) return showIn('reconcile-result', note('Choose the provider’s CSV file first.', 'error'));
   showIn('reconcile-result', note(`Sending ${file.name}…`));
   try {
-    const report = await reconcile(file);
-    showIn('reconcile-result', reportView(report, new Date().toISOString()));
+    showIn('reconcile-result', reportView(await reconcile(file), new Date().toISOString()));
   } catch (error) {
     failed('reconcile-result', error);
   }
@@ -241,6 +210,7 @@ async function sendReconciliation(event) {
 
 function setSignedIn(signedIn) {
   $('forget-key').hidden = !signedIn;
+  $('display').hidden = !signedIn;
   $('now-refresh').disabled = !signedIn;
   $('money-refresh').disabled = !signedIn;
   clearInterval(nowTimer);
@@ -271,7 +241,7 @@ async function start() {
   }
   setSignedIn(true);
   setKeyMessage('Key accepted; kept in this tab only, until it closes.');
-  await loadMoney();
+  await loadAll();
 }
 
 $('key-form').addEventListener('submit', (event) => {
@@ -285,13 +255,31 @@ $('key-form').addEventListener('submit', (event) => {
 });
 $('forget-key').addEventListener('click', () => signOut('Key forgotten.'));
 $('now-refresh').addEventListener('click', refreshNowQuietly);
-$('money-refresh').addEventListener('click', () => void loadMoney());
-$('usage-measure').addEventListener('change', drawUsage);
-$('inquiry-form').addEventListener('submit', (event) => void findInquiry(event));
+$('money-refresh').addEventListener('click', () => void loadAll());
+$('trend-measure').addEventListener('change', drawTrends);
+$('trend-day').addEventListener('change', drawTrends);
+$('inquiry-form').addEventListener('submit', findInquiry);
 $('reconcile-form').addEventListener('submit', (event) => void sendReconciliation(event));
-window.addEventListener('resize', () => {
-  if (chart) chart.setSize({ width: Math.max(240, chart.root.parentElement.clientWidth), height: 220 });
+$('show-utc').addEventListener('change', () => {
+  display.utc = $('show-utc').checked;
+  $('trend-day').value = '';
+  if (lastStatus) showNow(lastStatus);
+  void loadAll();
 });
-
-$('inquiry-from').value = isoDay(today() - 29 * DAY_MS);
+$('show-tomans').addEventListener('change', () => {
+  display.tomans = $('show-tomans').checked;
+  void loadAll();
+});
+$('quick-unknown').addEventListener(
+  'click',
+  () => void applyList({ status: 'unknown', from: addDays(today(), -29), to: today() }),
+);
+$('quick-failed').addEventListener(
+  'click',
+  () => void applyList({ status: 'failed', from: addDays(today(), -1), to: addDays(today(), -1) }),
+);
+$('list-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  void applyList();
+});
 if (keyStore.get()) void start();

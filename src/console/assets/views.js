@@ -1,3 +1,5 @@
+import { moneyText, timeText } from '/console/format.js';
+
 // Rendering of the admin routes' answers (docs/api.md §4 and §7). Built with DOM calls and textContent
 // only: nothing an answer holds is ever parsed as HTML.
 
@@ -20,15 +22,10 @@ export function note(text, kind = 'note') {
   return h('p', { className: kind }, text);
 }
 
-const FULL = { dateStyle: 'medium', timeStyle: 'medium' };
-/** A budget's reset: within weeks, so no year and no seconds (the table stays narrow). */
-const SHORT = { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' };
-
-/** `when` as the operator's local time, with the ISO form in a tooltip-free <time>. */
+/** `when` in the zone shown (BUDGET_TIMEZONE, or UTC by the toggle), its zone named, the ISO form in datetime. */
 export function time(iso, short = false) {
   if (!iso) return '–';
-  const date = new Date(iso);
-  return h('time', { dateTime: iso }, date.toLocaleString(undefined, short ? SHORT : FULL));
+  return h('time', { dateTime: iso }, timeText(iso, !short));
 }
 
 export function table(headings, rows, caption) {
@@ -54,80 +51,8 @@ export function table(headings, rows, caption) {
   );
 }
 
-const number = (value) => h('td', { className: 'num' }, typeof value === 'number' ? value.toLocaleString() : '–');
-
-// ---- Budgets: GET /admin/budgets → { budgets: [{ clientId, budgets: [BudgetView] }] }
-
-export function budgetsView(answer) {
-  const clients = Array.isArray(answer?.budgets) ? answer.budgets : [];
-  const rows = [];
-  for (const client of clients) {
-    for (const budget of client.budgets ?? []) {
-      const used = budget.spentUnits + budget.reservedUnits;
-      const label = `${client.clientId === '*' ? 'all clients' : client.clientId}, ${budget.window}: ${used} of ${budget.limitUnits} units`;
-      rows.push(
-        h(
-          'tr',
-          { 'data-client': client.clientId, 'data-window': budget.window },
-          h('th', { scope: 'row' }, client.clientId === '*' ? 'all clients (*)' : client.clientId),
-          h('td', {}, budget.window),
-          h(
-            'td',
-            {},
-            h('meter', {
-              min: 0,
-              max: budget.limitUnits,
-              value: Math.min(used, budget.limitUnits),
-              low: budget.limitUnits * 0.8,
-              high: budget.limitUnits * 0.99,
-              optimum: 0,
-              'aria-label': label,
-              title: label,
-            }),
-          ),
-          h(
-            'td',
-            { className: 'num', 'data-field': 'spent' },
-            `${budget.spentUnits.toLocaleString()} / ${budget.limitUnits.toLocaleString()}`,
-          ),
-          number(budget.reservedUnits),
-          h('td', { className: 'when' }, time(budget.resetsAt, true)),
-        ),
-      );
-    }
-  }
-  if (rows.length === 0) return note('No budget is configured (BUDGETS).');
-  return table(['client', 'window', 'used', 'spent / limit', 'reserved', 'resets'], rows, 'Budgets');
-}
-
-// ---- Usage: GET /admin/usage?period=day → per client and day: inquiries, succeeded, failed,
-// unknown, units spent. The names a row may use for its day and its units are read leniently
-// (see docs/operations.md, "The console"), so a renamed field shows as a gap, not a crash.
-
-export function usageRows(answer) {
-  const list = Array.isArray(answer)
-    ? answer
-    : (answer?.usage ?? answer?.rows ?? answer?.items ?? answer?.clients ?? answer?.periods ?? []);
-  const rows = [];
-  for (const row of Array.isArray(list) ? list : []) {
-    if (Array.isArray(row.periods)) {
-      for (const period of row.periods) rows.push(normalise({ clientId: row.clientId, ...period }));
-    } else rows.push(normalise(row));
-  }
-  return rows.filter((row) => row.clientId && row.day);
-}
-
-function normalise(row) {
-  const period = row.period ?? row.periodStart ?? row.date ?? row.day ?? row.from ?? row.start;
-  const units = row.unitsSpent ?? row.units ?? row.costUnits ?? row.spentUnits ?? 0;
-  return {
-    clientId: row.clientId,
-    day: typeof period === 'string' ? period.slice(0, 10) : undefined,
-    inquiries: Number(row.inquiries ?? 0),
-    units: Number(units),
-    unknown: Number(row.unknown ?? 0),
-  };
-}
+export const number = (value) =>
+  h('td', { className: 'num' }, typeof value === 'number' ? value.toLocaleString() : '–');
 
 // ---- Ledger entries (NDJSON lines of GET /admin/ledger)
 
@@ -135,19 +60,36 @@ const ENTRY_FIELDS = [
   ['kind', 'kind'],
   ['status', 'status'],
   ['charged', 'charged'],
-  ['costUnits', 'units'],
+  ['costUnits', 'spent'],
   ['clientId', 'client'],
   ['operation', 'operation'],
   ['requestHandlingType', 'handling'],
   ['createdAt', 'made'],
   ['completedAt', 'completed'],
-  ['upstreamCode', 'upstream code'],
+  ['upstreamCode', 'upstream'],
   ['requestId', 'requestId'],
 ];
 
-function entryCell(field, value) {
+/** What an entry spent: 0 when not charged (a failed inquiry's units are its price, not a spend). */
+export const spentOf = (entry) => (entry.charged === 'no' ? 0 : entry.costUnits);
+
+/** The upstream's code with its message: `15: National code and mobile do not match`. */
+export const upstreamText = (entry) =>
+  entry.upstreamCode === undefined
+    ? '–'
+    : `${entry.upstreamCode}${entry.upstreamMessage ? `: ${entry.upstreamMessage}` : ''}`;
+
+function entryCell(field, value, entry) {
   if (field === 'createdAt' || field === 'completedAt') return h('td', {}, time(value));
-  if (field === 'costUnits' || field === 'upstreamCode') return number(value);
+  if (field === 'upstreamCode') return h('td', {}, upstreamText(entry));
+  if (field === 'costUnits') {
+    const spent = spentOf(entry);
+    return h(
+      'td',
+      { className: 'num' },
+      `${spent}${moneyText(spent) ? ` (${moneyText(spent)})` : ''}${entry.charged === 'no' ? ` of ${entry.costUnits} priced` : ''}`,
+    );
+  }
   if (field === 'requestId') return h('td', {}, value ? h('code', {}, value) : '–');
   return h('td', {}, value ?? '–');
 }
@@ -169,6 +111,22 @@ export function entriesView(trackId, entries) {
         h('dt', {}, 'status now'),
         h('dd', { id: 'inquiry-status' }, `${now.status} (charged: ${now.charged})`),
       ),
+      h(
+        'div',
+        {},
+        h('dt', {}, 'spent'),
+        h(
+          'dd',
+          { id: 'inquiry-spent' },
+          `${spentOf(now)} units${moneyText(spentOf(now)) ? `, ${moneyText(spentOf(now))}` : ''}`,
+        ),
+      ),
+      h(
+        'div',
+        {},
+        h('dt', {}, 'upstream'),
+        h('dd', { id: 'inquiry-upstream' }, upstreamText(entries.find((e) => e.upstreamCode !== undefined) ?? now)),
+      ),
       // Only a prefix of the end user's hash: enough to compare two inquiries, nothing personal.
       h('div', {}, h('dt', {}, 'end user (SHA-256 prefix)'), h('dd', {}, subject ? `${subject.slice(0, 12)}…` : '–')),
     ),
@@ -179,62 +137,11 @@ export function entriesView(trackId, entries) {
         h(
           'tr',
           {},
-          ENTRY_FIELDS.map(([field]) => entryCell(field, entry[field])),
+          ENTRY_FIELDS.map(([field]) => entryCell(field, entry[field], entry)),
         ),
       ),
       `Ledger entries of ${trackId}`,
     ),
-  );
-}
-
-/**
- * `counts`: unknown inquiries per client by their latest fact (from /admin/usage, so a resolved one
- * is no longer counted); `entries`: the ledger's `unknown` entries as recorded (an entry stays
- * when a later reconciliation resolves it: the ledger appends, never rewrites).
- */
-export function unknownsView(counts, entries, total) {
-  const awaiting = [...counts].filter(([, count]) => count > 0);
-  const sum = awaiting.reduce((all, [, count]) => all + count, 0);
-  return h(
-    'div',
-    {},
-    h(
-      'p',
-      { id: 'unknowns-count', className: sum > 0 ? 'warn' : 'good' },
-      `${sum} awaiting reconciliation in the last 30 days.`,
-    ),
-    awaiting.length
-      ? table(
-          ['client', 'unknown'],
-          awaiting.map(([client, count]) => h('tr', {}, h('th', { scope: 'row' }, client), number(count))),
-          'Unknown per client',
-        )
-      : null,
-    entries.length
-      ? h(
-          'details',
-          {},
-          h(
-            'summary',
-            {},
-            `Unknown entries as recorded: ${total}${total > entries.length ? ` (first ${entries.length})` : ''}`,
-          ),
-          table(
-            ['trackId', 'client', 'units', 'made'],
-            entries.map((entry) =>
-              h(
-                'tr',
-                {},
-                h('td', {}, h('code', {}, entry.trackId)),
-                h('td', {}, entry.clientId),
-                number(entry.costUnits),
-                h('td', {}, time(entry.createdAt)),
-              ),
-            ),
-            'Unknown entries',
-          ),
-        )
-      : null,
   );
 }
 

@@ -1,0 +1,104 @@
+// How the console writes times, days and money (docs/operations.md, "The console"). Times carry
+// their zone; days follow BUDGET_TIMEZONE and BUDGET_CALENDAR (Persian month names and digits
+// when `persian`), with UTC a click away; money is exact decimal arithmetic on BigInt, never a float.
+
+/** What the gateway says (GET /admin/forecast) and what the operator chose (the toggles). */
+export const display = {
+  budgetZone: 'UTC',
+  calendar: 'gregory',
+  /** The operator's toggle: every time and day in UTC, Gregorian. */
+  utc: false,
+  /** COST_UNIT_PRICE, when set: `{ amount: '25000', currency: 'IRR' }`. */
+  price: null,
+  /** Rials shown as tomans (rials / 10), the everyday Iranian convention. */
+  tomans: false,
+};
+
+export const zone = () => (display.utc ? 'UTC' : display.budgetZone);
+const persian = () => display.calendar === 'persian' && !display.utc;
+const locale = () => (persian() ? 'fa-IR-u-ca-persian' : 'en-GB');
+
+/** An instant with its zone named: `24 Nov 2026, 13:05:09 GMT+3:30`. */
+export function timeText(iso, withSeconds = true) {
+  return new Intl.DateTimeFormat(locale(), {
+    timeZone: zone(),
+    year: 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+    ...(withSeconds ? { second: '2-digit' } : {}),
+    hourCycle: 'h23',
+    timeZoneName: 'short',
+  }).format(new Date(iso));
+}
+
+/** A civil day `2026-03-21` (already in the zone it was counted in) on the calendar: `۱ فروردین ۱۴۰۵`. */
+export function dayText(day, short = false) {
+  return new Intl.DateTimeFormat(locale(), {
+    timeZone: 'UTC',
+    ...(short ? { month: 'short', day: 'numeric' } : { year: 'numeric', month: 'long', day: 'numeric' }),
+  }).format(new Date(`${day}T12:00:00Z`));
+}
+
+/** The civil date of an instant in the zone shown: `2026-03-21`. */
+export function dayOf(instant) {
+  const parts = new Intl.DateTimeFormat('en-CA', {
+    timeZone: zone(),
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+  })
+    .formatToParts(new Date(instant))
+    .reduce((all, part) => ({ ...all, [part.type]: part.value }), {});
+  return `${parts.year}-${parts.month}-${parts.day}`;
+}
+
+/** `2026-03-21` plus `days` (calendar arithmetic on civil dates, no zone involved). */
+export function addDays(day, days) {
+  return new Date(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
+}
+
+// ---- Money: decimal strings, exact
+
+function scaled(decimal) {
+  const [whole, fraction = ''] = String(decimal).split('.');
+  return { digits: BigInt(whole + fraction), scale: fraction.length };
+}
+
+function written(digits, scale) {
+  const text = digits.toString().padStart(scale + 1, '0');
+  return scale === 0 ? text : `${text.slice(0, -scale)}.${text.slice(-scale)}`;
+}
+
+/** `units` × the price of one unit, exactly, as a decimal string at the price's scale. */
+export function amountOf(units, price = display.price) {
+  const { digits, scale } = scaled(price.amount);
+  return written(digits * BigInt(units), scale);
+}
+
+/** A decimal string divided by 10, exactly: rials to tomans. */
+function tenth(decimal) {
+  const { digits, scale } = scaled(decimal);
+  return written(digits, scale + 1)
+    .replace(/(\.\d*?)0+$/, '$1')
+    .replace(/\.$/, '');
+}
+
+/** Thousands separators on the whole part: `1234567.5` → `1,234,567.5`. */
+export function grouped(decimal) {
+  const [whole, fraction] = decimal.split('.');
+  const withCommas = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return fraction ? `${withCommas}.${fraction}` : withCommas;
+}
+
+/** `units` as money in the chosen unit: `75,000 IRR`, `7,500 toman`; '' when no price is configured. */
+export function moneyText(units) {
+  if (!display.price) return '';
+  const amount = amountOf(units);
+  if (display.price.currency === 'IRR' && display.tomans) return `${grouped(tenth(amount))} toman`;
+  return `${grouped(amount)} ${display.price.currency}`;
+}
+
+/** Units in plain digits with separators. */
+export const unitsText = (units) => grouped(String(units));

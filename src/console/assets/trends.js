@@ -1,0 +1,129 @@
+// Trends of the last 30 days (GET /admin/trends): spend per day stacked by the top clients and
+// "the rest"; what went wrong (failed and unknown) per day the same way; and, for one day, who
+// had which failure, the upstream's code beside its message.
+import { stackedBars, topAndRest } from '/console/charts.js';
+import { addDays, dayText, moneyText, unitsText } from '/console/format.js';
+import { h, note, number, table } from '/console/views.js';
+
+/** Per key, a value per day from the rows. */
+function perDay(rows, days, keyOf, valueOf) {
+  const index = new Map(days.map((day, i) => [day, i]));
+  const byKey = new Map();
+  for (const row of rows) {
+    const i = index.get(row.day);
+    if (i === undefined) continue;
+    const key = keyOf(row);
+    if (!byKey.has(key)) byKey.set(key, new Array(days.length).fill(0));
+    byKey.get(key)[i] += valueOf(row);
+  }
+  return byKey;
+}
+
+const MEASURES = {
+  spend: {
+    label: 'units spent',
+    value: (row) => row.unitsSpent,
+    text: (n) => `${unitsText(n)}${moneyText(n) ? ` (${moneyText(n)})` : ''}`,
+  },
+  inquiries: { label: 'inquiries', value: (row) => row.inquiries, text: (n) => unitsText(n) },
+  reused: { label: 'reused answers', value: (row) => row.reused, text: (n) => unitsText(n) },
+};
+
+/** The spend (or inquiries, or reused) chart: top clients and the rest. */
+export function spendChart(answer, days, measureName) {
+  const measure = MEASURES[measureName] ?? MEASURES.spend;
+  const series = topAndRest(
+    perDay(answer.rows, days, (row) => row.clientId, measure.value),
+    days,
+  );
+  if (series.length === 0) return note(`No ${measure.label} in these 30 days.`);
+  return stackedBars({
+    id: 'spend-chart',
+    days,
+    series,
+    dayLabel: (day) => dayText(day, true),
+    valueText: measure.text,
+    tickText: unitsText,
+    summary: `${measure.label} per day (${answer.timeZone}), top clients and the rest, last 30 days`,
+  });
+}
+
+/** Failed and unknown inquiries per day, stacked by client (top and the rest). */
+export function errorsChart(answer, days) {
+  const series = topAndRest(
+    perDay(
+      answer.rows,
+      days,
+      (row) => row.clientId,
+      (row) => row.failed + row.unknown,
+    ),
+    days,
+  );
+  if (series.length === 0) return note('No failed or unknown inquiry in these 30 days.');
+  return stackedBars({
+    id: 'errors-chart',
+    days,
+    series,
+    dayLabel: (day) => dayText(day, true),
+    valueText: unitsText,
+    summary: `failed and unknown inquiries per day (${answer.timeZone}), top clients and the rest`,
+  });
+}
+
+/** One day: per client, failed by upstream code with its message, and unknown. */
+export function dayView(answer, day) {
+  const failures = answer.failures.filter((row) => row.day === day).sort((a, b) => b.count - a.count);
+  const unknown = answer.rows.filter((row) => row.day === day && row.unknown > 0);
+  const rows = [
+    ...failures.map((row) =>
+      h(
+        'tr',
+        { 'data-client': row.clientId },
+        h('th', { scope: 'row' }, row.clientId),
+        h('td', {}, 'failed'),
+        h(
+          'td',
+          {},
+          row.upstreamCode === null
+            ? 'no upstream answer'
+            : `${row.upstreamCode}${row.upstreamMessage ? `: ${row.upstreamMessage}` : ''}`,
+        ),
+        number(row.count),
+      ),
+    ),
+    ...unknown.map((row) =>
+      h(
+        'tr',
+        { 'data-client': row.clientId },
+        h('th', { scope: 'row' }, row.clientId),
+        h('td', {}, 'unknown'),
+        h('td', {}, `${row.operation}: awaiting reconciliation`),
+        number(row.unknown),
+      ),
+    ),
+  ];
+  if (rows.length === 0) return note(`Nothing went wrong on ${dayText(day)}.`);
+  return table(
+    ['client', 'outcome', 'upstream code: message', 'inquiries'],
+    rows,
+    `What went wrong on ${dayText(day)}`,
+  );
+}
+
+/** The 30 civil days ending with `today` (in the zone the trends were counted in). */
+export const lastDays = (today, count = 30) => Array.from({ length: count }, (_, i) => addDays(today, i - count + 1));
+
+/** This replica's refusals since it started (GET /admin/status): refusals never reach the ledger. */
+export function refusalsView(refusals) {
+  if (!refusals) return null;
+  const budget = refusals.budget.map(
+    ({ budget, window, count }) => `${budget === '*' ? 'all clients' : budget} ${window}: ${count}`,
+  );
+  const quota = refusals.quota.map(({ scope, count }) => `${scope} quota: ${count}`);
+  const all = [...budget, ...quota];
+  return h(
+    'p',
+    { className: all.some((text) => !text.endsWith(': 0')) ? 'warn' : 'note', id: 'refusals' },
+    `Refused by this replica since it started (429; refusals are not in the ledger, so not per day): ${all.length ? all.join(', ') : 'none'}.`,
+  );
+}

@@ -1,0 +1,86 @@
+import { applyDecorators } from '@nestjs/common';
+import { ApiOperation, ApiQuery, ApiSecurity, ApiTags, type SchemaObject } from '@nestjs/swagger';
+import { API_KEY_SCHEME } from '../openapi.js';
+import { ApiProblemResponses } from '../problem/problem.openapi.js';
+
+export const DATE_QUERY = { type: 'string', example: '2026-11-24' } satisfies SchemaObject;
+export const FROM = ApiQuery({
+  name: 'from',
+  required: true,
+  description: 'ISO 8601 date or timestamp, inclusive.',
+  schema: DATE_QUERY,
+});
+export const TO = ApiQuery({
+  name: 'to',
+  required: true,
+  description: 'ISO 8601 date or timestamp, exclusive.',
+  schema: DATE_QUERY,
+});
+
+export const ENTRY = {
+  type: 'object',
+  required: [
+    'trackId',
+    'kind',
+    'clientId',
+    'operation',
+    'requestHandlingType',
+    'status',
+    'charged',
+    'costUnits',
+    'createdAt',
+  ],
+  properties: {
+    trackId: { type: 'string', format: 'uuid' },
+    kind: { type: 'string', enum: ['settled', 'overdue', 'reconciled'] },
+    clientId: { type: 'string' },
+    subjectSha256: { type: 'string' },
+    operation: { type: 'string', enum: ['shahkar', 'iban'] },
+    requestHandlingType: { type: 'string', enum: ['standard', 'advanced'] },
+    status: { type: 'string', enum: ['succeeded', 'failed', 'unknown'] },
+    charged: { type: 'string', enum: ['yes', 'no', 'possibly'] },
+    costUnits: { type: 'integer' },
+    createdAt: { type: 'string', format: 'date-time' },
+    completedAt: { type: 'string', format: 'date-time' },
+    upstreamCode: { type: 'integer' },
+    upstreamMessage: {
+      type: 'string',
+      maxLength: 200,
+      description: "The upstream's `meta.message` of a failed call, runs of 8 or more digits masked with `#`.",
+    },
+    requestId: { type: 'string' },
+    revision: {
+      type: 'integer',
+      minimum: 1,
+      description: "A `reconciled` entry's place among the inquiry's resolutions: 1, then 2, 3, … per correction.",
+    },
+    reservation: {
+      type: 'object',
+      description: 'What the budget reservation counted (NDJSON only): a resolution moves exactly this.',
+      required: ['units', 'budgets', 'daily', 'monthly'],
+      properties: {
+        units: { type: 'integer' },
+        budgets: { type: 'array', items: { type: 'string' } },
+        daily: { type: 'string', example: 'd2026-11-24' },
+        monthly: { type: 'string', example: 'm2026-11' },
+      },
+    },
+  },
+} satisfies SchemaObject;
+
+export const ADMIN_PROBLEMS = ApiProblemResponses([
+  'validation_failed',
+  'unauthenticated',
+  'forbidden',
+  'internal',
+  'store_unavailable',
+]);
+
+/** Administration: API keys only (a JWT never carries the ledger scopes), docs/api.md §7. */
+export function ApiAdmin(summary: string, description: string): MethodDecorator {
+  return applyDecorators(
+    ApiTags('administration'),
+    ApiSecurity(API_KEY_SCHEME),
+    ApiOperation({ summary, description }),
+  );
+}

@@ -1,0 +1,154 @@
+import { Controller, Get, Query, Res, UseGuards } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import type { FastifyReply } from 'fastify';
+import type { Caller } from '../caller-auth/caller.js';
+import { CallerAuthGuard, CurrentCaller, RequireScopes } from '../caller-auth/caller-auth.guard.js';
+import type { AppConfig } from '../config/app-config.js';
+import type { BudgetConfig, UnitPrice } from '../config/budget-config.js';
+import { BudgetCalendar } from '../budget/budget-windows.js';
+import { Budgets } from '../budget/budgets.js';
+import { apiKeyOnly } from './admin.controller.js';
+import {
+  inquiryFilterOf,
+  invalidParameter,
+  listCursorOf,
+  listLimitOf,
+  single,
+  type AdminQuery,
+} from './admin-query.js';
+import { RATE_DAYS, budgetForecasts, companyForecast } from './budget-forecast.js';
+import { ApiForecast, ApiInquiryList, ApiTrends } from './console-reads.openapi.js';
+import { InquiryList, encodeCursor } from './inquiry-list.js';
+import { LedgerCalls } from './ledger-call.js';
+import { ledgerRange } from './ledger-dates.js';
+import type { LedgerEntry } from './ledger-entry.js';
+import { trends, unitsSpentSince } from './ledger-trends.js';
+import { LedgerStore } from './ledger.store.js';
+import { moneyOf } from './money.js';
+
+const DAY_MS = 86_400_000;
+
+/**
+ * What the console reads to answer finance (docs/api.md §7, issue 35): the list of inquiries,
+ * the trends per day, client and operation, and the forecast of each budget. Same rules as
+ * every administration route: API keys with `ledger:read`, on the ops listener when OPS_PORT is
+ * set. Money appears only where COST_UNIT_PRICE is set: recorded units × that price.
+ */
+@Controller('admin')
+@UseGuards(CallerAuthGuard)
+export class ConsoleReadsController {
+  private readonly ledger = new LedgerCalls();
+  private readonly budgetSettings: BudgetConfig;
+
+  constructor(
+    private readonly store: LedgerStore,
+    private readonly list: InquiryList,
+    private readonly budgets: Budgets,
+    config: ConfigService<AppConfig, true>,
+  ) {
+    this.budgetSettings = config.get('budgets', { infer: true });
+  }
+
+  private get price(): UnitPrice | undefined {
+    return this.budgetSettings.unitPrice;
+  }
+
+  @Get('inquiries')
+  @RequireScopes('ledger:read')
+  @ApiInquiryList()
+  async inquiries(
+    @CurrentCaller() caller: Caller,
+    @Query() query: AdminQuery,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    apiKeyOnly(caller);
+    const filter = inquiryFilterOf(query);
+    const limit = listLimitOf(query);
+    const after = listCursorOf(query);
+    const page = await this.ledger.run('ledger list', () => this.list.page(filter, after, limit));
+    void reply.header('cache-control', 'no-store');
+    return {
+      from: filter.from.toISOString(),
+      to: filter.to.toISOString(),
+      ...(this.price ? { currency: this.price.currency } : {}),
+      inquiries: page.inquiries.map((entry) => this.row(entry)),
+      next: page.next ? encodeCursor(page.next) : null,
+    };
+  }
+
+  /** A row of the list: the latest fact, and what it spent (0 when not charged: never the price of a failure). */
+  private row(entry: LedgerEntry) {
+    const spentUnits = entry.charged === 'no' ? 0 : entry.costUnits;
+    return {
+      ...entry,
+      spentUnits,
+      ...(this.price ? { spentAmount: moneyOf(spentUnits, this.price).amount } : {}),
+    };
+  }
+
+  @Get('trends')
+  @RequireScopes('ledger:read')
+  @ApiTrends()
+  async trends(
+    @CurrentCaller() caller: Caller,
+    @Query() query: AdminQuery,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    apiKeyOnly(caller);
+    const { from, to } = ledgerRange(single(query, 'from'), single(query, 'to'));
+    const zone = single(query, 'timeZone') ?? this.budgetSettings.timeZone;
+    if (zone !== 'UTC' && zone !== this.budgetSettings.timeZone)
+      throw invalidParameter('timeZone', `must be UTC or BUDGET_TIMEZONE (${this.budgetSettings.timeZone})`);
+    if (to.getTime() - from.getTime() > 400 * DAY_MS)
+      throw invalidParameter('to', 'must be at most 400 days after from');
+    const found = await this.ledger.run('ledger trends', async () => {
+      await this.store.ready();
+      return trends(this.store, from, to, zone);
+    });
+    const price = this.price;
+    void reply.header('cache-control', 'no-store');
+    return {
+      timeZone: zone,
+      calendar: this.budgetSettings.calendar,
+      from: from.toISOString(),
+      to: to.toISOString(),
+      ...(price ? { currency: price.currency, unitPrice: price.amount } : {}),
+      rows: price
+        ? found.rows.map((row) => ({ ...row, spentAmount: moneyOf(row.unitsSpent, price).amount }))
+        : found.rows,
+      failures: found.failures,
+    };
+  }
+
+  @Get('forecast')
+  @RequireScopes('ledger:read')
+  @ApiForecast()
+  async forecast(@CurrentCaller() caller: Caller, @Res({ passthrough: true }) reply: FastifyReply) {
+    apiKeyOnly(caller);
+    const now = Date.now();
+    const month = new BudgetCalendar(this.budgetSettings.timeZone, this.budgetSettings.calendar).windowsAt(now).monthly;
+    const since = new Date(now - RATE_DAYS * DAY_MS);
+    const [states, [lastDays, thisMonth]] = await Promise.all([
+      this.budgets.all(),
+      this.ledger.run('ledger forecast', () =>
+        unitsSpentSince(this.store, [since, new Date(month.startsAt)], new Date(now)),
+      ),
+    ]);
+    const sum = (units: Map<string, number>) => [...units.values()].reduce((all, n) => all + n, 0);
+    void reply.header('cache-control', 'no-store');
+    return {
+      checkedAt: new Date(now).toISOString(),
+      timeZone: this.budgetSettings.timeZone,
+      calendar: this.budgetSettings.calendar,
+      rateDays: RATE_DAYS,
+      ...(this.price ? { currency: this.price.currency, unitPrice: this.price.amount } : {}),
+      budgets: budgetForecasts(now, states, lastDays),
+      company: companyForecast(now, month, sum(thisMonth), sum(lastDays)),
+      clients: [...thisMonth].map(([clientId, spentUnits]) => ({
+        clientId,
+        spentUnits,
+        lastDaysUnits: lastDays.get(clientId) ?? 0,
+      })),
+    };
+  }
+}

@@ -1,0 +1,17 @@
+import { describe, expect, it } from '@jest/globals';
+import { UPSTREAM_MESSAGE_MAX, upstreamMessageOf } from './ledger-entry.js';
+
+describe('the upstream message the ledger keeps', () => {
+  it('masks long digit runs (a national code, a mobile, an IBAN) and bounds the length', () => {
+    expect(upstreamMessageOf('National code 0499370899 and mobile 09121234567 do not match')).toBe(
+      'National code ########## and mobile ########### do not match',
+    );
+    expect(upstreamMessageOf('IBAN IR062960000000100324200001 unknown')).toBe(`IBAN IR${'#'.repeat(24)} unknown`);
+    expect(upstreamMessageOf('کد ملی ۰۴۹۹۳۷۰۸۹۹ نامعتبر')).toBe('کد ملی ########## نامعتبر');
+    expect(upstreamMessageOf('Supplier error 4001')).toBe('Supplier error 4001');
+    expect(upstreamMessageOf('x'.repeat(1000))).toHaveLength(UPSTREAM_MESSAGE_MAX);
+    expect(upstreamMessageOf('line\nbreak')).toBe('line break');
+    expect(upstreamMessageOf('')).toBeUndefined();
+    expect(upstreamMessageOf(15)).toBeUndefined();
+  });
+});

@@ -1,0 +1,134 @@
+import { aggregate, latestFacts } from './ledger-rows.js';
+import type { LedgerStore } from './ledger.store.js';
+
+/** One day × client × operation of GET /admin/trends (docs/api.md §7). */
+export interface TrendRow {
+  /** The day in BUDGET_TIMEZONE, `2026-11-24` (Gregorian: the page writes it on the configured calendar). */
+  day: string;
+  clientId: string;
+  operation: string;
+  inquiries: number;
+  succeeded: number;
+  failed: number;
+  unknown: number;
+  /** Answers reused from an earlier inquiry (0 until this ledger records reuse). */
+  reused: number;
+  /** Cost units of inquiries charged or possibly charged: what was spent, never a failed inquiry's price. */
+  unitsSpent: number;
+}
+
+/** Failed inquiries of one day and client by the upstream's code (no code: the gateway's own failure). */
+export interface FailureRow {
+  day: string;
+  clientId: string;
+  upstreamCode: number | null;
+  /** The latest upstream message recorded for that code, when the ledger has one. */
+  upstreamMessage: string | null;
+  count: number;
+}
+
+export interface Trends {
+  rows: TrendRow[];
+  failures: FailureRow[];
+}
+
+interface Group {
+  day: string;
+  client_id: string;
+  operation: string;
+  status: 'succeeded' | 'failed' | 'unknown';
+  upstream_code: number | null;
+  upstream_message: string | null;
+  reused: boolean;
+  n: number;
+  units_spent: number;
+}
+
+/**
+ * Per day (in `timeZone`), client and operation, each inquiry counted once by its latest fact:
+ * one aggregate, its groups folded here into the day × client × operation rows and the failures
+ * by upstream code. Small whatever the number of entries (days × clients × operations × codes).
+ */
+export async function trends(store: LedgerStore, from: Date, to: Date, timeZone: string): Promise<Trends> {
+  await store.ready();
+  const groups = await aggregate<Group>(
+    store.db,
+    // Grouped by the local date (a date, not text: cheaper per row), written out once per group.
+    `SELECT to_char(day, 'YYYY-MM-DD') AS day, client_id, operation, status,
+       CASE WHEN status = 'failed' THEN upstream_code END AS upstream_code,
+       max(upstream_message) FILTER (WHERE status = 'failed') AS upstream_message,
+       reused, count(*)::int AS n,
+       (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::int AS units_spent
+     FROM ${latestFacts(
+       `(e.created_at AT TIME ZONE $3)::date AS day, e.client_id, e.operation, e.status, e.charged, e.cost_units,
+        e.upstream_code, e.upstream_message, e.reused_from IS NOT NULL AS reused`,
+     )}
+     GROUP BY latest.day, 2, 3, 4, 5, 7 ORDER BY 1, 2, 3`,
+    [from, to, timeZone],
+  );
+  const rows = new Map<string, TrendRow>();
+  const failures = new Map<string, FailureRow>();
+  for (const group of groups) {
+    const key = `${group.day}|${group.client_id}|${group.operation}`;
+    let row = rows.get(key);
+    if (!row) {
+      row = {
+        day: group.day,
+        clientId: group.client_id,
+        operation: group.operation,
+        inquiries: 0,
+        succeeded: 0,
+        failed: 0,
+        unknown: 0,
+        reused: 0,
+        unitsSpent: 0,
+      };
+      rows.set(key, row);
+    }
+    row.inquiries += group.n;
+    row[group.status] += group.n;
+    if (group.reused) row.reused += group.n;
+    row.unitsSpent += group.units_spent;
+    if (group.status !== 'failed') continue;
+    const failureKey = `${group.day}|${group.client_id}|${group.upstream_code}`;
+    const failure = failures.get(failureKey);
+    if (failure) {
+      failure.count += group.n;
+      failure.upstreamMessage ??= group.upstream_message;
+    } else
+      failures.set(failureKey, {
+        day: group.day,
+        clientId: group.client_id,
+        upstreamCode: group.upstream_code,
+        upstreamMessage: group.upstream_message,
+        count: group.n,
+      });
+  }
+  return { rows: [...rows.values()], failures: [...failures.values()] };
+}
+
+/**
+ * Units spent per client (charged or possibly charged, each inquiry by its latest fact) up to
+ * `to`, from each of `starts`: one scan from the earliest, a sum per start (the forecast's last
+ * 7 days and its month so far).
+ */
+export async function unitsSpentSince(
+  store: LedgerStore,
+  starts: Date[],
+  to: Date,
+): Promise<Array<Map<string, number>>> {
+  await store.ready();
+  const earliest = new Date(Math.min(...starts.map((start) => start.getTime())));
+  const sums = starts.map(
+    (_, i) => `(coalesce(sum(cost_units) FILTER (WHERE charged <> 'no' AND created_at >= $${i + 3}), 0))::int AS s${i}`,
+  );
+  const rows = await aggregate<Record<string, number> & { client_id: string }>(
+    store.db,
+    `SELECT client_id, ${sums.join(', ')}
+     FROM ${latestFacts('e.client_id, e.charged, e.cost_units, e.created_at')} GROUP BY 1`,
+    [earliest, to, ...starts],
+  );
+  return starts.map(
+    (_, i) => new Map(rows.filter((row) => row[`s${i}`] > 0).map((row) => [row.client_id, row[`s${i}`]])),
+  );
+}

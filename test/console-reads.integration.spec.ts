@@ -1,0 +1,178 @@
+/**
+ * The console's reads (src/ledger/inquiry-list.ts, ledger-trends.ts) on a real PostgreSQL server
+ * and on PGlite: one row per inquiry by its latest fact (a settlement over an overdue entry, a
+ * correction over a resolution), filters judged on that fact, keyset pages that neither repeat nor
+ * skip an inquiry when many share one instant, and trends that agree with usage.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Secret } from '../src/config/secret.js';
+import { InquiryList, type ListCursor } from '../src/ledger/inquiry-list.js';
+import { PgLedgerDatabase, PgliteLedgerDatabase, type LedgerDatabase } from '../src/ledger/ledger-database.js';
+import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
+import { trends, unitsSpentSince } from '../src/ledger/ledger-trends.js';
+import { usage } from '../src/ledger/ledger-usage.js';
+import { LedgerStore } from '../src/ledger/ledger.store.js';
+import { StoreCipher } from '../src/store/store-cipher.js';
+import { queuedEntry } from './support/ledger-entries.js';
+import { PostgresServer } from './support/postgres-server.js';
+
+const cipher = new StoreCipher([{ id: 'k1', key: new Secret(Buffer.alloc(32, 7).toString('base64')) }]);
+const FROM = new Date('2031-05-01T00:00:00Z');
+const TO = new Date('2031-06-01T00:00:00Z');
+const at = (day: number, hour = 12) => new Date(Date.UTC(2031, 4, day, hour)).toISOString();
+
+let server: PostgresServer;
+beforeAll(async () => {
+  server = await PostgresServer.start();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+describe.each([
+  ['PostgreSQL server', () => Promise.resolve(new PgLedgerDatabase(server.url) as LedgerDatabase)],
+  [
+    'PGlite',
+    () => PgliteLedgerDatabase.open(mkdtempSync(join(tmpdir(), 'vgw-console-reads-'))) as Promise<LedgerDatabase>,
+  ],
+])('the console reads on %s', (_name, open) => {
+  let db: LedgerDatabase;
+  let store: LedgerStore;
+  let list: InquiryList;
+  // An unknown later settled; an unknown resolved as charged then corrected to not charged; a failure (code 15).
+  const settledLate = queuedEntry({
+    clientId: 'shop',
+    createdAt: at(3),
+    kind: 'overdue',
+    status: 'unknown',
+    charged: 'possibly',
+  });
+  const corrected = queuedEntry({
+    clientId: 'shop',
+    createdAt: at(4),
+    kind: 'overdue',
+    status: 'unknown',
+    charged: 'possibly',
+    costUnits: 3,
+  });
+  const failed = queuedEntry({
+    clientId: 'shop',
+    createdAt: at(5),
+    status: 'failed',
+    charged: 'no',
+    upstreamCode: 15,
+    upstreamMessage: 'mismatch',
+  });
+  // Seven inquiries of one instant: the keyset's tie on createdAt is broken by trackId.
+  const crowd = Array.from({ length: 7 }, () => queuedEntry({ clientId: 'crowd', createdAt: at(6) }));
+  const entries: QueuedEntry[] = [
+    settledLate,
+    { ...settledLate, kind: 'settled', status: 'succeeded', charged: 'yes' },
+    corrected,
+    { ...corrected, kind: 'reconciled', revision: 1, status: 'succeeded', charged: 'yes' },
+    { ...corrected, kind: 'reconciled', revision: 2, status: 'failed', charged: 'no' },
+    failed,
+    ...crowd,
+  ];
+
+  beforeAll(async () => {
+    db = await open();
+    store = new LedgerStore(db, cipher, 90);
+    await store.insert(entries);
+    list = new InquiryList(store);
+  });
+  afterAll(async () => {
+    await db.close();
+    if (db instanceof PgliteLedgerDatabase) rmSync(db.dataDir, { recursive: true, force: true });
+  });
+
+  it('lists one row per inquiry, its latest fact, newest first; filters judge that fact', async () => {
+    const shop = await list.page({ from: FROM, to: TO, clientId: 'shop' }, undefined, 10);
+    expect(shop.inquiries.map((e) => [e.trackId, e.kind, e.status, e.charged])).toEqual([
+      [failed.trackId, 'settled', 'failed', 'no'],
+      [corrected.trackId, 'reconciled', 'failed', 'no'],
+      [settledLate.trackId, 'settled', 'succeeded', 'yes'],
+    ]);
+    expect(shop.inquiries[0].upstreamMessage).toBe('mismatch');
+    expect(shop.next).toBeUndefined();
+    const unknown = await list.page({ from: FROM, to: TO, status: 'unknown' }, undefined, 10);
+    expect(unknown.inquiries).toEqual([]);
+    const notCharged = await list.page({ from: FROM, to: TO, clientId: 'shop', charged: 'no' }, undefined, 10);
+    expect(notCharged.inquiries.map((e) => e.trackId)).toEqual([failed.trackId, corrected.trackId]);
+    // No reuse recorded in this ledger: reused=true matches nothing, reused=false everything.
+    expect((await list.page({ from: FROM, to: TO, reused: true }, undefined, 10)).inquiries).toEqual([]);
+    expect((await list.page({ from: FROM, to: TO, reused: false }, undefined, 20)).inquiries).toHaveLength(10);
+  });
+
+  it('pages by keyset through inquiries of one instant, each once, and the export yields the same rows', async () => {
+    const seen: string[] = [];
+    let after: ListCursor | undefined;
+    do {
+      const page = await list.page({ from: FROM, to: TO, clientId: 'crowd' }, after, 3);
+      seen.push(...page.inquiries.map((e) => e.trackId));
+      after = page.next;
+    } while (after);
+    expect(seen).toEqual(
+      crowd
+        .map((e) => e.trackId)
+        .sort()
+        .reverse(),
+    );
+    const exported: string[] = [];
+    for await (const entry of list.all({ from: FROM, to: TO, clientId: 'crowd' })) exported.push(entry.trackId);
+    expect(exported).toEqual(seen);
+  });
+
+  it('counts trends by latest fact, agreeing with usage; a failure spends nothing', async () => {
+    const found = await trends(store, FROM, TO, 'Asia/Tehran');
+    const shop = found.rows.filter((row) => row.clientId === 'shop');
+    expect(shop).toEqual([
+      {
+        day: '2031-05-03',
+        clientId: 'shop',
+        operation: 'shahkar',
+        inquiries: 1,
+        succeeded: 1,
+        failed: 0,
+        unknown: 0,
+        reused: 0,
+        unitsSpent: 1,
+      },
+      {
+        day: '2031-05-04',
+        clientId: 'shop',
+        operation: 'shahkar',
+        inquiries: 1,
+        succeeded: 0,
+        failed: 1,
+        unknown: 0,
+        reused: 0,
+        unitsSpent: 0,
+      },
+      {
+        day: '2031-05-05',
+        clientId: 'shop',
+        operation: 'shahkar',
+        inquiries: 1,
+        succeeded: 0,
+        failed: 1,
+        unknown: 0,
+        reused: 0,
+        unitsSpent: 0,
+      },
+    ]);
+    expect(found.failures.filter((f) => f.clientId === 'shop')).toEqual([
+      { day: '2031-05-04', clientId: 'shop', upstreamCode: 200, upstreamMessage: null, count: 1 },
+      { day: '2031-05-05', clientId: 'shop', upstreamCode: 15, upstreamMessage: 'mismatch', count: 1 },
+    ]);
+    const [spent, sinceThe5th] = await unitsSpentSince(store, [FROM, new Date(at(5, 0))], TO);
+    const monthly = await usage(store, FROM, TO, 'month');
+    for (const row of monthly) expect(spent.get(row.clientId) ?? 0).toBe(row.unitsSpent);
+    expect(spent.get('crowd')).toBe(7);
+    // From the 5th: the crowd's 7; the shop's failure spent nothing.
+    expect([...sinceThe5th]).toEqual([['crowd', 7]]);
+  });
+});
