@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import type { BudgetAction } from '../ledger/ledger-queue.js';
+import type { ReuseSettlement } from './answer-keeping.js';
 import type { HeldKey } from './idempotency.service.js';
 import type { OpenInquiry } from './inquiry-in-flight.js';
 import type { InquiryOutcome } from './inquiry-outcome.js';
@@ -25,7 +26,7 @@ function outcome(status: InquiryOutcome['status'], notCharged = false): InquiryO
   return { status, notCharged, record: {}, response: { status: 200, contentType: 'application/json', body: {} } };
 }
 
-async function settle(out: InquiryOutcome, reserved: boolean) {
+async function settle(out: InquiryOutcome, reserved: boolean, reuse?: ReuseSettlement) {
   const writes: { record?: InquiryRecord; budget?: BudgetAction; key?: string } = {};
   const books = {
     settle: (record: InquiryRecord, _ttl: number, budget?: BudgetAction) => {
@@ -46,7 +47,7 @@ async function settle(out: InquiryOutcome, reserved: boolean) {
     idempotency as never,
   );
   const record = reserved ? { ...RECORD, reservation: {} as InquiryRecord['reservation'] } : RECORD;
-  const answer = await step.settle({ record, trackId: RECORD.trackId, key: {} as HeldKey } as OpenInquiry, out);
+  const answer = await step.settle({ record, trackId: RECORD.trackId, key: {} as HeldKey } as OpenInquiry, out, reuse);
   return { answer, ...writes };
 }
 
@@ -66,6 +67,13 @@ describe('InquirySettlement', () => {
       expect(settled.answer).toMatchObject({ trackId: RECORD.trackId, replayed: false });
     },
   );
+
+  it('keeps a stale answer served in place of a refusal that charged nothing under its key', async () => {
+    const stale = { status: 200, contentType: 'application/json', body: { stale: true } };
+    const settled = await settle(outcome('unknown', true), true, { response: stale });
+    expect(settled.key).toBe('completed');
+    expect(settled.answer).toMatchObject({ body: { stale: true }, trackId: RECORD.trackId });
+  });
 
   it('moves no budget when nothing was reserved', async () => {
     expect((await settle(outcome('succeeded'), false)).budget).toBeUndefined();

@@ -66,11 +66,16 @@ export class InquirySettlement {
         },
         until,
       ),
-      // A key whose request cannot have been charged is released instead, so a retry runs afresh.
+      // A key whose request cannot have been charged is released instead, so a retry runs afresh;
+      // but a stale answer served in its place is the answer the caller got: its key keeps it
+      // (test/reuse-path.e2e.spec.ts, 'a stale answer served after a 402 is replayed by its key').
       key &&
         this.settlements.write(
           `idempotency result of ${trackId}`,
-          () => (outcome.notCharged ? this.idempotency.release(key) : this.idempotency.complete(key, response)),
+          () =>
+            outcome.notCharged && !reuse?.response
+              ? this.idempotency.release(key)
+              : this.idempotency.complete(key, response),
           until,
         ),
       reuse?.write?.(),
