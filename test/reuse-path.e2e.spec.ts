@@ -1,13 +1,15 @@
 /**
  * Reuse of paid answers in the inquiry's path (docs/api.md §2, "Reusing answers"), black box:
  * one redis-server, one simulator, three replicas sharing them (shahkar shared by `client`, iban
- * by `company`) and one more replica with `subject` and a 1-second operator max age, all started
- * once. Every test asks its own question (a national code or IBAN of its own), so none sees
+ * by `company`) and one more replica with `subject`, a 1-second operator max age for iban and a
+ * 300 ms upstream timeout (a short deadline of its own), all started once. Every test asks its own question (a national code or IBAN of its own), so none sees
  * another's answers.
  */
-import { randomUUID } from 'node:crypto';
+import { createSecretKey, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
 import { SignJWT, exportSPKI, generateKeyPair, type CryptoKey } from 'jose';
+import { canonicalQuestion, questionKey } from '../src/reuse/reuse-key.js';
 import {
   apiKeysWith,
   callGateway,
@@ -30,6 +32,11 @@ const POOR = {
   key: 'key-poor-0123456789',
   scopes: ['kyc:shahkar', 'kyc:iban', 'inquiries:read'],
 };
+
+const HMAC = 'reuse-hmac-key-of-this-test-0123456789';
+/** bySubject's upstream timeout, and so its inquiries' own deadline (inquiryBudget: 2 calls + 4 timeouts + 2 s). */
+const SHORT_TIMEOUT_MS = 300;
+const SHORT_DEADLINE_MS = 2 * SHORT_TIMEOUT_MS + 4 * SHORT_TIMEOUT_MS + 2_000;
 
 let redis: RedisServer;
 let sim: UpstreamSimulator;
@@ -106,7 +113,7 @@ beforeAll(async () => {
     JWT_PUBLIC_KEY: await exportSPKI(keys.publicKey),
     JWT_ISSUER: ISSUER,
     JWT_AUDIENCE: AUDIENCE,
-    REUSE_HMAC_KEY: 'reuse-hmac-key-of-this-test-0123456789',
+    REUSE_HMAC_KEY: HMAC,
   };
   const shared = JSON.stringify({
     shahkar: { maxAgeSeconds: 60, share: 'client' },
@@ -118,7 +125,7 @@ beforeAll(async () => {
   });
   [replicas, bySubject] = await Promise.all([
     Promise.all([0, 1, 2].map(() => startGateway({ ...common, INQUIRY_REUSE: shared }))),
-    startGateway({ ...common, INQUIRY_REUSE: own }),
+    startGateway({ ...common, INQUIRY_REUSE: own, UPSTREAM_TIMEOUT_MS: String(SHORT_TIMEOUT_MS) }),
   ]);
   await Promise.all([...replicas, bySubject].map((g) => untilStoreReady(g)));
 }, 60_000);
@@ -190,6 +197,25 @@ describe('identical inquiries in flight', () => {
     } finally {
       sim.setLatency(0);
     }
+  }, 30_000);
+
+  it('a waiter on a dead leader is answered within its own deadline', async () => {
+    const question = shahkar();
+    // What a replica that died mid-call leaves: its registration in flight, lasting as long as
+    // a whole deadline, and no settlement ever.
+    const partition = ['subject', 'key', TEST_CLIENTS.full.clientId];
+    const key = questionKey(
+      createSecretKey(Buffer.from(HMAC, 'utf8')),
+      canonicalQuestion(partition, 'shahkar', question),
+    );
+    const client = new Redis(redis.url);
+    await client.set(`{vgw:reuse:${key}}:flight:standard`, randomUUID(), 'PX', SHORT_DEADLINE_MS);
+    await client.quit();
+    const startedAt = Date.now();
+    const waiter = await ask(bySubject, '/v1/kyc/shahkar', question, { 'cache-control': 'max-age=0' });
+    expect(waiter.status).toBe(200);
+    expect(waiter.body.reusedFrom).toBeUndefined();
+    expect(Date.now() - startedAt).toBeLessThan(SHORT_DEADLINE_MS);
   }, 30_000);
 });
 
@@ -305,6 +331,23 @@ describe('stale-if-error', () => {
     await new Promise((resolve) => setTimeout(resolve, 1100));
     const late = await ask(bySubject, '/v1/kyc/iban', account, { 'cache-control': 'max-age=0, stale-if-error=600' });
     expect(late.status).toBe(502);
+  });
+
+  it('a stale answer served after a 402 is replayed by its key', async () => {
+    const question = shahkar();
+    await ask(replicas[0], '/v1/kyc/shahkar', question, { 'cache-control': 'max-age=600' });
+    sim.setCredit(0);
+    try {
+      const headers = { 'cache-control': 'max-age=0, stale-if-error=600', 'idempotency-key': `k-${randomUUID()}` };
+      const stale = await ask(replicas[0], '/v1/kyc/shahkar', question, headers);
+      expect(cacheStatus(stale)).toBe('verification-gateway; fwd=stale; fwd-status=402');
+      // Nothing was charged, yet the key keeps the answer the caller got (docs/api.md §2).
+      const retry = await ask(replicas[1], '/v1/kyc/shahkar', question, headers);
+      expect(retry.headers.get('idempotent-replayed')).toBe('true');
+      expect(retry.body).toEqual(stale.body);
+    } finally {
+      sim.setCredit(1_000_000);
+    }
   });
 });
 

@@ -57,7 +57,12 @@ export interface InquiryInFlight {
   reuse: ReuseInFlight | undefined;
   /** The record as written before the call (InquiryOpening). */
   record: InquiryRecord | undefined;
-  /** The upstream call's timeout and deadline, from the moment the record was written. */
+  /**
+   * The deadline stamped on arrival at the reuse step (epoch ms), when reuse is engaged: the
+   * opening keeps it rather than a fresh one, so a waiter's wait comes out of its own budget.
+   */
+  deadline: number | undefined;
+  /** The upstream call's timeout and deadline, from the moment the record was written (or `deadline`). */
   callBudget: CallBudget | undefined;
 }
 
@@ -91,6 +96,7 @@ export function stamp(
     key: undefined,
     reuse: undefined,
     record: undefined,
+    deadline: undefined,
     callBudget: undefined,
   };
 }

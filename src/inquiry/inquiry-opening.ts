@@ -46,6 +46,8 @@ export class InquiryOpening {
     const { caller, request, trackId } = inquiry;
     const createdAt = Date.now();
     const callBudget = inquiryBudget(this.upstreamSettings, request.requestHandlingType, createdAt);
+    // A deadline stamped on arrival (ReuseStep) stands: a waiter is never answered past it.
+    if (inquiry.deadline !== undefined) callBudget.deadline = Math.min(callBudget.deadline, inquiry.deadline);
     // No budget configured for the caller: no reservation.
     const reservation = this.budgets.reservationFor(
       caller.clientId,

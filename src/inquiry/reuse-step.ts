@@ -58,7 +58,9 @@ export class ReuseStep {
       return undefined;
     }
     const arrivedAt = Date.now();
-    const ownDeadline = inquiryBudget(this.upstreamSettings, request.requestHandlingType, arrivedAt).deadline;
+    const ownBudget = inquiryBudget(this.upstreamSettings, request.requestHandlingType, arrivedAt);
+    const ownDeadline = ownBudget.deadline;
+    inquiry.deadline = ownDeadline;
     // An asynchronous caller has no record of its own to answer 202 about while it waits: it never joins.
     const asked: ReuseAllowance = inquiry.prefer ? { ...allowance, join: false } : allowance;
     let found: ReuseLookup;
@@ -83,7 +85,11 @@ export class ReuseStep {
       limitMs: allowance.maxAgeMs + allowance.staleMs,
     };
     if (found.result === 'join') {
-      const leader = await this.leaders.settled(found.leader.trackId, Math.min(found.leader.deadlineMs, ownDeadline));
+      // It waits no longer than leaves, before its own deadline, its own call and the call's one
+      // repeat (after a 401) and the delay below: a dead leader never costs it its answer
+      // (test/reuse-path.e2e.spec.ts, 'a waiter on a dead leader is answered within its own deadline').
+      const waitUntil = ownDeadline - 2 * ownBudget.callTimeoutMs - JOIN_FALLBACK_JITTER_MS;
+      const leader = await this.leaders.settled(found.leader.trackId, Math.min(found.leader.deadlineMs, waitUntil));
       if (leader?.status === 'succeeded') {
         // Joined while the leader was in flight (its answer and its registration end in one
         // script), so it arrived before the leader completed: `collapsed`, Age 0.
