@@ -7,7 +7,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { Secret } from '../src/config/secret.js';
-import type { AnswerStore, ReuseAllowance } from '../src/reuse/answer-store.js';
+import { LEADER_LEASE_MS, type AnswerStore, type ReuseAllowance } from '../src/reuse/answer-store.js';
 import { MemoryAnswerStore } from '../src/reuse/memory-answer.store.js';
 import { RedisAnswerStore } from '../src/reuse/redis-answer.store.js';
 import { RedisKeys } from '../src/store/redis-keys.js';
@@ -117,13 +117,14 @@ describe.each(subjects)('%s answer store', (_name, make) => {
     expect(stale.result === 'miss' && stale.stale!.ageMs).toBeGreaterThanOrEqual(61_000);
   });
 
-  it('joins an identical inquiry in flight (same handling only), until its deadline; no-join and no-lead callers do neither', async () => {
+  it('joins an identical inquiry in flight (same handling only), for one lease; no-join and no-lead callers do neither', async () => {
     const { store } = make();
     const first = leader();
     await store.lookupOrJoin(Q, 'standard', FRESH, first);
     const joined = await store.lookupOrJoin(Q, 'standard', FRESH, leader());
-    expect(joined).toEqual({ result: 'join', leader: { trackId: first.trackId, deadlineMs: expect.any(Number) } });
-    expect(joined.result === 'join' && Math.abs(joined.leader.deadlineMs - first.deadlineMs)).toBeLessThan(1_000);
+    expect(joined).toEqual({ result: 'join', leader: { trackId: first.trackId, leaseEndsMs: expect.any(Number) } });
+    const leaseEnd = Date.now() + LEADER_LEASE_MS;
+    expect(joined.result === 'join' && Math.abs(joined.leader.leaseEndsMs - leaseEnd)).toBeLessThan(1_000);
     expect(await store.lookupOrJoin(Q, 'advanced', FRESH, leader())).toMatchObject({ result: 'miss', leading: true });
     expect(await store.lookupOrJoin(Q, 'standard', { ...FRESH, join: false }, leader())).toEqual({
       result: 'miss',
@@ -138,6 +139,23 @@ describe.each(subjects)('%s answer store', (_name, make) => {
       result: 'miss',
       leading: true,
     });
+  });
+
+  it('renews only the leader’s own registration, never past its deadline; its lease left, 0 once gone', async () => {
+    const { store } = make();
+    const first = leader();
+    await store.lookupOrJoin(Q, 'standard', FRESH, first);
+    expect(await store.leaseLeft(Q, 'standard', first.trackId)).toBeGreaterThan(LEADER_LEASE_MS - 1_000);
+    expect(await store.leaseLeft(Q, 'standard', randomUUID())).toBe(0);
+    expect(await store.renew(Q, 'standard', randomUUID(), first.deadlineMs)).toBe(false);
+    expect(await store.renew(Q, 'standard', first.trackId, Date.now() + 500)).toBe(true);
+    const cut = await store.leaseLeft(Q, 'standard', first.trackId);
+    expect(cut).toBeGreaterThan(0);
+    // Cut to the deadline (the memory store's clock stands still, so a little over 500 there).
+    expect(cut).toBeLessThan(LEADER_LEASE_MS - 1_000);
+    expect(await store.release(Q, 'standard', first.trackId)).toBe(true);
+    expect(await store.leaseLeft(Q, 'standard', first.trackId)).toBe(0);
+    expect(await store.renew(Q, 'standard', first.trackId, first.deadlineMs)).toBe(false);
   });
 
   it('releases only the leader’s own registration, by release or by its store', async () => {
@@ -163,15 +181,15 @@ describe.each(subjects)('%s answer store', (_name, make) => {
 });
 
 describe('redis answer store', () => {
-  it('keeps an answer sealed, bound to its key, for maxAgeSeconds; the registration lives until the deadline', async () => {
+  it('keeps an answer sealed, bound to its key, for maxAgeSeconds; the registration lives one lease', async () => {
     const c = client();
     const keys = new RedisKeys('reuse-ttl');
     const store = new RedisAnswerStore(c, keys, new StoreCipher(ring('k1')));
     const first = { trackId: randomUUID(), deadlineMs: Date.now() + 20_000 };
     await store.lookupOrJoin(Q, 'standard', FRESH, first);
     const pttl = await c.pttl(keys.reuseInFlight(Q, 'standard'));
-    expect(pttl).toBeGreaterThan(18_000);
-    expect(pttl).toBeLessThanOrEqual(20_000);
+    expect(pttl).toBeGreaterThan(LEADER_LEASE_MS - 1_000);
+    expect(pttl).toBeLessThanOrEqual(LEADER_LEASE_MS);
     await store.store(Q, 'standard', answer(first.trackId), 86_400);
     expect(await c.ttl(keys.reuseAnswer(Q))).toBe(86_400);
     const raw = (await c.get(keys.reuseAnswer(Q)))!;

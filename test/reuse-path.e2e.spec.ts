@@ -9,6 +9,7 @@ import { createSecretKey, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { SignJWT, exportSPKI, generateKeyPair, type CryptoKey } from 'jose';
+import { LEADER_LEASE_MS } from '../src/reuse/answer-store.js';
 import { canonicalQuestion, questionKey } from '../src/reuse/reuse-key.js';
 import {
   apiKeysWith,
@@ -97,6 +98,17 @@ async function until(check: () => Promise<boolean>, timeoutMs = 20_000): Promise
     if (Date.now() > giveUpAt) throw new Error('condition not met in time');
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** Registers a leader in flight that will never settle (another trackId), as a dead replica leaves one. */
+async function plantRegistration(partition: string[], question: Record<string, string>, pxMs: number): Promise<void> {
+  const key = questionKey(
+    createSecretKey(Buffer.from(HMAC, 'utf8')),
+    canonicalQuestion(partition, 'shahkar', question),
+  );
+  const client = new Redis(redis.url);
+  await client.set(`{vgw:reuse:${key}}:flight:standard`, randomUUID(), 'PX', pxMs);
+  await client.quit();
 }
 
 beforeAll(async () => {
@@ -199,18 +211,39 @@ describe('identical inquiries in flight', () => {
     }
   }, 30_000);
 
-  it('a waiter on a dead leader is answered within its own deadline', async () => {
+  it('a leader slower than its lease keeps it renewed: its waiter still collapses onto it', async () => {
+    sim.setLatency(LEADER_LEASE_MS + 1_000);
+    try {
+      const question = shahkar();
+      const before = sim.inquiryCalls;
+      const leader = ask(replicas[0], '/v1/kyc/shahkar', question, { 'cache-control': 'max-age=600' });
+      await until(() => Promise.resolve(sim.inquiryCalls > before), 5_000);
+      const waiter = await ask(replicas[1], '/v1/kyc/shahkar', question, { 'cache-control': 'max-age=0' });
+      expect(cacheStatus(waiter)).toBe('verification-gateway; fwd=miss; collapsed');
+      expect(waiter.body.reusedFrom).toBe((await leader).body.trackId);
+      expect(sim.inquiryCalls - before).toBe(1);
+    } finally {
+      sim.setLatency(0);
+    }
+  }, 30_000);
+
+  it("a dead leader's lease lapses and its waiter goes on at once, long before its deadline", async () => {
     const question = shahkar();
-    // What a replica that died mid-call leaves: its registration in flight, lasting as long as
-    // a whole deadline, and no settlement ever.
-    const partition = ['subject', 'key', TEST_CLIENTS.full.clientId];
-    const key = questionKey(
-      createSecretKey(Buffer.from(HMAC, 'utf8')),
-      canonicalQuestion(partition, 'shahkar', question),
-    );
-    const client = new Redis(redis.url);
-    await client.set(`{vgw:reuse:${key}}:flight:standard`, randomUUID(), 'PX', SHORT_DEADLINE_MS);
-    await client.quit();
+    // What a replica that died mid-call leaves: its registration, one lease long, never renewed.
+    await plantRegistration(['client', 'key', TEST_CLIENTS.full.clientId], question, LEADER_LEASE_MS);
+    const startedAt = Date.now();
+    const waiter = await ask(replicas[0], '/v1/kyc/shahkar', question, { 'cache-control': 'max-age=0' });
+    expect(waiter.status).toBe(200);
+    expect(waiter.body.reusedFrom).toBeUndefined();
+    // One lease, the 0–250 ms delay and its own call; its deadline is 62 s away.
+    expect(Date.now() - startedAt).toBeLessThan(LEADER_LEASE_MS + 1_000);
+  }, 30_000);
+
+  it('a waiter on a leader registered past its own limit is answered within its own deadline', async () => {
+    const question = shahkar();
+    // A registration lasting a whole deadline (as one of an older replica would): the wait is
+    // cut so that the waiter's own call still fits before its deadline, stamped on arrival.
+    await plantRegistration(['subject', 'key', TEST_CLIENTS.full.clientId], question, SHORT_DEADLINE_MS);
     const startedAt = Date.now();
     const waiter = await ask(bySubject, '/v1/kyc/shahkar', question, { 'cache-control': 'max-age=0' });
     expect(waiter.status).toBe(200);

@@ -35,6 +35,8 @@ export class AnswerKeeping {
   after(open: OpenInquiry, outcome: InquiryOutcome): ReuseSettlement | undefined {
     const reuse = open.reuse;
     if (!reuse) return undefined;
+    // The call is over: its registration needs no more renewal (the store or release ends it).
+    reuse.stopLease?.();
     const { question, directives } = reuse;
     const { trackId, request, caller } = open;
     const handling = request.requestHandlingType;

@@ -3,10 +3,14 @@ import type { InquiryRecord } from './inquiry-record.js';
 import { InquiryStore } from './inquiry.store.js';
 import { InquiryWaits } from './inquiry-waits.js';
 
+/** The least time between two looks at a leader's lease: a lease about to end is not polled in a burst. */
+const LEASE_LOOK_MIN_MS = 50;
+
 /**
  * A joined inquiry's wait for the one in flight (docs/api.md §2, "Joins"): held on its settled
  * notice (from any replica) before its record is read, as a long-poll is, so a settlement just
- * before the hold is seen at once. Nothing is sent to Redis while it waits.
+ * before the hold is seen at once. While it waits, Redis is asked only when the leader's lease
+ * ends (a few seconds apart, AnswerStore.keepAlive), so a dead leader holds it one lease at most.
  */
 @Injectable()
 export class LeaderWait {
@@ -16,19 +20,32 @@ export class LeaderWait {
   ) {}
 
   /**
-   * The leader's record once it has settled, or undefined when it did not within `untilMs`
-   * (epoch ms: the earlier of its deadline and the waiter's), when no slot was free
+   * The leader's record once it has settled, or undefined when it did not by `untilMs` (epoch
+   * ms, the waiter's own limit), when its lease lapsed (a dead leader: its lease is looked at
+   * again when it ends, `leaseEndsMs`, through `leaseLeft`), when no slot was free
    * (INQUIRY_MAX_HELD_WAITS), when its record cannot be read, or when it was refused before
    * writing one (its release is announced: `announce`). Undefined means: go on alone.
    */
-  async settled(leaderTrackId: string, untilMs: number): Promise<InquiryRecord | undefined> {
-    const wait = await this.waits.hold(leaderTrackId);
+  async settled(
+    leader: { trackId: string; leaseEndsMs: number },
+    untilMs: number,
+    leaseLeft: () => Promise<number>,
+  ): Promise<InquiryRecord | undefined> {
+    const wait = await this.waits.hold(leader.trackId);
     if (!wait) return undefined;
     try {
-      const now = await this.read(leaderTrackId);
+      const now = await this.read(leader.trackId);
       if (now && now.status !== 'pending') return now;
-      if (!(await wait.until(untilMs - Date.now()))) return undefined;
-      const after = await this.read(leaderTrackId);
+      let lookAt = leader.leaseEndsMs;
+      // Each turn waits (at least LEASE_LOOK_MIN_MS) and untilMs ends the loop.
+      while (!(await wait.until(Math.min(lookAt, untilMs) - Date.now()))) {
+        if (Date.now() >= untilMs) return undefined;
+        const left = await leaseLeft().catch(() => 0);
+        if (left <= 0) break;
+        lookAt = Date.now() + Math.max(left, LEASE_LOOK_MIN_MS);
+      }
+      // Settled, or its lease gone (it may have settled just now): its record says which.
+      const after = await this.read(leader.trackId);
       return after && after.status !== 'pending' ? after : undefined;
     } finally {
       wait.release();

@@ -87,9 +87,13 @@ export class ReuseStep {
     if (found.result === 'join') {
       // It waits no longer than leaves, before its own deadline, its own call and the call's one
       // repeat (after a 401) and the delay below: a dead leader never costs it its answer
-      // (test/reuse-path.e2e.spec.ts, 'a waiter on a dead leader is answered within its own deadline').
+      // (test/reuse-path.e2e.spec.ts, 'a waiter on a leader registered past its own limit is answered within its own deadline').
       const waitUntil = ownDeadline - 2 * ownBudget.callTimeoutMs - JOIN_FALLBACK_JITTER_MS;
-      const leader = await this.leaders.settled(found.leader.trackId, Math.min(found.leader.deadlineMs, waitUntil));
+      // A dead leader's lease lapses within LEADER_LEASE_MS and the waiter goes on then
+      // (test/reuse-path.e2e.spec.ts, 'a dead leader's lease lapses and its waiter goes on at once, long before its deadline').
+      const { trackId: leaderId } = found.leader;
+      const leaseLeft = () => this.store.leaseLeft(question.key, request.requestHandlingType, leaderId);
+      const leader = await this.leaders.settled(found.leader, waitUntil, leaseLeft);
       if (leader?.status === 'succeeded') {
         // Joined while the leader was in flight (its answer and its registration end in one
         // script), so it arrived before the leader completed: `collapsed`, Age 0.
@@ -104,6 +108,15 @@ export class ReuseStep {
       return undefined;
     }
     inquiry.reuse = { question, directives, leading: found.leading, forwardedByRequest: found.storedTooOld, stale };
+    // Its registration renewed while its call runs; stopped by AnswerKeeping or `abandon`.
+    if (found.leading) {
+      inquiry.reuse.stopLease = this.store.keepAlive(
+        question.key,
+        request.requestHandlingType,
+        inquiry.trackId,
+        ownDeadline,
+      );
+    }
     return undefined;
   }
 
@@ -113,6 +126,7 @@ export class ReuseStep {
    */
   async abandon(inquiry: InquiryInFlight): Promise<void> {
     const reuse = inquiry.reuse;
+    reuse?.stopLease?.();
     if (!reuse?.leading) return;
     reuse.leading = false;
     try {

@@ -48,10 +48,11 @@ export type ReuseLookup =
   /** A stored answer within max-age: answer with it, nothing sent. */
   | { result: 'hit'; answer: StoredAnswer; ageMs: number }
   /**
-   * An identical inquiry (same question and handling) is in flight: wait for it, until its
-   * deadline (epoch ms, this process's clock). `stale`: an answer within stale-if-error, if any.
+   * An identical inquiry (same question and handling) is in flight: wait for it, looking at its
+   * lease again when it ends (`leaseEndsMs`, epoch ms, this process's clock; `leaseLeft`).
+   * `stale`: an answer within stale-if-error, if any.
    */
-  | { result: 'join'; leader: { trackId: string; deadlineMs: number }; stale?: AgedAnswer }
+  | { result: 'join'; leader: { trackId: string; leaseEndsMs: number }; stale?: AgedAnswer }
   /**
    * Nothing reusable, nothing joined. `leading`: the caller is now registered as the inquiry in
    * flight (it must `store` or `release`). `storedTooOld`: an answer was stored but was older
@@ -69,7 +70,7 @@ export abstract class AnswerStore {
   /**
    * In one step: a stored answer within the allowance (`hit`), else the inquiry in flight on
    * the same question and handling (`join`, when allowed), else `miss`, registering `leader` as
-   * the inquiry in flight until its deadline (when allowed and none is).
+   * the inquiry in flight for one lease (`leaseMs`; when allowed and none is): `keepAlive` renews it.
    */
   abstract lookupOrJoin(
     questionKey: string,
@@ -92,13 +93,44 @@ export abstract class AnswerStore {
 
   /** Ends the registration in flight of a leader that failed, only if it is still its own. True when it was. */
   abstract release(questionKey: string, handling: RequestHandlingType, trackId: string): Promise<boolean>;
+
+  /** Extends `trackId`'s registration by one lease (`leaseMs`), only if it is still its own. True when it was. */
+  abstract renew(
+    questionKey: string,
+    handling: RequestHandlingType,
+    trackId: string,
+    deadlineMs: number,
+  ): Promise<boolean>;
+
+  /** Milliseconds left of `trackId`'s registration in flight; 0 when it is gone or another's. */
+  abstract leaseLeft(questionKey: string, handling: RequestHandlingType, trackId: string): Promise<number>;
+
+  /**
+   * Renews a leader's registration every third of a lease while its call runs
+   * (test/reuse-path.e2e.spec.ts, 'a leader slower than its lease keeps it renewed: its waiter
+   * still collapses onto it'), so that a dead leader's lapses within one lease; never past its
+   * deadline (`leaseMs`). It stops at the deadline by itself, or once the registration is no
+   * longer its own; the function returned stops it.
+   */
+  keepAlive(questionKey: string, handling: RequestHandlingType, trackId: string, deadlineMs: number): () => void {
+    const timer = setInterval(() => {
+      if (Date.now() >= deadlineMs) return clearInterval(timer);
+      this.renew(questionKey, handling, trackId, deadlineMs).then(
+        (kept) => kept || clearInterval(timer),
+        // A renewal that fails lets the lease lapse: the waiters go on alone.
+        () => undefined,
+      );
+    }, LEADER_LEASE_MS / 3);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
 }
 
-/** The longest an inquiry stays registered in flight, whatever deadline it gives (a bound for a timer fed from outside). */
-export const MAX_LEASE_MS = 15 * 60_000;
+/** An inquiry in flight is registered for this long at a time, renewed while its call runs (`keepAlive`). */
+export const LEADER_LEASE_MS = 3_000;
 
-/** The registration's lifetime for a deadline: until it, at least 1 ms, at most MAX_LEASE_MS. */
+/** One lease for a deadline: LEADER_LEASE_MS, cut to what is left before the deadline, at least 1 ms. */
 export function leaseMs(deadlineMs: number, now: number): number {
   const left = Math.ceil(deadlineMs - now);
-  return Number.isFinite(left) ? Math.min(Math.max(left, 1), MAX_LEASE_MS) : 1;
+  return Number.isFinite(left) ? Math.min(Math.max(left, 1), LEADER_LEASE_MS) : 1;
 }

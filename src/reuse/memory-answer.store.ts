@@ -52,7 +52,7 @@ export class MemoryAnswerStore extends AnswerStore {
     if (allowance.join && running) {
       return Promise.resolve({
         result: 'join',
-        leader: { trackId: running.value, deadlineMs: running.expiresAt },
+        leader: { trackId: running.value, leaseEndsMs: running.expiresAt },
         ...stale,
       });
     }
@@ -87,6 +87,19 @@ export class MemoryAnswerStore extends AnswerStore {
     if (this.inFlight.get(flightKey)?.value !== trackId) return Promise.resolve(false);
     this.inFlight.delete(flightKey);
     return Promise.resolve(true);
+  }
+
+  renew(questionKey: string, handling: RequestHandlingType, trackId: string, deadlineMs: number): Promise<boolean> {
+    const now = this.now();
+    const flight = this.inFlight.get(`${questionKey}:${handling}`);
+    if (flight?.value !== trackId || flight.expiresAt <= now) return Promise.resolve(false);
+    flight.expiresAt = now + leaseMs(deadlineMs, now);
+    return Promise.resolve(true);
+  }
+
+  leaseLeft(questionKey: string, handling: RequestHandlingType, trackId: string): Promise<number> {
+    const flight = this.inFlight.get(`${questionKey}:${handling}`);
+    return Promise.resolve(flight?.value === trackId ? Math.max(flight.expiresAt - this.now(), 0) : 0);
   }
 
   private live<T>(map: Map<string, Expiring<T>>, key: string, now: number): T | undefined {

@@ -16,7 +16,7 @@ import {
 /*
  * A stored answer is one string: `<completedAt ms on Redis TIME>|<sealed JSON>`. The time is in
  * clear so that the script can measure the age; the answer is sealed (StoreCipher, bound to the
- * key name). An inquiry in flight is a string holding its trackId, with a PX until its deadline.
+ * key name). An inquiry in flight is a string holding its trackId, with a PX of one lease (renewed).
  * KEYS[1] the answer, KEYS[2] the inquiry in flight (same hash tag: one slot).
  */
 
@@ -64,12 +64,24 @@ const RELEASE = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
+/** ARGV: trackId, leaseMs. Extends the registration only if it is still this trackId's. */
+const RENEW = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`;
+
+/** ARGV: trackId. The registration's PTTL if it is still this trackId's, else 0. */
+const LEASE_LEFT = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return math.max(redis.call('PTTL', KEYS[1]), 0) end
+return 0`;
+
 type LookupReply = [string, string | number, string | number | null, string | null, number];
 
 interface AnswerScripts {
   vgwReuseLookup(answer: string, flight: string, ...args: Array<string | number>): Promise<LookupReply>;
   vgwReuseStore(answer: string, flight: string, sealed: string, ttl: number, trackId: string): Promise<string>;
   vgwReuseRelease(flight: string, trackId: string): Promise<number>;
+  vgwReuseRenew(flight: string, trackId: string, leaseMs: number): Promise<number>;
+  vgwReuseLeaseLeft(flight: string, trackId: string): Promise<number>;
 }
 
 /**
@@ -91,6 +103,8 @@ export class RedisAnswerStore extends AnswerStore {
     client.defineCommand('vgwReuseLookup', { numberOfKeys: 2, lua: LOOKUP_OR_JOIN });
     client.defineCommand('vgwReuseStore', { numberOfKeys: 2, lua: STORE });
     client.defineCommand('vgwReuseRelease', { numberOfKeys: 1, lua: RELEASE });
+    client.defineCommand('vgwReuseRenew', { numberOfKeys: 1, lua: RENEW });
+    client.defineCommand('vgwReuseLeaseLeft', { numberOfKeys: 1, lua: LEASE_LEFT });
     this.scripts = client as unknown as AnswerScripts;
   }
 
@@ -140,7 +154,7 @@ export class RedisAnswerStore extends AnswerStore {
       const remaining = Math.max(Number(reply[2]), 0);
       return {
         result: 'join',
-        leader: { trackId: String(reply[1]), deadlineMs: this.now() + remaining },
+        leader: { trackId: String(reply[1]), leaseEndsMs: this.now() + remaining },
         ...withStale,
       };
     }
@@ -189,6 +203,19 @@ export class RedisAnswerStore extends AnswerStore {
   release(questionKey: string, handling: RequestHandlingType, trackId: string): Promise<boolean> {
     return storeCall('reuse release', async () => {
       return (await this.scripts.vgwReuseRelease(this.keys.reuseInFlight(questionKey, handling), trackId)) === 1;
+    });
+  }
+
+  renew(questionKey: string, handling: RequestHandlingType, trackId: string, deadlineMs: number): Promise<boolean> {
+    return storeCall('reuse renew', async () => {
+      const flight = this.keys.reuseInFlight(questionKey, handling);
+      return (await this.scripts.vgwReuseRenew(flight, trackId, leaseMs(deadlineMs, this.now()))) === 1;
+    });
+  }
+
+  leaseLeft(questionKey: string, handling: RequestHandlingType, trackId: string): Promise<number> {
+    return storeCall('reuse lease', async () => {
+      return Number(await this.scripts.vgwReuseLeaseLeft(this.keys.reuseInFlight(questionKey, handling), trackId));
     });
   }
 }

@@ -19,6 +19,8 @@ export interface ReuseInFlight {
   forwardedByRequest: boolean;
   /** An answer within max-age + stale-if-error, as measured at the lookup, if any. */
   stale?: StaleAnswer;
+  /** Stops the renewal of its registration in flight (AnswerStore.keepAlive), when leading. */
+  stopLease?: () => void;
 }
 
 /** A stale answer found at the lookup, with what is needed to age it at the moment it would be served. */
