@@ -64,7 +64,7 @@ export class InquiryService {
     }
 
     // Reuse an answer held, or join an identical inquiry in flight; a reused answer ends here.
-    // Without `Cache-Control` nothing of reuse runs, not even a turn of the microtask queue.
+    // Without `Cache-Control` the reuse step is not called (no promise, no await).
     let open: OpenInquiry;
     try {
       const reused = inquiry.directives && (await this.reuse.answer(inquiry));
