@@ -19,7 +19,7 @@ import { IbanRequestDto } from './dto/iban-request.dto.js';
 import { ShahkarRequestDto } from './dto/shahkar-request.dto.js';
 import type { StoredResponse } from './inquiry-record.js';
 import { ApiInquiry, ApiInquiryRecord } from './inquiry.openapi.js';
-import type { InquiryRequest, InquiryResponse } from './inquiry-in-flight.js';
+import type { AsyncPreference, InquiryRequest, InquiryResponse } from './inquiry-in-flight.js';
 import { InquiryReads } from './inquiry-reads.js';
 import { InquiryService } from './inquiry.service.js';
 import { ValidInquiry, type ValidInquiryInput } from './validation/inquiry-request.validation.js';
@@ -124,13 +124,7 @@ export class InquiryController {
     const directives = cacheControl === undefined ? undefined : parseCacheControl(cacheControl);
     await this.quotas.consume(caller);
     const prefer = parsePrefer(request.headers[PREFER_HEADER_IN]);
-    // A keyed retry held on an in-flight request frees its slot at once if its caller hangs up,
-    // as a long-poll does (INQUIRY_MAX_HELD_WAITS).
-    const gone = new AbortController();
-    reply.raw.once('close', () => {
-      if (!reply.raw.writableFinished) gone.abort();
-    });
-    const async = prefer.respondAsync ? { waitMs: (prefer.waitSeconds ?? 0) * 1000, gone: gone.signal } : undefined;
+    const async = prefer.respondAsync ? asyncPreference(reply, prefer.waitSeconds) : undefined;
     send(
       reply,
       await this.inquiries.execute(caller, inquiry, idempotencyKey, requestFacts(request), async, directives),
@@ -151,4 +145,18 @@ function send(reply: FastifyReply, response: StoredResponse | InquiryResponse): 
   for (const [name, value] of Object.entries(response.headers ?? {})) reply.header(name, value);
   if ('replayed' in response && response.replayed) reply.header(IDEMPOTENT_REPLAYED_HEADER, 'true');
   void reply.send(response.body);
+}
+
+/**
+ * `Prefer: respond-async`'s wait, with the signal of the caller hanging up: a keyed retry held
+ * on an in-flight request frees its slot at once then, as a long-poll does
+ * (INQUIRY_MAX_HELD_WAITS). Made only for such a caller: for any other the signal and its
+ * listener would be work per inquiry with no use.
+ */
+function asyncPreference(reply: FastifyReply, waitSeconds: number | undefined): AsyncPreference {
+  const gone = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) gone.abort();
+  });
+  return { waitMs: (waitSeconds ?? 0) * 1000, gone: gone.signal };
 }

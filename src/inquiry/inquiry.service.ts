@@ -64,9 +64,10 @@ export class InquiryService {
     }
 
     // Reuse an answer held, or join an identical inquiry in flight; a reused answer ends here.
+    // Without `Cache-Control` the reuse step is not called (no promise, no await).
     let open: OpenInquiry;
     try {
-      const reused = await this.reuse.answer(inquiry);
+      const reused = inquiry.directives && (await this.reuse.answer(inquiry));
       if (reused) return reused;
       // Reserve the budget and record the inquiry; refused or failed, the claim (and the
       // registration in flight) is undone.

@@ -1,4 +1,5 @@
 import { describe, it, expect } from '@jest/globals';
+import { isValidIBAN } from 'ibantools';
 import { normaliseIban } from './iban.js';
 
 const fa = (s: string) => s.replace(/[0-9]/g, (d) => '۰۱۲۳۴۵۶۷۸۹'[Number(d)]);
@@ -31,6 +32,21 @@ describe('normaliseIban', () => {
   it.each(VALID)('accepts %s with Persian and Arabic-Indic digits', (iban) => {
     expect(normaliseIban(fa(iban))).toBe(iban);
     expect(normaliseIban(ar(friendly(iban)))).toBe(iban);
+  });
+
+  it("decides as ibantools' isValidIBAN", () => {
+    // Every pair of check digits (00, 01, 98 and 99 included) over the valid BBANs and 40 more.
+    const bbans = VALID.map((iban) => iban.slice(4));
+    let seed = 7;
+    for (let n = 0; n < 40; n++) {
+      bbans.push(Array.from({ length: 22 }, () => (seed = (seed * 48271) % 2147483647) % 10).join(''));
+    }
+    const ibans = bbans.flatMap((bban) =>
+      Array.from({ length: 100 }, (_, check) => `IR${String(check).padStart(2, '0')}${bban}`),
+    );
+    const accepted = ibans.filter((iban) => normaliseIban(iban) === iban);
+    expect(accepted).toEqual(ibans.filter((iban) => isValidIBAN(iban)));
+    expect(accepted.length).toBeGreaterThanOrEqual(bbans.length);
   });
 
   it('rejects a bad checksum', () => {
