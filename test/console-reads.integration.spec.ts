@@ -9,12 +9,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Secret } from '../src/config/secret.js';
+import { listCursorOf } from '../src/ledger/admin-query.js';
 import { InquiryList, type ListCursor } from '../src/ledger/inquiry-list.js';
 import { PgLedgerDatabase, PgliteLedgerDatabase, type LedgerDatabase } from '../src/ledger/ledger-database.js';
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { trends, unitsSpentSince } from '../src/ledger/ledger-trends.js';
 import { usage } from '../src/ledger/ledger-usage.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
+import { moneyOf } from '../src/ledger/money.js';
+import { unitsJson } from '../src/ledger/unit-sums.js';
+import { ProblemException } from '../src/problem/problem.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { queuedEntry } from './support/ledger-entries.js';
 import { PostgresServer } from './support/postgres-server.js';
@@ -23,6 +27,20 @@ const cipher = new StoreCipher([{ id: 'k1', key: new Secret(Buffer.alloc(32, 7).
 const FROM = new Date('2031-05-01T00:00:00Z');
 const TO = new Date('2031-06-01T00:00:00Z');
 const at = (day: number, hour = 12) => new Date(Date.UTC(2031, 4, day, hour)).toISOString();
+/** A cursor as a client could forge one: the list's own encoding of any instant. */
+const cursorAt = (createdAt: string) =>
+  Buffer.from(JSON.stringify([createdAt, '00000000-0000-4000-8000-000000000000'])).toString('base64url');
+
+function refusal(call: () => unknown): { status: number; code: string; field?: string } {
+  try {
+    call();
+  } catch (error) {
+    if (error instanceof ProblemException)
+      return { status: error.status, code: error.code, field: error.toBody().errors?.[0]?.field };
+    throw error;
+  }
+  throw new Error('accepted');
+}
 
 let server: PostgresServer;
 beforeAll(async () => {
@@ -139,7 +157,7 @@ describe.each([
         failed: 0,
         unknown: 0,
         reused: 0,
-        unitsSpent: 1,
+        unitsSpent: 1n,
       },
       {
         day: '2031-05-04',
@@ -150,7 +168,7 @@ describe.each([
         failed: 1,
         unknown: 0,
         reused: 0,
-        unitsSpent: 0,
+        unitsSpent: 0n,
       },
       {
         day: '2031-05-05',
@@ -161,7 +179,7 @@ describe.each([
         failed: 1,
         unknown: 0,
         reused: 0,
-        unitsSpent: 0,
+        unitsSpent: 0n,
       },
     ]);
     expect(found.failures.filter((f) => f.clientId === 'shop')).toEqual([
@@ -171,8 +189,39 @@ describe.each([
     const [spent, sinceThe5th] = await unitsSpentSince(store, [FROM, new Date(at(5, 0))], TO);
     const monthly = await usage(store, FROM, TO, 'month');
     for (const row of monthly) expect(spent.get(row.clientId) ?? 0).toBe(row.unitsSpent);
-    expect(spent.get('crowd')).toBe(7);
+    expect(spent.get('crowd')).toBe(7n);
     // From the 5th: the crowd's 7; the shop's failure spent nothing.
-    expect([...sinceThe5th]).toEqual([['crowd', 7]]);
+    expect([...sinceThe5th]).toEqual([['crowd', 7n]]);
+  });
+
+  it('refuses a forged cursor (a day its month lacks, year 0) as 400 naming after, before any query', async () => {
+    for (const createdAt of ['2026-02-30T00:00:00Z', '0000-01-01T00:00:00Z', '2026-04-31T10:00:00Z'])
+      expect(refusal(() => listCursorOf({ after: cursorAt(createdAt) }))).toEqual({
+        status: 400,
+        code: 'validation_failed',
+        field: 'after',
+      });
+    // The earliest instant the rule lets through is one this engine compares.
+    const earliest = listCursorOf({ after: cursorAt('0001-01-01T00:00:00Z') });
+    expect((await list.page({ from: FROM, to: TO }, earliest, 10)).inquiries).toEqual([]);
+  });
+
+  it('sums units past 2^31 exactly in trends, usage and the forecast, and prices them exactly', async () => {
+    // Three inquiries at the largest price INQUIRY_PRICES accepts, in a month of their own.
+    const july = { from: new Date('2031-07-01T00:00:00Z'), to: new Date('2031-08-01T00:00:00Z') };
+    const big = Array.from({ length: 3 }, () =>
+      queuedEntry({ clientId: 'big', createdAt: '2031-07-02T12:00:00.000Z', costUnits: 1_000_000_000 }),
+    );
+    await store.insert(big);
+    const [trendRow] = (await trends(store, july.from, july.to, 'UTC')).rows;
+    const [usageRow] = await usage(store, july.from, july.to, 'month');
+    const [spent] = await unitsSpentSince(store, [july.from], july.to);
+    expect([trendRow.unitsSpent, usageRow.unitsSpent, spent.get('big')]).toEqual([
+      3_000_000_000n,
+      3_000_000_000n,
+      3_000_000_000n,
+    ]);
+    expect(unitsJson(usageRow.unitsSpent)).toBe(3_000_000_000);
+    expect(moneyOf(usageRow.unitsSpent, { amount: '0.001', currency: 'EUR' }).amount).toBe('3000000.000');
   });
 });

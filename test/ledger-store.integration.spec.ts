@@ -206,9 +206,9 @@ describe.each([
         succeeded: 2,
         failed: 0,
         unknown: 0,
-        unitsSpent: 3,
+        unitsSpent: 3n,
         reused: 1,
-        unitsSaved: 3,
+        unitsSaved: 3n,
       },
       {
         clientId: 'svc-b',
@@ -217,9 +217,9 @@ describe.each([
         succeeded: 1,
         failed: 0,
         unknown: 0,
-        unitsSpent: 0,
+        unitsSpent: 0n,
         reused: 1,
-        unitsSaved: 1,
+        unitsSaved: 1n,
       },
     ]);
   });
@@ -279,7 +279,7 @@ describe.each([
       // No reservation recorded with it (no budget applied): no budget move.
       expect(told).toEqual([]);
       const [row] = await usage(store, period.from, period.to, 'month');
-      expect(row).toMatchObject({ inquiries: 2, failed: 1, unknown: 0, unitsSpent: 1, reused: 1, unitsSaved: 1 });
+      expect(row).toMatchObject({ inquiries: 2, failed: 1, unknown: 0, unitsSpent: 1n, reused: 1, unitsSaved: 1n });
     });
 
     it('tells the resolutions a failed listener missed when the same file is sent again', async () => {

@@ -244,7 +244,7 @@ describe.each([
       ['reconciled', 2, 'yes'],
     ]);
     const [row] = await usage(store, period.from, period.to, 'month');
-    expect(row).toMatchObject({ inquiries: 2, succeeded: 2, unknown: 0, unitsSpent: 4 });
+    expect(row).toMatchObject({ inquiries: 2, succeeded: 2, unknown: 0, unitsSpent: 4n });
 
     // The right file again: nothing appended, nothing moved.
     const before = await counts();

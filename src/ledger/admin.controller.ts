@@ -32,6 +32,7 @@ import { ParkedEntries } from './parked-entries.js';
 import { InquiryList } from './inquiry-list.js';
 import { STATUSES, inquiryFilterOf, invalidParameter, single, type AdminQuery } from './admin-query.js';
 import { moneyOf } from './money.js';
+import { unitsJson } from './unit-sums.js';
 
 const NDJSON = 'application/x-ndjson';
 const CSV = 'text/csv';
@@ -127,9 +128,12 @@ export class AdminController {
       from: from.toISOString(),
       to: to.toISOString(),
       // Money only here, from the units the ledger recorded (docs/api.md §6, COST_UNIT_PRICE).
-      usage: price
-        ? rows.map((row) => ({ ...row, spentAmount: moneyOf(row.unitsSpent, price).amount, currency: price.currency }))
-        : rows,
+      usage: rows.map((row) => ({
+        ...row,
+        unitsSpent: unitsJson(row.unitsSpent),
+        unitsSaved: unitsJson(row.unitsSaved),
+        ...(price ? { spentAmount: moneyOf(row.unitsSpent, price).amount, currency: price.currency } : {}),
+      })),
     };
   }
 

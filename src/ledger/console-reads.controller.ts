@@ -25,6 +25,7 @@ import type { LedgerEntry } from './ledger-entry.js';
 import { trends, unitsSpentSince } from './ledger-trends.js';
 import { LedgerStore } from './ledger.store.js';
 import { moneyOf } from './money.js';
+import { unitsJson } from './unit-sums.js';
 
 const DAY_MS = 86_400_000;
 
@@ -113,9 +114,11 @@ export class ConsoleReadsController {
       from: from.toISOString(),
       to: to.toISOString(),
       ...(price ? { currency: price.currency, unitPrice: price.amount } : {}),
-      rows: price
-        ? found.rows.map((row) => ({ ...row, spentAmount: moneyOf(row.unitsSpent, price).amount }))
-        : found.rows,
+      rows: found.rows.map((row) => ({
+        ...row,
+        unitsSpent: unitsJson(row.unitsSpent),
+        ...(price ? { spentAmount: moneyOf(row.unitsSpent, price).amount } : {}),
+      })),
       failures: found.failures,
     };
   }
@@ -128,12 +131,15 @@ export class ConsoleReadsController {
     const now = Date.now();
     const month = new BudgetCalendar(this.budgetSettings.timeZone, this.budgetSettings.calendar).windowsAt(now).monthly;
     const since = new Date(now - RATE_DAYS * DAY_MS);
-    const [states, [lastDays, thisMonth]] = await Promise.all([
+    const [states, [lastDaysExact, thisMonthExact]] = await Promise.all([
       this.budgets.all(),
       this.ledger.run('ledger forecast', () =>
         unitsSpentSince(this.store, [since, new Date(month.startsAt)], new Date(now)),
       ),
     ]);
+    // The forecast reckons in JSON numbers (unitsJson: exact as far as any spend goes).
+    const lastDays = new Map([...lastDaysExact].map(([clientId, units]) => [clientId, unitsJson(units)]));
+    const thisMonth = new Map([...thisMonthExact].map(([clientId, units]) => [clientId, unitsJson(units)]));
     const sum = (units: Map<string, number>) => [...units.values()].reduce((all, n) => all + n, 0);
     void reply.header('cache-control', 'no-store');
     return {

@@ -1,4 +1,5 @@
 import type { Charged, EntryStatus, LedgerEntry } from './ledger-entry.js';
+import { ledgerDate } from './ledger-dates.js';
 import { ENTRY_COLUMNS, FACT_RANK, toEntry, type EntryRow } from './ledger-rows.js';
 import type { LedgerStore } from './ledger.store.js';
 import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
@@ -106,8 +107,10 @@ export function decodeCursor(text: string): ListCursor | undefined {
     if (!Array.isArray(value) || value.length !== 2) return undefined;
     const [createdAt, trackId] = value as unknown[];
     if (typeof createdAt !== 'string' || typeof trackId !== 'string' || !UUID.test(trackId)) return undefined;
-    if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/.test(createdAt) || Number.isNaN(Date.parse(createdAt)))
-      return undefined;
+    if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/.test(createdAt)) return undefined;
+    // The administration routes' date rule (throws on 2026-02-30 or year 0): the database
+    // never sees a date it would refuse (test/console-reads.integration.spec.ts, 'refuses a forged cursor').
+    ledgerDate('after', createdAt);
     return { createdAt, trackId };
   } catch {
     return undefined;

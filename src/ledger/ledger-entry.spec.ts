@@ -14,4 +14,18 @@ describe('the upstream message the ledger keeps', () => {
     expect(upstreamMessageOf('')).toBeUndefined();
     expect(upstreamMessageOf(15)).toBeUndefined();
   });
+
+  it.each([
+    ['a national code', 'National code 0499-370899 does not match', 'National code ####-###### does not match'],
+    [
+      'a spaced national code',
+      'National code 049 937 0899 does not match',
+      'National code ### ### #### does not match',
+    ],
+    ['a spaced mobile', 'Mobile 0912 123 4567 does not match', 'Mobile #### ### #### does not match'],
+    ['a dashed IBAN', 'IBAN IR06-2960-0000-0010-0324-2000-01 unknown', 'IBAN IR##-####-####-####-####-####-## unknown'],
+    ['a Persian national code', 'کد ملی ۰۴۹-۹۳۷۰۸۹-۹ نامعتبر', 'کد ملی ###-######-# نامعتبر'],
+  ])('masks %s whose digits are separated by spaces, dashes or dots', (_label, message, kept) => {
+    expect(upstreamMessageOf(message)).toBe(kept);
+  });
 });

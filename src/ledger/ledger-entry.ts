@@ -54,16 +54,24 @@ export function isInt4(value: unknown): value is number {
 export const UPSTREAM_MESSAGE_MAX = 200;
 
 /**
+ * 8 or more digits of any script, each apart from the next by at most one space, dash or dot:
+ * `0499-370899`, `0912 123 4567`, `۰۴۹-۹۳۷۰۸۹-۹` are one run, as a national code or a mobile is
+ * written. A date (2026-11-24) is one too, and is masked with them: the price of keeping none.
+ */
+const DIGIT_RUN = /\p{Nd}(?:[\s.-]?\p{Nd}){7,}/gu;
+
+/**
  * The upstream's `meta.message` as the ledger keeps it (years): at most UPSTREAM_MESSAGE_MAX
- * characters, and any run of 8 or more digits masked, so that a message echoing a national code,
- * a mobile number or an IBAN's digits keeps none of them (src/ledger/ledger-entry.spec.ts).
+ * characters, and the digits of any DIGIT_RUN masked (its separators kept), so that a message
+ * echoing a national code, a mobile number or an IBAN's digits keeps none of them
+ * (src/ledger/ledger-entry.spec.ts).
  */
 export function upstreamMessageOf(message: unknown): string | undefined {
   if (typeof message !== 'string' || message.trim() === '') return undefined;
   return (
     message
       // Any script's digits: a message in Persian writes ۰۹۱۲…
-      .replace(/\p{Nd}{8,}/gu, (digits) => '#'.repeat([...digits].length))
+      .replace(DIGIT_RUN, (run) => run.replace(/\p{Nd}/gu, '#'))
       // Control characters (a line break in a CSV cell, an escape sequence in a terminal) become spaces.
       .replace(/\p{Cc}/gu, ' ')
       .slice(0, UPSTREAM_MESSAGE_MAX)

@@ -1,5 +1,6 @@
 import { aggregate, latestFacts } from './ledger-rows.js';
 import type { LedgerStore } from './ledger.store.js';
+import { unitSum } from './unit-sums.js';
 
 /** One day × client × operation of GET /admin/trends (docs/api.md §7). */
 export interface TrendRow {
@@ -13,8 +14,8 @@ export interface TrendRow {
   unknown: number;
   /** Answers reused from an earlier inquiry (0 until this ledger records reuse). */
   reused: number;
-  /** Cost units of inquiries charged or possibly charged: what was spent, never a failed inquiry's price. */
-  unitsSpent: number;
+  /** Cost units of inquiries charged or possibly charged: what was spent, never a failed inquiry's price. Exact (unit-sums.ts). */
+  unitsSpent: bigint;
 }
 
 /** Failed inquiries of one day and client by the upstream's code (no code: the gateway's own failure). */
@@ -41,7 +42,7 @@ interface Group {
   upstream_message: string | null;
   reused: boolean;
   n: number;
-  units_spent: number;
+  units_spent: string | number | bigint;
 }
 
 /**
@@ -58,7 +59,7 @@ export async function trends(store: LedgerStore, from: Date, to: Date, timeZone:
        CASE WHEN status = 'failed' THEN upstream_code END AS upstream_code,
        max(upstream_message) FILTER (WHERE status = 'failed') AS upstream_message,
        reused, count(*)::int AS n,
-       (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::int AS units_spent
+       (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::bigint AS units_spent
      FROM ${latestFacts(
        `(e.created_at AT TIME ZONE $3)::date AS day, e.client_id, e.operation, e.status, e.charged, e.cost_units,
         e.upstream_code, e.upstream_message, e.reused_from IS NOT NULL AS reused`,
@@ -81,14 +82,14 @@ export async function trends(store: LedgerStore, from: Date, to: Date, timeZone:
         failed: 0,
         unknown: 0,
         reused: 0,
-        unitsSpent: 0,
+        unitsSpent: 0n,
       };
       rows.set(key, row);
     }
     row.inquiries += group.n;
     row[group.status] += group.n;
     if (group.reused) row.reused += group.n;
-    row.unitsSpent += group.units_spent;
+    row.unitsSpent += unitSum(group.units_spent);
     if (group.status !== 'failed') continue;
     const failureKey = `${group.day}|${group.client_id}|${group.upstream_code}`;
     const failure = failures.get(failureKey);
@@ -116,19 +117,23 @@ export async function unitsSpentSince(
   store: LedgerStore,
   starts: Date[],
   to: Date,
-): Promise<Array<Map<string, number>>> {
+): Promise<Array<Map<string, bigint>>> {
   await store.ready();
   const earliest = new Date(Math.min(...starts.map((start) => start.getTime())));
   const sums = starts.map(
-    (_, i) => `(coalesce(sum(cost_units) FILTER (WHERE charged <> 'no' AND created_at >= $${i + 3}), 0))::int AS s${i}`,
+    (_, i) =>
+      `(coalesce(sum(cost_units) FILTER (WHERE charged <> 'no' AND created_at >= $${i + 3}), 0))::bigint AS s${i}`,
   );
-  const rows = await aggregate<Record<string, number> & { client_id: string }>(
+  const rows = await aggregate<Record<string, string | number | bigint>>(
     store.db,
     `SELECT client_id, ${sums.join(', ')}
      FROM ${latestFacts('e.client_id, e.charged, e.cost_units, e.created_at')} GROUP BY 1`,
     [earliest, to, ...starts],
   );
   return starts.map(
-    (_, i) => new Map(rows.filter((row) => row[`s${i}`] > 0).map((row) => [row.client_id, row[`s${i}`]])),
+    (_, i) =>
+      new Map(
+        rows.map((row) => [String(row.client_id), unitSum(row[`s${i}`])] as const).filter(([, units]) => units > 0n),
+      ),
   );
 }

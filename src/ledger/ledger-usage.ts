@@ -1,5 +1,6 @@
 import type { LedgerStore } from './ledger.store.js';
 import { aggregate, latestFacts } from './ledger-rows.js';
+import { unitSum } from './unit-sums.js';
 
 /** One row of GET /admin/usage (docs/api.md §7). */
 export interface UsageRow {
@@ -10,11 +11,11 @@ export interface UsageRow {
   succeeded: number;
   failed: number;
   unknown: number;
-  /** Cost units of inquiries charged or possibly charged (an `unknown` is kept as spent). */
-  unitsSpent: number;
+  /** Cost units of inquiries charged or possibly charged (an `unknown` is kept as spent). Exact (unit-sums.ts). */
+  unitsSpent: bigint;
   /** Inquiries answered with a reused answer (docs/api.md §2), and the units that saved. */
   reused: number;
-  unitsSaved: number;
+  unitsSaved: bigint;
 }
 
 /**
@@ -31,9 +32,9 @@ export async function usage(store: LedgerStore, from: Date, to: Date, period: 'd
     succeeded: number;
     failed: number;
     unknown: number;
-    units_spent: number;
+    units_spent: string | number | bigint;
     reused: number;
-    units_saved: number;
+    units_saved: string | number | bigint;
   }>(
     store.db,
     `SELECT client_id, to_char(date_trunc($3, created_at AT TIME ZONE 'UTC'), $4) AS period,
@@ -41,9 +42,9 @@ export async function usage(store: LedgerStore, from: Date, to: Date, period: 'd
        (count(*) FILTER (WHERE status = 'succeeded'))::int AS succeeded,
        (count(*) FILTER (WHERE status = 'failed'))::int AS failed,
        (count(*) FILTER (WHERE status = 'unknown'))::int AS unknown,
-       (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::int AS units_spent,
+       (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::bigint AS units_spent,
        (count(*) FILTER (WHERE reused_from IS NOT NULL))::int AS reused,
-       (coalesce(sum(units_saved) FILTER (WHERE reused_from IS NOT NULL), 0))::int AS units_saved
+       (coalesce(sum(units_saved) FILTER (WHERE reused_from IS NOT NULL), 0))::bigint AS units_saved
      FROM ${latestFacts('e.client_id, e.created_at, e.status, e.charged, e.cost_units, e.reused_from, e.units_saved')} GROUP BY 1, 2 ORDER BY 1, 2`,
     [from, to, period, period === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM'],
   );
@@ -54,8 +55,8 @@ export async function usage(store: LedgerStore, from: Date, to: Date, period: 'd
     succeeded: row.succeeded,
     failed: row.failed,
     unknown: row.unknown,
-    unitsSpent: row.units_spent,
+    unitsSpent: unitSum(row.units_spent),
     reused: row.reused,
-    unitsSaved: row.units_saved,
+    unitsSaved: unitSum(row.units_saved),
   }));
 }

@@ -47,9 +47,11 @@ describe('redactText: personal identifiers', () => {
     expect(expectMasked(`iban ${IBAN.toLowerCase()}`, IBAN.slice(2))).not.toMatch(/\d{5}/);
   });
 
-  it('masks a spaced IBAN, leaving no group of its digits readable in sequence', () => {
+  it('masks a spaced or dashed IBAN, leaving no group of its digits readable in sequence', () => {
     const output = expectMasked(`iban ${IBAN_SPACED} ok`, IBAN_SPACED, IBAN.slice(2), '0540 1026');
     expect(output).toBe(`iban IR${'*'.repeat(22)}02 ok`);
+    const dashed = IBAN_SPACED.replace(/ /g, '-');
+    expect(expectMasked(`iban ${dashed} ok`, dashed, '0540-1026')).toBe(`iban IR${'*'.repeat(22)}02 ok`);
   });
 
   it('masks Persian and Arabic-Indic digit runs (national code, mobile, IBAN)', () => {

@@ -14,8 +14,8 @@ const PATTERNS: Array<[RegExp, (match: string) => string]> = [
     /\b(access[-_]?token|refresh[-_]?token|password|api[-_]?key|secret)(["']?\s*[:=]\s*["']?)[^\s"',}]+/gi,
     (m) => m.replace(/([:=]\s*["']?)[^\s"',}]+$/, '$1[redacted]'),
   ],
-  // IBANs (IR + 24 digits, possibly spaced, ASCII or Persian/Arabic digits) before plain digit runs.
-  [new RegExp(`\\bIR(?:\\s?${DIGIT}){24}(?!${DIGIT})`, 'gi'), (m) => maskMiddle(m.replace(/\s/g, ''))],
+  // IBANs (IR + 24 digits, possibly spaced or dashed, ASCII or Persian/Arabic digits) before plain digit runs.
+  [new RegExp(`\\bIR(?:[\\s-]?${DIGIT}){24}(?!${DIGIT})`, 'gi'), (m) => maskMiddle(m.replace(/[\s-]/g, ''))],
 ];
 
 /** National codes, mobiles (09…, +989…, 989…) and other long digit runs, ASCII or Persian/Arabic digits. */
