@@ -24,7 +24,9 @@ afterAll(async () => {
   await redis.stop();
 });
 
-const NOW = Date.parse('2026-11-24T10:00:00Z');
+// Today at 10:00 UTC: the Redis scripts expire a window's keys at its end on Redis's own clock, so
+// a window of a fixed past date would already be gone when the test runs later.
+const NOW = Math.floor(Date.now() / 86_400_000) * 86_400_000 + 10 * 3_600_000;
 const windows = new BudgetCalendar('UTC', 'gregory').windowsAt(NOW);
 const LIMITS: BudgetLimits[] = [
   { name: 'svc-a', daily: 5, monthly: 100 },

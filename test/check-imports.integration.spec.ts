@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { type Allowance, PENDING_SPLIT, checkTree } from '../scripts/check-imports.js';
+import { type Allowance, EXCEPTIONS, PENDING_SPLIT, checkTree } from '../scripts/check-imports.js';
 
 const run = promisify(execFile);
 const SCRIPT = join(dirname(fileURLToPath(import.meta.url)), '..', 'scripts', 'check-imports.ts');
@@ -61,7 +61,7 @@ const KEEPING: Record<string, string> = {
   'src/console/assets/long.js': lines(300),
   'src/store/wide.ts': classWith('Wide', 6),
   // The script's own list holds when it runs from the command line.
-  ...Object.fromEntries(PENDING_SPLIT.map(({ file }) => [file, 'export const LISTED = 1;\n'])),
+  ...Object.fromEntries([...EXCEPTIONS, ...PENDING_SPLIT].map(({ file }) => [file, 'export const LISTED = 1;\n'])),
 };
 const AT_CEILINGS: Record<string, string> = {
   'src/store/listed-long.ts': lines(400),

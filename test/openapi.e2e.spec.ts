@@ -44,7 +44,16 @@ describe('OpenAPI document', () => {
     const open = ['/health/live', '/health/ready', '/health/startup', '/metrics', '/docs', '/docs-json'];
     const guarded = ['/v1/kyc/shahkar', '/v1/kyc/iban', '/v1/inquiries/{trackId}', '/v1/budget', '/admin/budgets'];
     // Administration (docs/api.md §6): API keys only (a JWT never carries the ledger scopes).
-    const admin = ['/admin/status', '/admin/ledger', '/admin/usage', '/admin/reconciliations', '/admin/ledger/parked'];
+    const admin = [
+      '/admin/status',
+      '/admin/ledger',
+      '/admin/usage',
+      '/admin/reconciliations',
+      '/admin/ledger/parked',
+      '/admin/inquiries',
+      '/admin/trends',
+      '/admin/forecast',
+    ];
     expect(Object.keys(fixture.served.paths).sort()).toEqual([...open, ...guarded, ...admin].sort());
     expect(Object.keys(fixture.served.paths['/admin/status'].get.responses)).toEqual(
       expect.arrayContaining(['200', '401', '403', '500']),
