@@ -9,6 +9,15 @@ const UPSTREAM_DATA = {
     'e.g. `{ "isMatch": true }` for Shahkar).',
 } as const;
 
+/** `reusedFrom`, in the 200 answer and in the record read back alike. */
+const REUSED_FROM = {
+  type: String,
+  format: 'uuid',
+  description:
+    'On a reused answer: the trackId of the inquiry whose answer was reused (docs/api.md §2, "Reusing answers"); ' +
+    'left out when another client paid for it (under `share: company`).',
+};
+
 /** The 200 answer of both inquiries (docs/api.md §2). */
 @ApiSchema({ name: 'InquiryResult', description: 'A successful inquiry.' })
 export class InquiryResultDto {
@@ -26,13 +35,7 @@ export class InquiryResultDto {
   @ApiProperty({ ...UPSTREAM_DATA, example: { isMatch: true } })
   data!: Record<string, unknown>;
 
-  @ApiPropertyOptional({
-    type: String,
-    format: 'uuid',
-    description:
-      'On a reused answer: the trackId of the inquiry whose answer was reused (docs/api.md §2, "Reusing answers"); ' +
-      'left out when another client paid for it (under `share: company`).',
-  })
+  @ApiPropertyOptional(REUSED_FROM)
   reusedFrom?: string;
 }
 
@@ -96,12 +99,6 @@ export class InquiryRecordDto {
   @ApiPropertyOptional({ ...UPSTREAM_DATA, description: `${UPSTREAM_DATA.description} Present once succeeded.` })
   data?: Record<string, unknown>;
 
-  @ApiPropertyOptional({
-    type: String,
-    format: 'uuid',
-    description:
-      'On a reused answer: the trackId of the inquiry whose answer was reused (docs/api.md §2, "Reusing answers"); ' +
-      'left out when another client paid for it (under `share: company`).',
-  })
+  @ApiPropertyOptional(REUSED_FROM)
   reusedFrom?: string;
 }
