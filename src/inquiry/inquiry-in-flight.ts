@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../caller-auth/caller.js';
+import type { SubjectHasher } from '../crypto/subject-hash.js';
 import { sha256 } from '../crypto/sha256.js';
 import type { RequestFacts } from '../observability/request-context.js';
 import type { ReuseDirectives } from '../reuse/cache-control.js';
@@ -64,6 +65,26 @@ export interface InquiryInFlight {
   deadline: number | undefined;
   /** The upstream call's timeout and deadline, from the moment the record was written (or `deadline`). */
   callBudget: CallBudget | undefined;
+}
+
+/**
+ * Who asked what, as every record of this inquiry holds it: the opened one (InquiryOpening)
+ * and a reused answer's (ReusedAnswers). `subjectSha256` is undefined when no end user: left
+ * out of the stored JSON.
+ */
+export function recordIdentity(
+  inquiry: InquiryInFlight,
+  subjects: SubjectHasher,
+): Pick<InquiryRecord, 'trackId' | 'clientId' | 'subjectSha256' | 'operation' | 'requestHandlingType' | 'fingerprint'> {
+  const { caller, request } = inquiry;
+  return {
+    trackId: inquiry.trackId,
+    clientId: caller.clientId,
+    subjectSha256: caller.subject ? subjects.hash(caller.subject) : undefined,
+    operation: request.operation,
+    requestHandlingType: request.requestHandlingType,
+    fingerprint: inquiry.fingerprint,
+  };
 }
 
 /** An inquiry whose record is written (InquiryOpening): what the call and the settlement read. */

@@ -8,7 +8,7 @@ import { reservationRecord, type ReserveRequest, type ReserveResult } from '../b
 import { Budgets } from '../budget/budgets.js';
 import { InquiryBooks } from './inquiry-books.js';
 import { DEADLINE_MARGIN_MS, inquiryBudget } from './inquiry-deadline.js';
-import type { InquiryInFlight, OpenInquiry } from './inquiry-in-flight.js';
+import { recordIdentity, type InquiryInFlight, type OpenInquiry } from './inquiry-in-flight.js';
 import { recordExpiry, type InquiryRecord } from './inquiry-record.js';
 import { Settlements } from './settlements.js';
 
@@ -57,13 +57,7 @@ export class InquiryOpening {
       callBudget.deadline + DEADLINE_MARGIN_MS,
     );
     const record: InquiryRecord = {
-      trackId,
-      clientId: caller.clientId,
-      // Undefined when no end user: left out of the stored JSON.
-      subjectSha256: caller.subject ? this.subjects.hash(caller.subject) : undefined,
-      operation: request.operation,
-      requestHandlingType: request.requestHandlingType,
-      fingerprint: inquiry.fingerprint,
+      ...recordIdentity(inquiry, this.subjects),
       status: 'pending',
       createdAt: new Date(createdAt).toISOString(),
       deadlineAt: new Date(callBudget.deadline).toISOString(),

@@ -8,7 +8,7 @@ import { ageSeconds, cacheStatus, reusedBody, type CacheOutcome } from '../reuse
 import { AGE_HEADER, CACHE_STATUS_HEADER } from '../vocabulary/headers.js';
 import { IdempotencyService } from './idempotency.service.js';
 import { InquiryBooks } from './inquiry-books.js';
-import type { InquiryInFlight, InquiryResponse } from './inquiry-in-flight.js';
+import { recordIdentity, type InquiryInFlight, type InquiryResponse } from './inquiry-in-flight.js';
 import { JSON_CONTENT_TYPE } from './inquiry-outcome.js';
 import { recordExpiry, type InquiryRecord, type StoredResponse } from './inquiry-record.js';
 import { Settlements } from './settlements.js';
@@ -51,12 +51,7 @@ export class ReusedAnswers {
     // Another client's answer (only under `company`): its trackId stays in the ledger, not in this caller's view.
     const hidden = source.clientId !== caller.clientId;
     const record: InquiryRecord = {
-      trackId,
-      clientId: caller.clientId,
-      subjectSha256: caller.subject ? this.subjects.hash(caller.subject) : undefined,
-      operation: request.operation,
-      requestHandlingType: request.requestHandlingType,
-      fingerprint: inquiry.fingerprint,
+      ...recordIdentity(inquiry, this.subjects),
       status: 'succeeded',
       createdAt: now,
       completedAt: now,
