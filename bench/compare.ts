@@ -179,6 +179,11 @@ async function main(): Promise<void> {
         others: runs.every((r) => r.cpuOtherThreadsUsPerRequest !== undefined)
           ? num(median(runs.map((r) => r.cpuOtherThreadsUsPerRequest!)))
           : '',
+        // Promoted bytes per request (median) and full collections per round (median): what the
+        // other threads' CPU follows; '' for a build older than the figure.
+        gc: runs.every((r) => r.gc)
+          ? `${num(median(runs.map((r) => r.gc!.promotedBytesPerRequest)))}/${num(median(runs.map((r) => r.gc!.fullCollections)))}`
+          : '',
       }));
       const roundRatios = figures[1].map((b, round) => b.cpuUsPerRequest / figures[0][round].cpuUsPerRequest);
       lines.push(
@@ -189,6 +194,7 @@ async function main(): Promise<void> {
             'build',
             'CPU us/req',
             'other threads',
+            'promoted B/req / full GCs',
             'req/s',
             'p50 ms',
             'p99 ms',
@@ -201,6 +207,7 @@ async function main(): Promise<void> {
               `${'AB'[i]} ${builds[i]}${nodeFlags[i].length ? ` (${nodeFlags[i].join(' ')})` : ''}`,
               num(x.cpu),
               x.others,
+              x.gc,
               num(x.rps),
               num(x.p50, 2),
               num(x.p99, 2),
@@ -212,6 +219,7 @@ async function main(): Promise<void> {
               'B - A',
               `${signed(m[1].cpu - m[0].cpu, 0)} (${signed(((m[1].cpu - m[0].cpu) / m[0].cpu) * 100, 1)}%)`,
               '',
+              '',
               signed(m[1].rps - m[0].rps, 0),
               signed(m[1].p50 - m[0].p50, 2),
               signed(m[1].p99 - m[0].p99, 2),
@@ -220,7 +228,7 @@ async function main(): Promise<void> {
               '',
             ],
           ],
-          [0, 8],
+          [0, 9],
         ),
         // Round by round, B's CPU per request over A's measured in the same round (side by
         // side: at the same moment), and their median: the figure that drift affects least.

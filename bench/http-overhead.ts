@@ -202,6 +202,8 @@ export interface ServerFigures extends LoadFigures {
   memory: { rssMiB: number; heapUsedMiB: number; heapTotalMiB: number; externalMiB: number };
   /** CPU per request of the process's threads other than the main one (µs); absent from older builds. */
   cpuOtherThreadsUsPerRequest?: number;
+  /** Bytes promoted to the old generation per request, and full collections over the run; absent from older builds. */
+  gc?: { promotedBytesPerRequest: number; fullCollections: number };
   /**
    * The gateway's event-loop delay over the measured run (prom-client's monitorEventLoopDelay,
    * 10 ms resolution included, read from /metrics just before and just after: each scrape resets it).
@@ -326,6 +328,15 @@ const otherThreadsPerRequest = (before: ProcessStats, after: ProcessStats, reque
         cpuOtherThreadsUsPerRequest:
           (cpuUs(after) - after.cpuMainThreadUs - (cpuUs(before) - before.cpuMainThreadUs)) / requests,
       };
+const gcPerRequest = (before: ProcessStats, after: ProcessStats, requests: number) =>
+  before.promotedBytes === undefined || after.promotedBytes === undefined
+    ? {}
+    : {
+        gc: {
+          promotedBytesPerRequest: (after.promotedBytes - before.promotedBytes) / requests,
+          fullCollections: (after.fullCollections ?? 0) - (before.fullCollections ?? 0),
+        },
+      };
 const tokenTotal = (s: SimulatorStats) => s.tokenCalls.credentials + s.tokenCalls.refresh;
 
 /** One gauge's value in a Prometheus exposition (its first series), or undefined. */
@@ -393,6 +404,7 @@ export async function measureServer(
     ...load,
     ...cpuPerRequest(serverBefore, serverAfter, n),
     ...otherThreadsPerRequest(serverBefore, serverAfter, n),
+    ...gcPerRequest(serverBefore, serverAfter, n),
     ...(eventLoopDelayMs ? { eventLoopDelayMs } : {}),
     simulatorCpuUsPerRequest: (cpuUs(simAfter) - cpuUs(simBefore)) / n,
     upstreamInquiryCalls: simAfter.inquiryCalls - simBefore.inquiryCalls,
@@ -433,6 +445,7 @@ export async function measurePair(
       ...loads[i],
       ...cpuPerRequest(before[i], after[i], n),
       ...otherThreadsPerRequest(before[i], after[i], n),
+      ...gcPerRequest(before[i], after[i], n),
       ...(delay[i] ? { eventLoopDelayMs: delay[i] } : {}),
       simulatorCpuUsPerRequest: NaN,
       upstreamInquiryCalls: NaN,
@@ -457,11 +470,20 @@ function medianFigures(rounds: ServerFigures[]): ServerFigures {
   const byCpu = [...rounds].sort((a, b) => a.cpuUsPerRequest - b.cpuUsPerRequest);
   const base = byCpu[Math.floor(byCpu.length / 2)];
   const others = rounds.map((r) => r.cpuOtherThreadsUsPerRequest);
+  const gcs = rounds.map((r) => r.gc);
   const delays = rounds.map((r) => r.eventLoopDelayMs);
   return {
     ...base,
     cpuUsPerRequest: median(rounds.map((r) => r.cpuUsPerRequest)),
     ...(others.every((x) => x !== undefined) ? { cpuOtherThreadsUsPerRequest: median(others) } : {}),
+    ...(gcs.every((g) => g !== undefined)
+      ? {
+          gc: {
+            promotedBytesPerRequest: median(gcs.map((g) => g.promotedBytesPerRequest)),
+            fullCollections: median(gcs.map((g) => g.fullCollections)),
+          },
+        }
+      : {}),
     // The p99 a median of the rounds', the worst delay the worst of any round.
     ...(delays.every((d) => d !== undefined)
       ? { eventLoopDelayMs: { p99: median(delays.map((d) => d.p99)), max: Math.max(...delays.map((d) => d.max)) } }
@@ -740,6 +762,8 @@ export function formatHttpOverhead(result: HttpOverheadResult): string {
       '; CPU = user + system time of that server process over the measured run / its requests;',
     'latencies in ms over every answer (autocannon response times); RSS and heap right after the run;',
     "other threads = the CPU above spent outside the main thread (the embedded ledger's worker, GC helpers);",
+    'promoted B/req / full GCs = bytes young collections moved to the old generation per request, and',
+    'full collections over the run (what the GC helpers\' share follows);',
     "loop p99/max = the gateway's event-loop delay over the measured run (/metrics, 10 ms resolution included;",
     'max over the rounds).',
     `Gateway launched as ${GATEWAY_LAUNCH}: Node flags ${GATEWAY_NODE_FLAGS.join(' ') || '(none)'}; reference ${REFERENCE_NODE_FLAGS.join(' ') || '(none)'}.`,
@@ -762,6 +786,7 @@ export function formatHttpOverhead(result: HttpOverheadResult): string {
           ms(f.latencyMs.p50),
           ms(f.latencyMs.p99),
           f.cpuOtherThreadsUsPerRequest === undefined ? '' : num(f.cpuOtherThreadsUsPerRequest),
+          f.gc ? `${num(f.gc.promotedBytesPerRequest)}/${num(f.gc.fullCollections)}` : '',
           f.eventLoopDelayMs ? `${ms(f.eventLoopDelayMs.p99)}/${ms(f.eventLoopDelayMs.max)}` : '',
           mib(f.memory.rssMiB),
           `${mib(f.memory.heapUsedMiB)}/${mib(f.memory.heapTotalMiB)}`,
@@ -784,6 +809,7 @@ export function formatHttpOverhead(result: HttpOverheadResult): string {
           'p50',
           'p99',
           'other threads us/req',
+          'promoted B/req / full GCs',
           'loop p99/max ms',
           'RSS MiB',
           'heap used/total MiB',

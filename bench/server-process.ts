@@ -7,6 +7,7 @@
  * (bench/lib/ipc.ts) and exits when told to stop or when the parent goes away.
  */
 import http from 'node:http';
+import { GCProfiler, type GCProfilerResult } from 'node:v8';
 import { createGateway } from '../src/bootstrap.js';
 import { TEST_API_KEYS } from '../test/support/gateway.js';
 import { UpstreamSimulator, type InquiryEvent } from '../test/upstream-simulator/upstream-simulator.js';
@@ -19,7 +20,33 @@ function send(report: Report): void {
   process.send?.(report);
 }
 
+/**
+ * Bytes promoted to the old generation by young collections, and full collections, since start-up:
+ * what the helper threads' share of the CPU follows (an object that outlives two young
+ * collections is copied, then marked by every full one). One profiler at a time, folded in at
+ * each stats read.
+ */
+const gcTally = { promotedBytes: 0, fullCollections: 0 };
+let gcProfiler = new GCProfiler();
+gcProfiler.start();
+
+const oldSpaceUsed = (stats: GCProfilerResult['statistics'][number]['beforeGC']) =>
+  stats.heapSpaceStatistics.find((space) => space.spaceName === 'old_space')?.spaceUsedSize ?? 0;
+
+function foldGcProfile(): void {
+  for (const gc of gcProfiler.stop()?.statistics ?? []) {
+    if (gc.gcType === 'Scavenge' || gc.gcType === 'MinorMarkSweep') {
+      gcTally.promotedBytes += Math.max(0, oldSpaceUsed(gc.afterGC) - oldSpaceUsed(gc.beforeGC));
+    } else if (gc.gcType === 'MarkSweepCompact') {
+      gcTally.fullCollections += 1;
+    }
+  }
+  gcProfiler = new GCProfiler();
+  gcProfiler.start();
+}
+
 function processStats(): ProcessStats {
+  foldGcProfile();
   const cpu = process.cpuUsage();
   const mainThread = process.threadCpuUsage();
   const memory = process.memoryUsage();
@@ -33,6 +60,8 @@ function processStats(): ProcessStats {
     arrayBuffersBytes: memory.arrayBuffers,
     monotonicUs: Number(process.hrtime.bigint() / 1000n),
     cpuMainThreadUs: mainThread.user + mainThread.system,
+    promotedBytes: gcTally.promotedBytes,
+    fullCollections: gcTally.fullCollections,
   };
 }
 

@@ -51,6 +51,10 @@ export interface ProcessStats {
    * threads: the embedded ledger's worker, GC helpers, libuv's pool. Absent from older builds.
    */
   cpuMainThreadUs?: number;
+  /** Bytes young collections promoted to the old generation since start-up; absent from older builds. */
+  promotedBytes?: number;
+  /** Full (mark-compact) collections since start-up; absent from older builds. */
+  fullCollections?: number;
 }
 
 export interface SimulatorStats extends ProcessStats {
