@@ -160,7 +160,12 @@ export class UpstreamHttp {
  */
 class Exchange implements Dispatcher.DispatchHandler {
   timer: NodeJS.Timeout | undefined;
-  private abortCall: ((error: Error) => void) | undefined;
+  /**
+   * The controller itself, not a closure over it: the closure made each call's objects outlive
+   * two young collections (2.4 KB more promoted per inquiry, the GC helpers' CPU up;
+   * docs/performance.md, "The steps restructure and the toolchain").
+   */
+  private controller: Dispatcher.DispatchController | undefined;
   private requestWritten = false;
   private settled = false;
   private status = 0;
@@ -176,13 +181,13 @@ class Exchange implements Dispatcher.DispatchHandler {
   expire(): void {
     const error = Object.assign(new Error('upstream deadline exceeded'), { code: DEADLINE_CODE });
     this.fail(error);
-    this.abortCall?.(error);
+    this.controller?.abort(error);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     // Expired while queued for a connection: abort before anything is written.
     if (this.settled) controller.abort(new Error('upstream call already failed'));
-    else this.abortCall = (error) => controller.abort(error);
+    else this.controller = controller;
   }
 
   onBodySent(): void {
