@@ -763,7 +763,7 @@ export function formatHttpOverhead(result: HttpOverheadResult): string {
     'latencies in ms over every answer (autocannon response times); RSS and heap right after the run;',
     "other threads = the CPU above spent outside the main thread (the embedded ledger's worker, GC helpers);",
     'promoted B/req / full GCs = bytes young collections moved to the old generation per request, and',
-    'full collections over the run (what the GC helpers\' share follows);',
+    "full collections over the run (what the GC helpers' share follows);",
     "loop p99/max = the gateway's event-loop delay over the measured run (/metrics, 10 ms resolution included;",
     'max over the rounds).',
     `Gateway launched as ${GATEWAY_LAUNCH}: Node flags ${GATEWAY_NODE_FLAGS.join(' ') || '(none)'}; reference ${REFERENCE_NODE_FLAGS.join(' ') || '(none)'}.`,
