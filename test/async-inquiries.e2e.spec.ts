@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { callGateway, nextSimEvent, TEST_CLIENTS, type Exchange } from './support/gateway.js';
-import { buildGateway, startGatewayProcess, type GatewayProcess } from './support/gateway-process.js';
+import { GatewayProcesses, type GatewayProcess } from './support/gateway-process.js';
 import { RedisServer } from './support/redis-server.js';
 import { SHAHKAR, UUID_V4 } from './support/fixtures.js';
 import { CHECK_SHAHKAR_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
@@ -28,20 +28,11 @@ const TIMEOUTS = { UPSTREAM_TIMEOUT_MS: '500', UPSTREAM_ADVANCED_TIMEOUT_MS: '15
 
 let redis: RedisServer;
 let sim: UpstreamSimulator;
-let build: string;
 let a: GatewayProcess;
 let b: GatewayProcess;
-const processes: GatewayProcess[] = [];
+const processes = new GatewayProcesses();
 
-async function replica(): Promise<GatewayProcess> {
-  const started = await startGatewayProcess(build, {
-    REDIS_URL: redis.url,
-    UPSTREAM_BASE_URL: sim.baseUrl,
-    ...TIMEOUTS,
-  });
-  processes.push(started);
-  return started;
-}
+const replica = () => processes.start({ REDIS_URL: redis.url, UPSTREAM_BASE_URL: sim.baseUrl, ...TIMEOUTS });
 
 function inquire(url: string, headers: Record<string, string>, json: unknown = ADVANCED): Promise<Exchange> {
   return callGateway(url, 'POST', '/v1/kyc/shahkar', { apiKey: TEST_CLIENTS.full.key, json, headers });
@@ -74,13 +65,11 @@ beforeAll(async () => {
   redis = await RedisServer.start();
   sim = new UpstreamSimulator();
   await sim.start();
-  build = buildGateway();
   [a, b] = await Promise.all([replica(), replica()]);
 }, 120_000);
 
 afterAll(async () => {
-  for (const p of processes) if (p.process.exitCode === null) p.process.kill('SIGKILL');
-  await Promise.all(processes.map((p) => p.exited));
+  await processes.killAll();
   await sim?.stop();
   await redis?.stop();
 });

@@ -3,26 +3,16 @@
  * Redis scripts on a real redis-server and the in-process store. The clock is passed in, so the
  * deadlines and windows are driven by the test, not waited for.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { BudgetCalendar } from '../src/budget/budget-windows.js';
 import { BudgetStore, MemoryBudgetStore, type BudgetLimits } from '../src/budget/budget.store.js';
 import { RedisBudgetStore } from '../src/budget/redis-budget.store.js';
 import { RedisKeys } from '../src/store/redis-keys.js';
 import { StoreUnavailableError } from '../src/store/store-unavailable.error.js';
-import { RedisServer } from './support/redis-server.js';
+import { redisPerFile } from './support/file-redis.js';
 
-let redis: RedisServer;
-const clients: Redis[] = [];
-let prefixes = 0;
-
-beforeAll(async () => {
-  redis = await RedisServer.start();
-});
-afterAll(async () => {
-  clients.forEach((c) => c.disconnect());
-  await redis.stop();
-});
+const redis = redisPerFile();
 
 // Today at 10:00 UTC: the Redis scripts expire a window's keys at its end on Redis's own clock, so
 // a window of a fixed past date would already be gone when the test runs later.
@@ -35,14 +25,7 @@ const LIMITS: BudgetLimits[] = [
 
 const stores: Array<[string, () => BudgetStore]> = [
   ['memory', () => new MemoryBudgetStore()],
-  [
-    'redis',
-    () => {
-      const client = new Redis(redis.url);
-      clients.push(client);
-      return new RedisBudgetStore(client, new RedisKeys(`budget-${++prefixes}`));
-    },
-  ],
+  ['redis', () => new RedisBudgetStore(redis.client(), redis.keys('budget'))],
 ];
 
 describe.each(stores)('%s budget store', (_name, make) => {

@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { apiKeysWith, callGateway, TEST_CLIENTS, type Exchange } from './support/gateway.js';
-import { buildGateway, startGatewayProcess, type GatewayProcess } from './support/gateway-process.js';
+import { GatewayProcesses, type GatewayProcess } from './support/gateway-process.js';
 import { RedisServer } from './support/redis-server.js';
 import { SHAHKAR } from './support/fixtures.js';
 import { CHECK_SHAHKAR_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
@@ -36,20 +36,17 @@ const REJECTED_MOBILE = '09129999999';
 
 let redis: RedisServer;
 let sim: UpstreamSimulator;
-let build: string;
 let replicas: GatewayProcess[] = [];
-const processes: GatewayProcess[] = [];
+const processes = new GatewayProcesses();
 
-async function replica(env: Record<string, string> = {}): Promise<GatewayProcess> {
-  const started = await startGatewayProcess(build, {
+function replica(env: Record<string, string> = {}): Promise<GatewayProcess> {
+  return processes.start({
     REDIS_URL: redis.url,
     UPSTREAM_BASE_URL: sim.baseUrl,
     API_KEYS: apiKeysWith(OPS),
     BUDGETS: JSON.stringify(BUDGETS),
     ...env,
   });
-  processes.push(started);
-  return started;
 }
 
 function inquire(url: string, apiKey: string, json: unknown = SHAHKAR, headers: Record<string, string> = {}) {
@@ -79,13 +76,11 @@ beforeAll(async () => {
   sim.setFieldValidator((_path, body) =>
     body.mobileNumber === REJECTED_MOBILE ? [{ field: 'mobileNumber', message: 'Not a subscriber' }] : [],
   );
-  build = buildGateway();
   replicas = await Promise.all([replica(), replica(), replica()]);
 }, 120_000);
 
 afterAll(async () => {
-  for (const p of processes) if (p.process.exitCode === null) p.process.kill('SIGKILL');
-  await Promise.all(processes.map((p) => p.exited));
+  await processes.killAll();
   await sim?.stop();
   await redis?.stop();
 });

@@ -6,13 +6,10 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import { Secret } from '../src/config/secret.js';
-import { PgLedgerDatabase, PgliteLedgerDatabase, type LedgerDatabase } from '../src/ledger/ledger-database.js';
+import { PgLedgerDatabase, type LedgerDatabase } from '../src/ledger/ledger-database.js';
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { queuedEntry } from './support/ledger-entries.js';
 import { dropExpiredPartitions, ensurePartitions, migrate, monthStart } from '../src/ledger/ledger-schema.js';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { LedgerReads } from '../src/ledger/ledger-reads.js';
 import { Reconciliations } from '../src/ledger/reconciliation.js';
@@ -21,6 +18,7 @@ import { ENTRY_FIELDS, LedgerStore } from '../src/ledger/ledger.store.js';
 import { usage } from '../src/ledger/ledger-usage.js';
 import type { ResolutionListener } from '../src/ledger/resolution-listener.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
+import { closeLedger, ledgerEngines } from './support/ledger-engines.js';
 import { PostgresServer } from './support/postgres-server.js';
 
 const cipher = new StoreCipher([{ id: 'k1', key: new Secret(Buffer.alloc(32, 7).toString('base64')) }]);
@@ -49,14 +47,7 @@ describe('migrations', () => {
   });
 });
 
-describe.each([
-  ['PostgreSQL server', () => Promise.resolve(new PgLedgerDatabase(server.url) as LedgerDatabase)],
-  // PGlite as the gateway runs it: in its worker thread, on disk (a directory of the run's own).
-  [
-    'PGlite',
-    () => PgliteLedgerDatabase.open(mkdtempSync(join(tmpdir(), 'vgw-ledger-store-'))) as Promise<LedgerDatabase>,
-  ],
-])('the ledger store on %s', (_name, open) => {
+describe.each(ledgerEngines(() => server.url, 'ledger-store'))('the ledger store on %s', (_name, open) => {
   let db: LedgerDatabase;
   let store: LedgerStore;
   beforeAll(async () => {
@@ -64,10 +55,7 @@ describe.each([
     await migrate(db);
     store = new LedgerStore(db, cipher, 90);
   });
-  afterAll(async () => {
-    await db.close();
-    if (db instanceof PgliteLedgerDatabase) rmSync(db.dataDir, { recursive: true, force: true });
-  });
+  afterAll(() => closeLedger(db));
 
   it('writes an entry once however often it is inserted, creating its month partition when missing', async () => {
     const first = entry({ createdAt: '2031-03-05T10:00:00.000Z', data: { matched: true } });

@@ -8,9 +8,6 @@
  * data replays nothing.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ConfigService } from '@nestjs/config';
@@ -22,7 +19,7 @@ import { RedisBudgetStore } from '../src/budget/redis-budget.store.js';
 import type { AppConfig } from '../src/config/app-config.js';
 import type { BudgetEntry } from '../src/config/budget-config.js';
 import { Secret } from '../src/config/secret.js';
-import { PgLedgerDatabase, PgliteLedgerDatabase, type LedgerDatabase } from '../src/ledger/ledger-database.js';
+import type { LedgerDatabase } from '../src/ledger/ledger-database.js';
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { migrate } from '../src/ledger/ledger-schema.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
@@ -35,6 +32,7 @@ import { RedisKeys } from '../src/store/redis-keys.js';
 import { StoreUnavailableError } from '../src/store/store-unavailable.error.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { queuedEntry } from './support/ledger-entries.js';
+import { closeLedger, ledgerEngines } from './support/ledger-engines.js';
 import { PostgresServer } from './support/postgres-server.js';
 import { RedisServer } from './support/redis-server.js';
 
@@ -68,13 +66,7 @@ function budgetsWith(store: BudgetStore, entries: BudgetEntry[], price: number):
 const csv = (...lines: string[]) => Readable.from([`${lines.join('\n')}\n`]);
 const list = (...trackIds: string[]) => csv('trackId', ...trackIds);
 
-describe.each([
-  ['PostgreSQL server', () => Promise.resolve(new PgLedgerDatabase(postgres.url) as LedgerDatabase)],
-  [
-    'PGlite',
-    () => PgliteLedgerDatabase.open(mkdtempSync(join(tmpdir(), 'vgw-reconciliation-'))) as Promise<LedgerDatabase>,
-  ],
-])('reconciliation on %s', (_engine, open) => {
+describe.each(ledgerEngines(() => postgres.url, 'reconciliation'))('reconciliation on %s', (_engine, open) => {
   let db: LedgerDatabase;
   let store: LedgerStore;
   let budgetStore: RedisBudgetStore;
@@ -84,10 +76,7 @@ describe.each([
     await migrate(db);
     store = new LedgerStore(db, cipher, 90);
   });
-  afterAll(async () => {
-    await db.close();
-    if (db instanceof PgliteLedgerDatabase) rmSync(db.dataDir, { recursive: true, force: true });
-  });
+  afterAll(() => closeLedger(db));
 
   /**
    * A fresh budget prefix and a month of its own (2040-01, 2040-02, …) for each test's

@@ -4,34 +4,18 @@
  * answer's stamp back (Redis) or the clock forward (memory), never by waiting.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Redis } from 'ioredis';
+import { describe, expect, it } from '@jest/globals';
 import { Secret } from '../src/config/secret.js';
 import { LEADER_LEASE_MS, type AnswerStore, type ReuseAllowance } from '../src/reuse/answer-store.js';
 import { MemoryAnswerStore } from '../src/reuse/memory-answer.store.js';
 import { RedisAnswerStore } from '../src/reuse/redis-answer.store.js';
 import { RedisKeys } from '../src/store/redis-keys.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
-import { RedisServer } from './support/redis-server.js';
+import { redisPerFile } from './support/file-redis.js';
 
-let redis: RedisServer;
-const clients: Redis[] = [];
-let prefixes = 0;
-
-beforeAll(async () => {
-  redis = await RedisServer.start();
-});
-afterAll(async () => {
-  clients.forEach((c) => c.disconnect());
-  await redis.stop();
-});
+const redis = redisPerFile();
 
 const ring = (id: string) => [{ id, key: new Secret(randomBytes(32).toString('base64')) }];
-const client = () => {
-  const c = new Redis(redis.url);
-  clients.push(c);
-  return c;
-};
 
 /** One store under test, and a way to make its stored answer on a question older. */
 interface Subject {
@@ -56,8 +40,8 @@ const subjects: Array<[string, () => Subject]> = [
   [
     'redis',
     () => {
-      const c = client();
-      const keys = new RedisKeys(`reuse-${++prefixes}`);
+      const c = redis.client();
+      const keys = redis.keys('reuse');
       return {
         store: new RedisAnswerStore(c, keys, new StoreCipher(ring('k1'))),
         age: async (questionKey, ms) => {
@@ -182,7 +166,7 @@ describe.each(subjects)('%s answer store', (_name, make) => {
 
 describe('redis answer store', () => {
   it('keeps an answer sealed, bound to its key, for maxAgeSeconds; the registration lives one lease', async () => {
-    const c = client();
+    const c = redis.client();
     const keys = new RedisKeys('reuse-ttl');
     const store = new RedisAnswerStore(c, keys, new StoreCipher(ring('k1')));
     const first = { trackId: randomUUID(), deadlineMs: Date.now() + 20_000 };
@@ -199,7 +183,7 @@ describe('redis answer store', () => {
   });
 
   it('an answer that cannot be opened (key rotated out, or moved to another question) is a miss, and the caller leads', async () => {
-    const c = client();
+    const c = redis.client();
     const keys = new RedisKeys('reuse-rotation');
     await new RedisAnswerStore(c, keys, new StoreCipher(ring('old'))).store(Q, 'standard', answer(randomUUID()), 60);
     const rotated = new RedisAnswerStore(c, keys, new StoreCipher(ring('new')));
@@ -223,7 +207,8 @@ describe('redis answer store', () => {
   it('50 concurrent lookups of one question over 3 connections: exactly one leads, the 49 others join it', async () => {
     const keys = new RedisKeys('reuse-race');
     const cipher = new StoreCipher(ring('k1'));
-    const stores = [0, 1, 2].map(() => new RedisAnswerStore(client(), keys, cipher));
+    const clients = [0, 1, 2].map(() => redis.client());
+    const stores = clients.map((c) => new RedisAnswerStore(c, keys, cipher));
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) => stores[i % 3].lookupOrJoin(Q, 'standard', FRESH, leader(`t-${i}`))),
     );
@@ -231,7 +216,7 @@ describe('redis answer store', () => {
     expect(leaders).toHaveLength(1);
     const joins = results.filter((r) => r.result === 'join');
     expect(joins).toHaveLength(49);
-    const led = await clients[clients.length - 1].get(keys.reuseInFlight(Q, 'standard'));
+    const led = await clients[2].get(keys.reuseInFlight(Q, 'standard'));
     for (const join of joins) expect(join.result === 'join' && join.leader.trackId).toBe(led);
   });
 });

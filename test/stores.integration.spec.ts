@@ -4,7 +4,7 @@
  * reach (one replica vs many), not in behaviour.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { MemoryIdempotencyStore, MemoryInquiryStore } from '../src/inquiry/memory-inquiry.store.js';
 import type { IdempotencyClaim, InquiryRecord } from '../src/inquiry/inquiry-record.js';
@@ -17,6 +17,7 @@ import { StoreUnavailableError } from '../src/store/store-unavailable.error.js';
 import { MemoryTokenStore } from '../src/token/memory-token.store.js';
 import { RedisTokenStore } from '../src/token/redis-token.store.js';
 import type { TokenStore } from '../src/token/token.store.js';
+import { redisPerFile } from './support/file-redis.js';
 import { RedisServer } from './support/redis-server.js';
 
 const RECORD = {
@@ -27,23 +28,8 @@ const RECORD = {
   refreshExpiresAt: 9_000,
 };
 
-let redis: RedisServer;
-const clients: Redis[] = [];
-let prefixes = 0;
-
-beforeAll(async () => {
-  redis = await RedisServer.start();
-});
-afterAll(async () => {
-  clients.forEach((c) => c.disconnect());
-  await redis.stop();
-});
-
-function connect(): Redis {
-  const client = new Redis(redis.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false, lazyConnect: false });
-  clients.push(client);
-  return client;
-}
+const redis = redisPerFile();
+const connect = () => redis.client({ maxRetriesPerRequest: 0, enableOfflineQueue: false, lazyConnect: false });
 
 async function ready(client: Redis): Promise<Redis> {
   if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
@@ -54,7 +40,7 @@ const KEY = randomBytes(32).toString('base64');
 
 function redisStores(cipher: StoreCipher) {
   return async () => {
-    const keys = new RedisKeys(`s${++prefixes}`);
+    const keys = redis.keys('s');
     const client = await ready(connect());
     const subscriber = await ready(connect());
     return {
@@ -249,7 +235,7 @@ describe('RedisInquiryStore.concludeUnknown', () => {
     ['in clear', new StoreCipher([])],
     ['encrypted at rest', new StoreCipher([{ id: 'k1', key: new Secret(KEY) }])],
   ])('%s: a settlement landing between its read and its write is kept, not overwritten', async (_name, cipher) => {
-    const keys = new RedisKeys(`race${++prefixes}`);
+    const keys = redis.keys('race');
     const client = await ready(connect());
     const inquiries = new RedisInquiryStore(client, keys, cipher);
     const settling = new RedisInquiryStore(await ready(connect()), keys, cipher);

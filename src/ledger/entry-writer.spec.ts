@@ -1,26 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import { EntryWriter, refusalOf, type Refusal } from './entry-writer.js';
 import type { QueuedEntry } from './ledger-entry.js';
+import { queuedEntry } from '../../test/support/ledger-entries.js';
 
 /** A database error as pg and PGlite raise it: a message and its SQLSTATE. */
 function sqlError(code: string, message = 'refused'): Error {
   return Object.assign(new Error(message), { code });
 }
 
-function entry(trackId: string, overrides: Partial<QueuedEntry> = {}): QueuedEntry {
-  return {
-    trackId,
-    kind: 'settled',
-    clientId: 'svc-a',
-    operation: 'shahkar',
-    requestHandlingType: 'standard',
-    status: 'succeeded',
-    charged: 'yes',
-    costUnits: 1,
-    createdAt: '2031-03-05T10:00:00.000Z',
-    ...overrides,
-  };
-}
+const entry = (trackId: string, overrides: Partial<QueuedEntry> = {}) => queuedEntry({ trackId, ...overrides });
 
 /**
  * A store that refuses every statement holding a trackId of `bad` (as PostgreSQL refuses a

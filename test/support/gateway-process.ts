@@ -112,3 +112,25 @@ export async function startGatewayProcess(outDir: string, env: Record<string, st
   }
   return { url: `http://127.0.0.1:${port}`, process: child, output: () => stdout, exited };
 }
+
+/**
+ * The gateway processes of one spec file, all from one build (compiled at the first start, not
+ * at import), so that its afterAll ends every one a test left running.
+ */
+export class GatewayProcesses {
+  private build: string | undefined;
+  private readonly started: GatewayProcess[] = [];
+
+  async start(env: Record<string, string>): Promise<GatewayProcess> {
+    this.build ??= buildGateway();
+    const started = await startGatewayProcess(this.build, env);
+    this.started.push(started);
+    return started;
+  }
+
+  /** SIGKILLs those still running and waits for every one to exit. */
+  async killAll(): Promise<void> {
+    for (const p of this.started) if (p.process.exitCode === null) p.process.kill('SIGKILL');
+    await Promise.all(this.started.map((p) => p.exited));
+  }
+}

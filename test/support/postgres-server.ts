@@ -1,10 +1,10 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './redis-server.js';
 import { untilProcessReady } from './events.js';
+import { ServerProcess } from './server-process.js';
 
 /** Debian's server binaries (`postgresql` package): the newest major installed. */
 function binDir(): string {
@@ -31,17 +31,19 @@ function serverUser(): { uid: number; gid: number } | undefined {
 /**
  * A real PostgreSQL server on a free loopback port, owned by one test file, like RedisServer:
  * `initdb` into a temporary directory, then `postgres` on it (fsync off: a test's data need not
- * survive a power cut, but survives the server's crash: commits stay synchronous). It can be killed (SIGKILL, as a crash) and restarted with its data.
+ * survive a power cut, but survives the server's crash: commits stay synchronous). It can be
+ * killed (SIGKILL, as a crash) and restarted with its data (crash recovery).
  */
-export class PostgresServer {
-  private process: ChildProcess | null = null;
+export class PostgresServer extends ServerProcess {
   private readonly bin = binDir();
   private readonly user = serverUser();
 
   private constructor(
     readonly port: number,
     private readonly dir: string,
-  ) {}
+  ) {
+    super();
+  }
 
   static async start(): Promise<PostgresServer> {
     const dir = mkdtempSync(join(tmpdir(), 'vgw-postgres-'));
@@ -62,11 +64,7 @@ export class PostgresServer {
     return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
   }
 
-  get isRunning(): boolean {
-    return this.process !== null;
-  }
-
-  private async launch(): Promise<void> {
+  protected async launch(): Promise<void> {
     const child = spawn(
       join(this.bin, 'postgres'),
       [
@@ -90,34 +88,17 @@ export class PostgresServer {
   }
 
   /** Hard kill, as a crash would: clients see their connections drop. */
-  async kill(): Promise<void> {
-    const child = this.process;
-    if (!child) return;
-    this.process = null;
-    const exited = once(child, 'exit');
-    child.kill('SIGKILL');
-    await exited;
+  override async kill(): Promise<void> {
+    const child = await this.end('SIGKILL');
     // A SIGKILLed postmaster leaves its backends, which exit on their own once they notice;
     // they hold the inherited output pipes meanwhile, so this end is closed now. The lock
     // file names the dead pid, which the next start detects and clears.
-    child.stdout?.destroy();
-    child.stderr?.destroy();
-  }
-
-  /** Starts again on the same port with the same data (crash recovery). */
-  async restart(): Promise<void> {
-    await this.kill();
-    await this.launch();
+    child?.stdout?.destroy();
+    child?.stderr?.destroy();
   }
 
   async stop(): Promise<void> {
-    const child = this.process;
-    if (child) {
-      this.process = null;
-      const exited = once(child, 'exit');
-      child.kill('SIGQUIT');
-      await exited;
-    }
+    await this.end('SIGQUIT');
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { redisTlsArgs, type TestCertificates } from './tls-certificates.js';
 import { untilProcessReady } from './events.js';
+import { ServerProcess } from './server-process.js';
 
 /** A free loopback TCP port, as the OS hands it out. */
 export async function freePort(): Promise<number> {
@@ -27,18 +28,20 @@ export interface RedisServerOptions {
 
 /**
  * A real `redis-server` on a free loopback port, owned by one test file: it can be killed
- * and restarted on the same port to test outages. Nothing is persisted on purpose, yet a
+ * and restarted on the same port to test outages (restarted empty, as a Redis without
+ * persistence). Nothing is persisted on purpose, yet a
  * replica's full sync writes the master's RDB to disk whatever `--save` says: every server
  * has a temporary `--dir` of its own (removed on stop), so no test writes into the work tree.
  */
-export class RedisServer {
-  private process: ChildProcess | null = null;
+export class RedisServer extends ServerProcess {
   private readonly dir = mkdtempSync(join(tmpdir(), 'vgw-redis-'));
 
   private constructor(
     readonly port: number,
     private readonly options: RedisServerOptions,
-  ) {}
+  ) {
+    super();
+  }
 
   static async start(options: RedisServerOptions = {}): Promise<RedisServer> {
     const server = new RedisServer(await freePort(), options);
@@ -51,11 +54,7 @@ export class RedisServer {
     return `${this.options.tls ? 'rediss' : 'redis'}://127.0.0.1:${this.port}`;
   }
 
-  get isRunning(): boolean {
-    return this.process !== null;
-  }
-
-  private async launch(): Promise<void> {
+  protected async launch(): Promise<void> {
     const child = spawn(
       'redis-server',
       [
@@ -80,25 +79,9 @@ export class RedisServer {
     await untilProcessReady(child, 'stdout', 'Ready to accept connections', 'redis-server');
   }
 
-  /** Hard kill, as a crash would: clients see the connection drop. */
-  async kill(): Promise<void> {
-    const child = this.process;
-    if (!child) return;
-    this.process = null;
-    const exited = once(child, 'exit');
-    child.kill('SIGKILL');
-    await exited;
-  }
-
   /** Sends a signal to the server: SIGSTOP freezes it with every connection open, SIGCONT resumes. */
   signal(name: 'SIGSTOP' | 'SIGCONT'): void {
     this.process?.kill(name);
-  }
-
-  /** Starts again on the same port (empty, as a restarted Redis without persistence). */
-  async restart(): Promise<void> {
-    await this.kill();
-    await this.launch();
   }
 
   async stop(): Promise<void> {
