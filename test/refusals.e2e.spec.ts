@@ -68,7 +68,12 @@ async function refusals(): Promise<Record<string, number>> {
   const res = await callGateway(replicas[0].url, 'GET', `/admin/trends?${range}`, { apiKey: OPS.key });
   expect(res.status).toBe(200);
   const sums: Record<string, number> = {};
-  for (const row of res.body.rows as Array<Record<string, string & number>>) {
+  for (const row of res.body.rows as Array<{
+    clientId: string;
+    operation: string;
+    refusedBudget: number;
+    refusedQuota: number;
+  }>) {
     if (row.clientId !== SPENT.clientId && row.clientId !== QUOTA.clientId) continue;
     for (const reason of ['refusedBudget', 'refusedQuota'] as const) {
       const key = `${row.clientId} ${row.operation} ${reason}`;
