@@ -38,10 +38,11 @@ export class RefusalTally {
     registry: Registry,
     private readonly maxKeys = REFUSAL_TALLY_MAX_KEYS,
   ) {
-    // en-CA writes the Gregorian date as YYYY-MM-DD, the trends' day.
-    this.dayOf = new Intl.DateTimeFormat('en-CA', {
+    // Its parts, not a locale's format: the trends' day is YYYY-MM-DD whatever a locale writes.
+    this.dayOf = new Intl.DateTimeFormat('en-US', {
       timeZone,
       calendar: 'gregory',
+      numberingSystem: 'latn',
       year: 'numeric',
       month: '2-digit',
       day: '2-digit',
@@ -75,12 +76,15 @@ export class RefusalTally {
     return taken;
   }
 
-  /** Counts a failed write could not store: added back, within the same cap. */
+  /**
+   * Counts a failed write could not store: added back, within the same cap, never calling the
+   * near-full listener (a flush failing with a near-full tally would call the next at once).
+   */
   giveBack(counts: readonly RefusalCount[]): void {
-    for (const count of counts) this.add({ ...count });
+    for (const count of counts) this.add({ ...count }, false);
   }
 
-  private add(count: RefusalCount): void {
+  private add(count: RefusalCount, mayCallNearFull = true): void {
     const key = JSON.stringify([count.day, count.clientId, count.operation, count.reason]);
     const held = this.counts.get(key);
     if (held) {
@@ -92,10 +96,12 @@ export class RefusalTally {
       return;
     }
     this.counts.set(key, count);
-    if (this.counts.size === Math.ceil(this.maxKeys * NEAR_FULL)) this.nearFull?.();
+    if (mayCallNearFull && this.counts.size === Math.ceil(this.maxKeys * NEAR_FULL)) this.nearFull?.();
   }
 
   private day(at: number): string {
-    return this.dayOf.format(at);
+    const parts = this.dayOf.formatToParts(at);
+    const part = (type: Intl.DateTimeFormatPartTypes) => parts.find((p) => p.type === type)?.value ?? '';
+    return `${part('year').padStart(4, '0')}-${part('month')}-${part('day')}`;
   }
 }
