@@ -9,6 +9,10 @@ const turns = async (n: number) => {
   for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
 };
 
+afterEach(() => {
+  jest.useRealTimers();
+});
+
 /** A writer that records what it is given, and fails while `failing` is set. */
 function sink() {
   const written: RefusalCount[][] = [];
@@ -138,15 +142,10 @@ describe('RefusalFlusher during a database outage with a near-full tally', () =>
     await jest.advanceTimersByTimeAsync(0);
     expect(written.map((batch) => batch.length)).toEqual([8, 8]);
     await flusher.stop();
-    jest.useRealTimers();
   });
 });
 
 describe('RefusalFlusher, early and timed flushes', () => {
-  afterEach(() => {
-    jest.useRealTimers();
-  });
-
   it('flushes early at the near-full mark, before any stop() or timed flush', async () => {
     const tally = new RefusalTally('UTC', new Registry(), 10);
     const written: RefusalCount[][] = [];
@@ -189,10 +188,6 @@ describe('RefusalFlusher, early and timed flushes', () => {
 });
 
 describe('RefusalFlusher at shutdown against a database that does not answer', () => {
-  afterEach(() => {
-    jest.useRealTimers();
-  });
-
   it('stop() ends within a bound (the other flush steps take at most 5 s; the grace period counts on it)', async () => {
     jest.useFakeTimers();
     const tally = new RefusalTally('UTC', new Registry());
