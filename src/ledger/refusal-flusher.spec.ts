@@ -125,6 +125,24 @@ describe('RefusalFlusher during a database outage with a near-full tally', () =>
     expect(beforeOneTurn).toBeLessThanOrEqual(1);
   });
 
+  it('while the last flush failed, new refusals reaching the near-full mark wait for the next timed flush', async () => {
+    jest.useFakeTimers();
+    const tally = new RefusalTally('UTC', new Registry(), 10);
+    const { state, write } = sink();
+    const flusher = new RefusalFlusher(tally, write, 1_000);
+    flusher.onApplicationBootstrap();
+    state.failing = true;
+    for (let i = 0; i < 3; i++) tally.count(`c${i}`, 'shahkar', 'quota', NOON);
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect([state.calls, tally.size]).toEqual([1, 3]);
+    for (let i = 3; i < 8; i++) tally.count(`c${i}`, 'shahkar', 'quota', NOON);
+    await jest.advanceTimersByTimeAsync(999);
+    expect(state.calls).toBe(1);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(state.calls).toBe(2);
+    await flusher.stop();
+  });
+
   it('after a failure, the next try is the next timed flush (the backoff), then early flushes resume', async () => {
     jest.useFakeTimers();
     const tally = new RefusalTally('UTC', new Registry(), 10);
