@@ -1,7 +1,9 @@
 /**
  * Refusal counts in the ledger (src/ledger/ledger-refusals.ts, issue 35) on a real PostgreSQL
  * server and on PGlite: two writers adding the same keys at once lose nothing (the additive
- * upsert), and fuzzed client ids come back exactly through the trends.
+ * upsert); fuzzed client ids, and ids configured as they are (API_KEYS, BUDGETS: an array
+ * element spelled NULL, one an array literal would quote) come back exactly through the trends,
+ * whose rows are ordered by day, client and operation, refusal-only rows among them.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +17,7 @@ import { addRefusals } from '../src/ledger/ledger-refusals.js';
 import { trends } from '../src/ledger/ledger-trends.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
+import { queuedEntry } from './support/ledger-entries.js';
 import { PostgresServer } from './support/postgres-server.js';
 
 const cipher = new StoreCipher([{ id: 'k1', key: new Secret(Buffer.alloc(32, 7).toString('base64')) }]);
@@ -60,6 +63,21 @@ function fuzzedIds(): string[] {
   }
   return [...ids];
 }
+
+/** API_KEYS: [A-Za-z0-9_.-]{1,64}; BUDGETS: printable ASCII without space, up to 256. */
+const CONFIGURED_IDS = [
+  'NULL',
+  'null',
+  'Null',
+  '.',
+  '-',
+  '_',
+  'a'.repeat(64),
+  '!"#$%&\'()*+,/:;<=>?@[\\]^`{|}~',
+  '{}',
+  '"',
+  '\\',
+];
 
 let server: PostgresServer;
 beforeAll(async () => {
@@ -122,5 +140,43 @@ describe.each([
     const found = new Map(rows.map((row) => [row.clientId, row.refusedBudget]));
     expect(ids.map((id) => found.get(id))).toEqual(ids.map((_, i) => i + 1));
     expect(rows.every((row) => row.day === '2031-05-09' && row.refusedQuota === 0)).toBe(true);
+  });
+
+  it('stores client ids as configured exactly (no jwt: prefix)', async () => {
+    await addRefusals(
+      db,
+      CONFIGURED_IDS.map((clientId, i) => ({ day: '2031-05-12', clientId, operation: 'iban', reason: 'quota', count: i + 1 })),
+    );
+    const { rows } = await trends(store, new Date('2031-05-12T00:00:00Z'), new Date('2031-05-13T00:00:00Z'), 'UTC');
+    const found = new Map(rows.map((row) => [row.clientId, row.refusedQuota]));
+    expect(CONFIGURED_IDS.map((id) => found.get(id))).toEqual(CONFIGURED_IDS.map((_, i) => i + 1));
+  });
+
+  it('orders the trends by day, client and operation, refusal-only rows among the inquiries', async () => {
+    const at = (day: number) => new Date(Date.UTC(2031, 4, day, 12)).toISOString();
+    await store.insert([
+      queuedEntry({ clientId: 'order-b', operation: 'shahkar', createdAt: at(20), completedAt: at(20) }),
+      queuedEntry({ clientId: 'order-b', operation: 'iban', createdAt: at(21), completedAt: at(21) }),
+      queuedEntry({ clientId: 'order-d', operation: 'iban', createdAt: at(20), completedAt: at(20) }),
+    ]);
+    await addRefusals(db, [
+      { day: '2031-05-21', clientId: 'order-a', operation: 'shahkar', reason: 'budget', count: 1 },
+      { day: '2031-05-20', clientId: 'order-c', operation: 'iban', reason: 'quota', count: 1 },
+      { day: '2031-05-20', clientId: 'order-b', operation: 'iban', reason: 'quota', count: 1 },
+      { day: '2031-05-20', clientId: 'order-b', operation: 'shahkar', reason: 'budget', count: 2 },
+    ]);
+    const { rows } = await trends(store, new Date('2031-05-20T00:00:00Z'), new Date('2031-05-22T00:00:00Z'), 'UTC');
+    expect(
+      rows
+        .filter((row) => row.clientId.startsWith('order-'))
+        .map((row) => [row.day, row.clientId, row.operation, row.inquiries, row.refusedBudget + row.refusedQuota]),
+    ).toEqual([
+      ['2031-05-20', 'order-b', 'iban', 0, 1],
+      ['2031-05-20', 'order-b', 'shahkar', 1, 2],
+      ['2031-05-20', 'order-c', 'iban', 0, 1],
+      ['2031-05-20', 'order-d', 'iban', 1, 0],
+      ['2031-05-21', 'order-a', 'shahkar', 0, 1],
+      ['2031-05-21', 'order-b', 'iban', 1, 0],
+    ]);
   });
 });

@@ -99,7 +99,8 @@ export function ApiTrends(): MethodDecorator {
         '`refusedBudget` and `refusedQuota` count inquiries refused before a trackId (429 budget_exhausted; 429 ' +
         'rate_limited by a client or end-user quota), per day in BUDGET_TIMEZONE whatever `timeZone` is asked, for ' +
         'every day the range touches; a row may hold only refusals. Each replica adds its counts every ' +
-        'LEDGER_REFUSAL_FLUSH_SECONDS: one killed loses at most that interval of them.',
+        'LEDGER_REFUSAL_FLUSH_SECONDS: one killed loses at most that interval of them. Rows are ordered by `day`, ' +
+        'then `clientId`, then `operation` (code-unit order, not a locale\'s), the refusal-only rows among them.',
     ),
     FROM,
     TO,

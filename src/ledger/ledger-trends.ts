@@ -119,10 +119,15 @@ export async function trends(
     row.refusedBudget += refused.budget;
     row.refusedQuota += refused.quota;
   }
-  // By day (a stable sort: within a day, the ledger's rows in their order, then refusals' own).
-  const ordered = [...rows.values()].sort((a, b) => (a.day < b.day ? -1 : a.day > b.day ? 1 : 0));
+  // By day, client and operation (code-unit order, the same on both engines whatever their
+  // collation), the refusal-only rows among the others.
+  const ordered = [...rows.values()].sort(
+    (a, b) => compare(a.day, b.day) || compare(a.clientId, b.clientId) || compare(a.operation, b.operation),
+  );
   return { rows: ordered, failures: [...failures.values()] };
 }
+
+const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 const EMPTY_ROW = {
   inquiries: 0,
