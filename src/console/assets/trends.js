@@ -3,7 +3,7 @@
 // per day the same way; and, for one day, who had which failure, the upstream's code beside its
 // message, and who was refused why.
 import { stackedBars, topAndRest } from '/console/charts.js';
-import { addDays, dayText, moneyText, unitsText } from '/console/format.js';
+import { addDays, dayText, display, moneyText, unitsText } from '/console/format.js';
 import { h, note, number, table } from '/console/views.js';
 
 /** Per key, a value per day from the rows. */
@@ -79,14 +79,22 @@ export function refusalsChart(answer, days) {
     days,
   );
   if (series.length === 0) return note('No inquiry refused by a budget or a quota in these 30 days.');
-  return stackedBars({
+  // Refusals are tallied by their day in BUDGET_TIMEZONE only, also when the rows are asked in UTC.
+  const chart = stackedBars({
     id: 'refusals-chart',
     days,
     series,
     dayLabel: (day) => dayText(day, true),
     valueText: unitsText,
-    summary: `inquiries refused (429: budget exhausted or quota used up) per day (${answer.timeZone}), top clients and the rest`,
+    summary: `inquiries refused (429: budget exhausted or quota used up) per day (${display.budgetZone}), top clients and the rest`,
   });
+  if (!display.utc) return chart;
+  return h(
+    'div',
+    {},
+    note(`Refusals are counted by day in ${display.budgetZone} (BUDGET_TIMEZONE), not UTC.`),
+    chart,
+  );
 }
 
 /** One day: per client, failed by upstream code with its message, unknown, and refused (budget, quota). */
