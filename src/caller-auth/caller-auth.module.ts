@@ -8,7 +8,7 @@ import { GatewayMetrics } from '../observability/metrics.js';
 import { StoreModule } from '../store/store.module.js';
 import { CallerAuthGuard } from './caller-auth.guard.js';
 import { JwtAuthenticator } from './jwt.authenticator.js';
-import { RefusalTally } from './refusal-tally.js';
+import { REFUSAL_TIME_ZONE, RefusalTally } from './refusal-tally.js';
 
 /** Caller identity (API keys for services, JWTs for apps, when configured) and quotas. */
 @Module({
@@ -30,9 +30,8 @@ import { RefusalTally } from './refusal-tally.js';
     // One per process: the quotas and the budgets count into it, the ledger flushes it.
     {
       provide: RefusalTally,
-      inject: [ConfigService, GatewayMetrics],
-      useFactory: (config: ConfigService<AppConfig, true>, metrics: GatewayMetrics) =>
-        new RefusalTally(config.get('budgets', { infer: true }).timeZone, metrics.registry),
+      inject: [REFUSAL_TIME_ZONE, GatewayMetrics],
+      useFactory: (timeZone: string, metrics: GatewayMetrics) => new RefusalTally(timeZone, metrics.registry),
     },
   ],
   exports: [CallerAuthGuard, CALLER_AUTHENTICATORS, CallerQuotas, RefusalTally],

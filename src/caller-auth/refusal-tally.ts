@@ -15,6 +15,12 @@ export interface RefusalCount {
 
 /** Distinct keys held at most: days × clients × operations × reasons between two flushes. */
 export const REFUSAL_TALLY_MAX_KEYS = 10_000;
+/**
+ * The zone whose days refusals are tallied by: BUDGET_TIMEZONE, the budgets' slice, handed over
+ * by the app's wiring (app.module.ts) so that caller-auth reads no other feature's config.
+ */
+export const REFUSAL_TIME_ZONE = Symbol('REFUSAL_TIME_ZONE');
+
 /** From this share of the cap on, the flusher is asked to write early. */
 const NEAR_FULL = 0.8;
 
