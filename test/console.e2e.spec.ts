@@ -221,7 +221,9 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     await store.insert([...listed, ...forecasted]);
     // Refusals of yesterday in Tehran, as a replica's flush adds them (by BUDGET_TIMEZONE day only).
     const yesterday = new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Tehran' }).format(seededAt - DAY_MS);
-    await addRefusals(store.db, [{ day: yesterday, clientId: REFUSED, operation: 'shahkar', reason: 'budget', count: 4 }]);
+    await addRefusals(store.db, [
+      { day: yesterday, clientId: REFUSED, operation: 'shahkar', reason: 'budget', count: 4 },
+    ]);
     consoleUrl = `http://127.0.0.1:${opsPort}/console`;
     browser = await launchChromium(executablePath);
     page = await browser.context.newPage();

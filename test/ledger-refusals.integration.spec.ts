@@ -145,7 +145,13 @@ describe.each([
   it('stores client ids as configured exactly (no jwt: prefix)', async () => {
     await addRefusals(
       db,
-      CONFIGURED_IDS.map((clientId, i) => ({ day: '2031-05-12', clientId, operation: 'iban', reason: 'quota', count: i + 1 })),
+      CONFIGURED_IDS.map((clientId, i) => ({
+        day: '2031-05-12',
+        clientId,
+        operation: 'iban',
+        reason: 'quota',
+        count: i + 1,
+      })),
     );
     const { rows } = await trends(store, new Date('2031-05-12T00:00:00Z'), new Date('2031-05-13T00:00:00Z'), 'UTC');
     const found = new Map(rows.map((row) => [row.clientId, row.refusedQuota]));

@@ -100,7 +100,7 @@ export function ApiTrends(): MethodDecorator {
         'rate_limited by a client or end-user quota), per day in BUDGET_TIMEZONE whatever `timeZone` is asked, for ' +
         'every day the range touches; a row may hold only refusals. Each replica adds its counts every ' +
         'LEDGER_REFUSAL_FLUSH_SECONDS: one killed loses at most that interval of them. Rows are ordered by `day`, ' +
-        'then `clientId`, then `operation` (code-unit order, not a locale\'s), the refusal-only rows among them.',
+        "then `clientId`, then `operation` (code-unit order, not a locale's), the refusal-only rows among them.",
     ),
     FROM,
     TO,

@@ -220,7 +220,7 @@ describe('RefusalFlusher at shutdown against a database that does not answer', (
     await jest.advanceTimersByTimeAsync(1);
     expect(stopped).toBe(true);
     // What was not written is said, by its count only.
-    expect(errors.mock.calls.map(([message]) => message)).toEqual([
+    expect(errors.mock.calls.map(([message]) => String(message))).toEqual([
       `1 refusal count(s) not written at shutdown (no answer within ${REFUSAL_SHUTDOWN_FLUSH_MS} ms): lost`,
     ]);
     errors.mockRestore();

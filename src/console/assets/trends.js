@@ -89,12 +89,7 @@ export function refusalsChart(answer, days) {
     summary: `inquiries refused (429: budget exhausted or quota used up) per day (${display.budgetZone}), top clients and the rest`,
   });
   if (!display.utc) return chart;
-  return h(
-    'div',
-    {},
-    note(`Refusals are counted by day in ${display.budgetZone} (BUDGET_TIMEZONE), not UTC.`),
-    chart,
-  );
+  return h('div', {}, note(`Refusals are counted by day in ${display.budgetZone} (BUDGET_TIMEZONE), not UTC.`), chart);
 }
 
 /** One day: per client, failed by upstream code with its message, unknown, and refused (budget, quota). */
