@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
 import { AccountingModule } from './accounting/accounting.module.js';
+import { REFUSAL_TIME_ZONE } from './caller-auth/refusal-tally.js';
 import type { AppConfig } from './config/app-config.js';
 import { ConsoleModule } from './console/console.module.js';
 import { HealthModule } from './health/health.module.js';
@@ -10,6 +11,10 @@ import { ReuseModule } from './reuse/reuse.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
 import { StoreModule } from './store/store.module.js';
 import { TokenModule } from './token/token.module.js';
+
+/** Values one feature takes from another's slice, handed over here rather than read there. */
+@Module({})
+class HandedOver {}
 
 /** Wires the feature modules together; each owns its slice of the validated config. */
 @Module({})
@@ -27,6 +32,13 @@ export class AppModule {
           skipProcessEnv: true,
           load: [() => ({ ...config })],
         }),
+        {
+          module: HandedOver,
+          global: true,
+          // Refusals are tallied by the budgets' day (caller-auth counts them, budgets owns the zone).
+          providers: [{ provide: REFUSAL_TIME_ZONE, useValue: config.budgets.timeZone }],
+          exports: [REFUSAL_TIME_ZONE],
+        },
         ObservabilityModule,
         AccountingModule,
         StoreModule,

@@ -158,6 +158,8 @@ describe.each([
         unknown: 0,
         reused: 0,
         unitsSpent: 1n,
+        refusedBudget: 0,
+        refusedQuota: 0,
       },
       {
         day: '2031-05-04',
@@ -169,6 +171,8 @@ describe.each([
         unknown: 0,
         reused: 0,
         unitsSpent: 0n,
+        refusedBudget: 0,
+        refusedQuota: 0,
       },
       {
         day: '2031-05-05',
@@ -180,6 +184,8 @@ describe.each([
         unknown: 0,
         reused: 0,
         unitsSpent: 0n,
+        refusedBudget: 0,
+        refusedQuota: 0,
       },
     ]);
     expect(found.failures.filter((f) => f.clientId === 'shop')).toEqual([

@@ -23,6 +23,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { Page } from 'playwright-core';
 import type { LedgerEntry, QueuedEntry } from '../src/ledger/ledger-entry.js';
+import { addRefusals } from '../src/ledger/ledger-refusals.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { JsonLogger } from '../src/observability/json-logger.js';
 import { CHECK_SHAHKAR_PATH, GET_TOKEN_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
@@ -53,6 +54,7 @@ const SHOP_DAILY_UNITS = 10;
 const RUN = randomUUID().slice(0, 8);
 const LISTED = `console-list-${RUN}`;
 const FORECAST = `console-forecast-${RUN}`;
+const REFUSED = `console-refused-${RUN}`;
 const FORECAST_MONTHLY = 9;
 const FORECAST_DAILY = 3;
 const PRICE = { amount: '25000', currency: 'IRR' };
@@ -217,6 +219,11 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     listed = listedEntries(seededAt);
     forecasted = forecastEntries(seededAt);
     await store.insert([...listed, ...forecasted]);
+    // Refusals of yesterday in Tehran, as a replica's flush adds them (by BUDGET_TIMEZONE day only).
+    const yesterday = new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Tehran' }).format(seededAt - DAY_MS);
+    await addRefusals(store.db, [
+      { day: yesterday, clientId: REFUSED, operation: 'shahkar', reason: 'budget', count: 4 },
+    ]);
     consoleUrl = `http://127.0.0.1:${opsPort}/console`;
     browser = await launchChromium(executablePath);
     page = await browser.context.newPage();
@@ -462,9 +469,16 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     const [farvardin, esfand] = await made();
     expect(farvardin).toMatch(/^۱ فروردین ۱۴۰۵، ۰۰:۳۰:۰۰/);
     expect(esfand).toMatch(/^۲۹ اسفند ۱۴۰۴، ۲۳:۳۰:۰۰/);
+    const refusalsChart = '#refusals-trend svg[role=img]';
+    expect(await page.getAttribute(refusalsChart, 'aria-label')).toContain('per day (Asia/Tehran)');
     await page.check('#show-utc');
     await untilText(page, '#list-summary', /times in UTC\.$/);
     expect(await made()).toEqual(['20 Mar 2026, 21:00:00 UTC', '20 Mar 2026, 20:00:00 UTC']);
+    // The rows in UTC days, the refusals still by their BUDGET_TIMEZONE day: said, and the zone named.
+    expect(await untilText(page, '#refusals-trend p', /not UTC/)).toBe(
+      'Refusals are counted by day in Asia/Tehran (BUDGET_TIMEZONE), not UTC.',
+    );
+    expect(await page.getAttribute(refusalsChart, 'aria-label')).toContain('per day (Asia/Tehran)');
     await page.uncheck('#show-utc');
     await untilText(page, '#list-summary', /times in Asia\/Tehran\.$/);
 

@@ -14,6 +14,7 @@ import type { ConfigService } from '@nestjs/config';
 import { Redis } from 'ioredis';
 import { InquiryPrices } from '../src/accounting/inquiry-prices.js';
 import { reservationRecord, type BudgetStore } from '../src/budget/budget.store.js';
+import { RefusalTally } from '../src/caller-auth/refusal-tally.js';
 import { Budgets } from '../src/budget/budgets.js';
 import { RedisBudgetStore } from '../src/budget/redis-budget.store.js';
 import type { AppConfig } from '../src/config/app-config.js';
@@ -60,7 +61,8 @@ function budgetsWith(store: BudgetStore, entries: BudgetEntry[], price: number):
     secretFiles: { pollIntervalMs: 60_000 },
   };
   const config = { get: (name: keyof AppConfig) => slices[name] } as unknown as ConfigService<AppConfig, true>;
-  return new Budgets(config, new InquiryPrices(config), store, new GatewayMetrics());
+  const metrics = new GatewayMetrics();
+  return new Budgets(config, new InquiryPrices(config), store, metrics, new RefusalTally('UTC', metrics.registry));
 }
 
 const csv = (...lines: string[]) => Readable.from([`${lines.join('\n')}\n`]);

@@ -12,6 +12,7 @@ import { ProblemException } from '../problem/problem.js';
 import { BudgetCalendar } from './budget-windows.js';
 import { MemoryBudgetStore } from './budget.store.js';
 import { Budgets } from './budgets.js';
+import { RefusalTally } from '../caller-auth/refusal-tally.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'vgw-budgets-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -30,7 +31,13 @@ function budgets(entries: BudgetEntry[], file?: string) {
   const settings = config(entries, file);
   const metrics = new GatewayMetrics();
   const store = new MemoryBudgetStore();
-  const service = new Budgets(settings, new InquiryPrices(settings), store, metrics);
+  const service = new Budgets(
+    settings,
+    new InquiryPrices(settings),
+    store,
+    metrics,
+    new RefusalTally('UTC', metrics.registry),
+  );
   /** What the inquiry path does (through the ledger's queue): the reservation, or its refusal thrown. */
   const reserve = async (
     clientId: string,
@@ -41,7 +48,7 @@ function budgets(entries: BudgetEntry[], file?: string) {
     const request = service.reservationFor(clientId, operation, handling, trackId, Date.now() + 60_000);
     if (!request) return undefined;
     const result = await store.reserve(request);
-    if (!result.admitted) throw service.refusal(request, result);
+    if (!result.admitted) throw service.refusal(request, result, { clientId, operation });
     return request;
   };
   return { budgets: service, metrics, store, reserve };

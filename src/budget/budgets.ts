@@ -6,6 +6,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { ALL_CALLERS, parseBudgets, type BudgetEntry } from '../config/budget-config.js';
 import { SecretFileWatcher } from '../config/secret-file-watcher.js';
 import { RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
+import { RefusalTally } from '../caller-auth/refusal-tally.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException } from '../problem/problem.js';
 import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
@@ -59,6 +60,7 @@ export class Budgets implements OnModuleInit, OnApplicationShutdown {
     private readonly prices: InquiryPrices,
     private readonly store: BudgetStore,
     metrics: GatewayMetrics,
+    private readonly tally: RefusalTally,
   ) {
     const settings = config.get('budgets', { infer: true });
     this.calendar = new BudgetCalendar(settings.timeZone, settings.calendar);
@@ -154,12 +156,19 @@ export class Budgets implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * 429 `budget_exhausted` for a refused reservation: counted, and logged once per budget and
-   * window deployment-wide (the script marks the first refusal).
+   * 429 `budget_exhausted` for `clientId`'s refused reservation: counted (by the budget that
+   * refused in the metrics; by the caller's client and operation in RefusalTally, for
+   * GET /admin/trends), and logged once per budget and window deployment-wide (the script marks
+   * the first refusal).
    */
-  refusal(request: ReserveRequest, result: Extract<ReserveResult, { admitted: false }>): ProblemException {
+  refusal(
+    request: ReserveRequest,
+    result: Extract<ReserveResult, { admitted: false }>,
+    caller: { clientId: string; operation: InquiryOperation },
+  ): ProblemException {
     const window = request.windows[result.window];
     this.refusals.inc({ client: result.budget, window: result.window });
+    this.tally.count(caller.clientId, caller.operation, 'budget', request.now);
     if (result.first) {
       this.logger.warn({
         msg: 'budget exhausted',

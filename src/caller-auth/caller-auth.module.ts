@@ -8,6 +8,7 @@ import { GatewayMetrics } from '../observability/metrics.js';
 import { StoreModule } from '../store/store.module.js';
 import { CallerAuthGuard } from './caller-auth.guard.js';
 import { JwtAuthenticator } from './jwt.authenticator.js';
+import { REFUSAL_TIME_ZONE, RefusalTally } from './refusal-tally.js';
 
 /** Caller identity (API keys for services, JWTs for apps, when configured) and quotas. */
 @Module({
@@ -26,7 +27,13 @@ import { JwtAuthenticator } from './jwt.authenticator.js';
         config.get('callers', { infer: true }).jwt ? [apiKeys, new JwtAuthenticator(config, metrics)] : [apiKeys],
     },
     CallerAuthGuard,
+    // One per process: the quotas and the budgets count into it, the ledger flushes it.
+    {
+      provide: RefusalTally,
+      inject: [REFUSAL_TIME_ZONE, GatewayMetrics],
+      useFactory: (timeZone: string, metrics: GatewayMetrics) => new RefusalTally(timeZone, metrics.registry),
+    },
   ],
-  exports: [CallerAuthGuard, CALLER_AUTHENTICATORS, CallerQuotas],
+  exports: [CallerAuthGuard, CALLER_AUTHENTICATORS, CallerQuotas, RefusalTally],
 })
 export class CallerAuthModule {}

@@ -8,6 +8,8 @@ import { RedisConnection } from '../store/redis-connection.js';
 import { sha256 } from '../crypto/sha256.js';
 import { callerScope, type Caller } from './caller.js';
 import { RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
+import type { InquiryOperation } from '../upstream/inquiry-operation.js';
+import { RefusalTally } from './refusal-tally.js';
 
 const WINDOW_SECONDS = 60;
 
@@ -27,12 +29,16 @@ export class CallerQuotas {
     config: ConfigService<AppConfig, true>,
     private readonly redis: RedisConnection,
     private readonly metrics: GatewayMetrics,
+    private readonly refusals: RefusalTally,
   ) {
     this.userQuotaPerMinute = config.get('callers', { infer: true }).userQuotaPerMinute;
   }
 
-  /** Counts one inquiry against the caller's quotas; throws 429 when one is used up. */
-  async consume(caller: Caller): Promise<void> {
+  /**
+   * Counts one inquiry of `operation` against the caller's quotas; throws 429 when one is used
+   * up, tallied per day, client and operation (RefusalTally) for GET /admin/trends.
+   */
+  async consume(caller: Caller, operation: InquiryOperation): Promise<void> {
     const checks: Array<[scope: 'client' | 'user', key: string, perMinute: number]> = [];
     if (caller.quotaPerMinute) checks.push(['client', caller.clientId, caller.quotaPerMinute]);
     if (caller.subject && this.userQuotaPerMinute > 0) {
@@ -51,6 +57,7 @@ export class CallerQuotas {
           continue;
         }
         this.metrics.quotaRejections.inc({ scope });
+        this.refusals.count(caller.clientId, operation, 'quota');
         const retryAfter = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
         throw new ProblemException(
           'rate_limited',

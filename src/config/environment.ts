@@ -245,6 +245,11 @@ export class EnvironmentVariables {
   @IsString()
   LEDGER_DRAIN?: string;
 
+  /** Not in the contract's table: how often refusal counts reach the ledger (1-60 s). */
+  @IsOptional()
+  @IsString()
+  LEDGER_REFUSAL_FLUSH_SECONDS?: string;
+
   /** Not in the contract's table: inquiries per minute per end user (JWT `sub`); 0 = none. */
   @WholeNumber(0, 1_000_000)
   USER_QUOTA_PER_MINUTE = 60;

@@ -11,6 +11,7 @@ import { InquiryWaits } from '../inquiry/inquiry-waits.js';
 import { RunningInquiries } from '../inquiry/running-inquiries.js';
 import { Settlements } from '../inquiry/settlements.js';
 import { LedgerDrainer } from '../ledger/ledger-drainer.js';
+import { RefusalFlusher } from '../ledger/refusal-flusher.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { TokenProvider } from '../token/token.provider.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
@@ -41,6 +42,9 @@ export const WHILE_SERVING: readonly ShutdownStep[] = [
  */
 export const AFTER_SERVER_CLOSED: readonly ShutdownStep[] = [
   { name: 'flush owed settlements', run: (get) => get(Settlements).flushOwed() },
+  // Before the ledger's database closes (the drainer's stop closes it): this replica's refusal
+  // counts, for at most 5 s (src/ledger/refusal-flusher.spec.ts, "stop() ends within a bound").
+  { name: 'flush refusal counts', run: (get) => get(RefusalFlusher).stop() },
   // After the settlements (they put the last entries on the queue), before Redis closes: what
   // is queued is written to PostgreSQL for a few seconds; the rest waits for another replica.
   { name: 'flush the ledger queue', run: (get) => get(LedgerDrainer).stop() },

@@ -79,7 +79,7 @@ export class InquiryOpening {
       open.callBudget = callBudget;
       return open;
     }
-    return this.undo(trackId, record, reservation, refused, failure);
+    return this.undo(inquiry, record, reservation, refused, failure);
   }
 
   /**
@@ -88,7 +88,7 @@ export class InquiryOpening {
    * problem.
    */
   private undo(
-    trackId: string,
+    { trackId, caller, request }: InquiryInFlight,
     record: InquiryRecord,
     reservation: ReserveRequest | undefined,
     refused: Refused | undefined,
@@ -96,7 +96,11 @@ export class InquiryOpening {
   ): never {
     const discard = this.books.undo(trackId, failure !== undefined, reservation !== undefined);
     if (discard) void this.settlements.write(`discard of ${trackId}`, discard, recordExpiry(record, this.ttlSeconds));
-    if (failure === undefined) throw this.budgets.refusal(reservation!, refused!);
+    if (failure === undefined)
+      throw this.budgets.refusal(reservation!, refused!, {
+        clientId: caller.clientId,
+        operation: request.operation,
+      });
     // The trackId was stamped: the problem names it (docs/api.md §3).
     if (failure instanceof ProblemException) failure.trackId = trackId;
     throw failure;

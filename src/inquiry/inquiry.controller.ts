@@ -122,7 +122,7 @@ export class InquiryController {
     // Without the header nothing of reuse runs (docs/performance.md).
     const cacheControl = request.headers[CACHE_CONTROL_HEADER_IN];
     const directives = cacheControl === undefined ? undefined : parseCacheControl(cacheControl);
-    await this.quotas.consume(caller);
+    await this.quotas.consume(caller, inquiry.operation);
     const prefer = parsePrefer(request.headers[PREFER_HEADER_IN]);
     const async = prefer.respondAsync ? asyncPreference(reply, prefer.waitSeconds) : undefined;
     send(

@@ -104,7 +104,7 @@ export class ConsoleReadsController {
       throw invalidParameter('to', 'must be at most 400 days after from');
     const found = await this.ledger.run('ledger trends', async () => {
       await this.store.ready();
-      return trends(this.store, from, to, zone);
+      return trends(this.store, from, to, zone, this.budgetSettings.timeZone);
     });
     const price = this.price;
     void reply.header('cache-control', 'no-store');

@@ -11,8 +11,20 @@ describe('the ledger configuration', () => {
       resultRetentionDays: 90,
       drain: true,
       dataDir: resolve('.data/ledger'),
+      refusalFlushSeconds: 5,
     });
     expect(problems).toEqual([]);
+  });
+
+  it('LEDGER_REFUSAL_FLUSH_SECONDS: whole seconds from 1 to 60', () => {
+    const problems: string[] = [];
+    expect(ledgerConfigFrom({ LEDGER_REFUSAL_FLUSH_SECONDS: '1' }, problems).refusalFlushSeconds).toBe(1);
+    expect(ledgerConfigFrom({ LEDGER_REFUSAL_FLUSH_SECONDS: '60' }, problems).refusalFlushSeconds).toBe(60);
+    expect(problems).toEqual([]);
+    for (const raw of ['0', '61', '1.5', 'soon']) ledgerConfigFrom({ LEDGER_REFUSAL_FLUSH_SECONDS: raw }, problems);
+    expect(problems).toEqual(
+      Array(4).fill('LEDGER_REFUSAL_FLUSH_SECONDS: must be a whole number of seconds from 1 to 60'),
+    );
   });
 
   it('LEDGER_DATA_DIR: a path from the working directory or memory://, unused with a database URL', () => {

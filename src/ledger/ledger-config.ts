@@ -23,6 +23,8 @@ export interface LedgerConfig {
    * (lost with the process). Unused with a database URL.
    */
   dataDir: string;
+  /** LEDGER_REFUSAL_FLUSH_SECONDS (1-60, default 5): how often refusal counts are added to the ledger. */
+  refusalFlushSeconds: number;
 }
 
 /** LEDGER_DATA_DIR's value for a ledger kept in memory only. */
@@ -70,7 +72,20 @@ export function ledgerConfigFrom(env: Env, problems: string[]): LedgerConfig {
     resultRetentionDays,
     drain: drain !== 'false',
     dataDir: url === undefined ? dataDir(env, problems) : IN_MEMORY,
+    refusalFlushSeconds: refusalFlushSeconds(env, problems),
   };
+}
+
+/** LEDGER_REFUSAL_FLUSH_SECONDS: a whole number of seconds from 1 to 60 (a replica killed loses at most that). */
+function refusalFlushSeconds(env: Env, problems: string[]): number {
+  const raw = env.LEDGER_REFUSAL_FLUSH_SECONDS?.trim();
+  if (raw === undefined || raw === '') return 5;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1 || value > 60) {
+    problems.push('LEDGER_REFUSAL_FLUSH_SECONDS: must be a whole number of seconds from 1 to 60');
+    return 5;
+  }
+  return value;
 }
 
 /** LEDGER_DATA_DIR, relative to the working directory (default `.data/ledger`), or `memory://`. */

@@ -145,6 +145,24 @@ const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> 
       CREATE INDEX ledger_entries_reconciled ON ledger_entries (created_at, track_id) WHERE kind = 'reconciled';
     `,
   },
+  {
+    version: 8,
+    name: 'refusals per day, client, operation and reason',
+    sql: `
+      -- Inquiries refused with 429 before a trackId (budget_exhausted: 'budget'; the quotas'
+      -- rate_limited: 'quota'), added by each replica's RefusalFlusher (ledger-refusals.ts).
+      -- Observability counts, not money: nothing of the entries refers to them. The day is the
+      -- Gregorian date in BUDGET_TIMEZONE when refused. Small (days x clients x 2 x 2), kept whole.
+      CREATE TABLE ledger_refusals (
+        day date NOT NULL,
+        client_id text NOT NULL,
+        operation text NOT NULL,
+        reason text NOT NULL CHECK (reason IN ('budget', 'quota')),
+        count bigint NOT NULL CHECK (count >= 0),
+        PRIMARY KEY (day, client_id, operation, reason)
+      );
+    `,
+  },
 ];
 
 /** A key of its own for pg_advisory_xact_lock: 'vgw-ledger' as a 64-bit number. */

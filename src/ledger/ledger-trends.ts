@@ -1,3 +1,4 @@
+import { refusalsBetween } from './ledger-refusals.js';
 import { aggregate, latestFacts } from './ledger-rows.js';
 import type { LedgerStore } from './ledger.store.js';
 import { unitSum } from './unit-sums.js';
@@ -16,6 +17,10 @@ export interface TrendRow {
   reused: number;
   /** Cost units of inquiries charged or possibly charged: what was spent, never a failed inquiry's price. Exact (unit-sums.ts). */
   unitsSpent: bigint;
+  /** Refused with 429 budget_exhausted that day (never in the ledger's entries: no trackId). */
+  refusedBudget: number;
+  /** Refused with 429 rate_limited by a quota (per client or per end user) that day. */
+  refusedQuota: number;
 }
 
 /** Failed inquiries of one day and client by the upstream's code (no code: the gateway's own failure). */
@@ -49,9 +54,19 @@ interface Group {
  * Per day (in `timeZone`), client and operation, each inquiry counted once by its latest fact:
  * one aggregate, its groups folded here into the day × client × operation rows and the failures
  * by upstream code. Small whatever the number of entries (days × clients × operations × codes).
+ * The refusals (ledger_refusals) join the rows of their day, client and operation, or make rows
+ * of their own; they are tallied by their day in `refusalZone` (BUDGET_TIMEZONE) whatever
+ * `timeZone` the rows are asked in.
  */
-export async function trends(store: LedgerStore, from: Date, to: Date, timeZone: string): Promise<Trends> {
+export async function trends(
+  store: LedgerStore,
+  from: Date,
+  to: Date,
+  timeZone: string,
+  refusalZone = timeZone,
+): Promise<Trends> {
   await store.ready();
+  const refusals = await refusalsBetween(store.db, from, to, refusalZone);
   const groups = await aggregate<Group>(
     store.db,
     // Grouped by the local date (a date, not text: cheaper per row), written out once per group.
@@ -68,24 +83,18 @@ export async function trends(store: LedgerStore, from: Date, to: Date, timeZone:
     [from, to, timeZone],
   );
   const rows = new Map<string, TrendRow>();
-  const failures = new Map<string, FailureRow>();
-  for (const group of groups) {
-    const key = `${group.day}|${group.client_id}|${group.operation}`;
+  const rowOf = (day: string, clientId: string, operation: string): TrendRow => {
+    const key = JSON.stringify([day, clientId, operation]);
     let row = rows.get(key);
     if (!row) {
-      row = {
-        day: group.day,
-        clientId: group.client_id,
-        operation: group.operation,
-        inquiries: 0,
-        succeeded: 0,
-        failed: 0,
-        unknown: 0,
-        reused: 0,
-        unitsSpent: 0n,
-      };
+      row = { day, clientId, operation, ...EMPTY_ROW };
       rows.set(key, row);
     }
+    return row;
+  };
+  const failures = new Map<string, FailureRow>();
+  for (const group of groups) {
+    const row = rowOf(group.day, group.client_id, group.operation);
     row.inquiries += group.n;
     row[group.status] += group.n;
     if (group.reused) row.reused += group.n;
@@ -105,8 +114,31 @@ export async function trends(store: LedgerStore, from: Date, to: Date, timeZone:
         count: group.n,
       });
   }
-  return { rows: [...rows.values()], failures: [...failures.values()] };
+  for (const refused of refusals) {
+    const row = rowOf(refused.day, refused.clientId, refused.operation);
+    row.refusedBudget += refused.budget;
+    row.refusedQuota += refused.quota;
+  }
+  // By day, client and operation (code-unit order, the same on both engines whatever their
+  // collation), the refusal-only rows among the others.
+  const ordered = [...rows.values()].sort(
+    (a, b) => compare(a.day, b.day) || compare(a.clientId, b.clientId) || compare(a.operation, b.operation),
+  );
+  return { rows: ordered, failures: [...failures.values()] };
 }
+
+const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+const EMPTY_ROW = {
+  inquiries: 0,
+  succeeded: 0,
+  failed: 0,
+  unknown: 0,
+  reused: 0,
+  unitsSpent: 0n,
+  refusedBudget: 0,
+  refusedQuota: 0,
+} as const;
 
 /**
  * Units spent per client (charged or possibly charged, each inquiry by its latest fact) up to

@@ -25,6 +25,9 @@ import { Reconciliations } from './reconciliation.js';
 import { CallerAuthModule } from '../caller-auth/caller-auth.module.js';
 import { MemoryLedgerQueue } from './memory-ledger.queue.js';
 import { RedisLedgerQueue } from './redis-ledger.queue.js';
+import { RefusalTally } from '../caller-auth/refusal-tally.js';
+import { addRefusals } from './ledger-refusals.js';
+import { RefusalFlusher } from './refusal-flusher.js';
 
 /** The ledger in PostgreSQL (docs/api.md §7): its queue, drainer, reads. */
 @Module({
@@ -69,6 +72,20 @@ import { RedisLedgerQueue } from './redis-ledger.queue.js';
         new LedgerStore(db, cipher, config.get('ledger', { infer: true }).resultRetentionDays),
     },
     { provide: InquiryList, inject: [LedgerStore], useFactory: (store: LedgerStore) => new InquiryList(store) },
+    // The refusals counted by the quotas and budgets, added to ledger_refusals (issue 35).
+    {
+      provide: RefusalFlusher,
+      inject: [RefusalTally, LedgerStore, ConfigService],
+      useFactory: (tally: RefusalTally, store: LedgerStore, config: ConfigService<AppConfig, true>) =>
+        new RefusalFlusher(
+          tally,
+          async (counts) => {
+            await store.ready();
+            await addRefusals(store.db, counts);
+          },
+          config.get('ledger', { infer: true }).refusalFlushSeconds * 1000,
+        ),
+    },
     LedgerMetrics,
     LedgerStartup,
     LedgerDrainer,
@@ -83,6 +100,15 @@ import { RedisLedgerQueue } from './redis-ledger.queue.js';
       }),
     },
   ],
-  exports: [LedgerQueue, LedgerReads, LedgerStore, LedgerMetrics, LedgerDrainer, LedgerStartup, LEDGER_STATUS],
+  exports: [
+    LedgerQueue,
+    LedgerReads,
+    LedgerStore,
+    LedgerMetrics,
+    LedgerDrainer,
+    LedgerStartup,
+    LEDGER_STATUS,
+    RefusalFlusher,
+  ],
 })
 export class LedgerModule {}

@@ -261,7 +261,7 @@ export interface paths {
         };
         /**
          * Inquiries per day, client and operation, and failures by upstream code
-         * @description Needs an API key with `ledger:read`. Days in BUDGET_TIMEZONE (or `timeZone=UTC`), each inquiry counted once by its latest fact; `unitsSpent` counts inquiries charged or possibly charged. At most 400 days. Refusals (429 budget_exhausted, quotas) never reach the ledger: they are counted by the metrics (vgw_budget_refusals_total, vgw_quota_rejections_total), not here.
+         * @description Needs an API key with `ledger:read`. Days in BUDGET_TIMEZONE (or `timeZone=UTC`), each inquiry counted once by its latest fact; `unitsSpent` counts inquiries charged or possibly charged. At most 400 days. `refusedBudget` and `refusedQuota` count inquiries refused before a trackId (429 budget_exhausted; 429 rate_limited by a client or end-user quota), per day in BUDGET_TIMEZONE whatever `timeZone` is asked, for every day the range touches; a row may hold only refusals. Each replica adds its counts every LEDGER_REFUSAL_FLUSH_SECONDS: one killed loses at most that interval of them. Rows are ordered by `day`, then `clientId`, then `operation` (code-unit order, not a locale's), the refusal-only rows among them.
          */
         get: operations["ConsoleReadsController_trends"];
         put?: never;
@@ -2480,6 +2480,10 @@ export interface operations {
                             unitsSpent: number;
                             /** @description An exact decimal, as a string. */
                             spentAmount?: string;
+                            /** @description 429 budget_exhausted that day (before any trackId). */
+                            refusedBudget: number;
+                            /** @description 429 rate_limited by a quota that day (before any trackId). */
+                            refusedQuota: number;
                         }[];
                         failures: {
                             day: string;

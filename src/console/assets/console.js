@@ -3,7 +3,7 @@ import { ApiError, getJson, keyStore, reconcile, streamLedger } from '/console/a
 import { addDays, dayOf, display, zone } from '/console/format.js';
 import { applyList, setUpList, startOf } from '/console/list.js';
 import { budgetsView, clientsView, companyView, priceNote } from '/console/spend.js';
-import { dayView, errorsChart, lastDays, spendChart } from '/console/trends.js';
+import { dayView, errorsChart, lastDays, refusalsChart, spendChart } from '/console/trends.js';
 import { mark, renderNow } from '/console/now.js';
 import { entriesView, h, note, reportView, table, time } from '/console/views.js';
 
@@ -109,6 +109,7 @@ function drawTrends() {
   const days = lastDays(today());
   showIn('spend-trend', spendChart(trends, days, $('trend-measure').value));
   showIn('errors-trend', errorsChart(trends, days));
+  showIn('refusals-trend', refusalsChart(trends, days));
   const day = $('trend-day').value || addDays(today(), -1);
   $('trend-day').value = day;
   showIn('day-detail', dayView(trends, day));

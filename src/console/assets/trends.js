@@ -1,8 +1,9 @@
 // Trends of the last 30 days (GET /admin/trends): spend per day stacked by the top clients and
-// "the rest"; what went wrong (failed and unknown) per day the same way; and, for one day, who
-// had which failure, the upstream's code beside its message.
+// "the rest"; what went wrong (failed and unknown) and what was refused (429 budget or quota)
+// per day the same way; and, for one day, who had which failure, the upstream's code beside its
+// message, and who was refused why.
 import { stackedBars, topAndRest } from '/console/charts.js';
-import { addDays, dayText, moneyText, unitsText } from '/console/format.js';
+import { addDays, dayText, display, moneyText, unitsText } from '/console/format.js';
 import { h, note, number, table } from '/console/views.js';
 
 /** Per key, a value per day from the rows. */
@@ -70,7 +71,28 @@ export function errorsChart(answer, days) {
   });
 }
 
-/** One day: per client, failed by upstream code with its message, and unknown. */
+/** Inquiries refused with 429 before a trackId (budget and quotas) per day, stacked by client (top and the rest). */
+export function refusalsChart(answer, days) {
+  const refused = (row) => (row.refusedBudget ?? 0) + (row.refusedQuota ?? 0);
+  const series = topAndRest(
+    perDay(answer.rows, days, (row) => row.clientId, refused),
+    days,
+  );
+  if (series.length === 0) return note('No inquiry refused by a budget or a quota in these 30 days.');
+  // Refusals are tallied by their day in BUDGET_TIMEZONE only, also when the rows are asked in UTC.
+  const chart = stackedBars({
+    id: 'refusals-chart',
+    days,
+    series,
+    dayLabel: (day) => dayText(day, true),
+    valueText: unitsText,
+    summary: `inquiries refused (429: budget exhausted or quota used up) per day (${display.budgetZone}), top clients and the rest`,
+  });
+  if (!display.utc) return chart;
+  return h('div', {}, note(`Refusals are counted by day in ${display.budgetZone} (BUDGET_TIMEZONE), not UTC.`), chart);
+}
+
+/** One day: per client, failed by upstream code with its message, unknown, and refused (budget, quota). */
 export function dayView(answer, day) {
   const failures = answer.failures.filter((row) => row.day === day).sort((a, b) => b.count - a.count);
   const unknown = answer.rows.filter((row) => row.day === day && row.unknown > 0);
@@ -101,6 +123,7 @@ export function dayView(answer, day) {
         number(row.unknown),
       ),
     ),
+    ...refusedOn(answer, day),
   ];
   if (rows.length === 0) return note(`Nothing went wrong on ${dayText(day)}.`);
   return table(
@@ -108,6 +131,30 @@ export function dayView(answer, day) {
     rows,
     `What went wrong on ${dayText(day)}`,
   );
+}
+
+/** A day's refusals (429 before a trackId: never sent, never charged), per client, operation and reason. */
+function refusedOn(answer, day) {
+  const reasons = [
+    ['refusedBudget', 'budget exhausted'],
+    ['refusedQuota', 'quota used up'],
+  ];
+  return answer.rows
+    .filter((row) => row.day === day)
+    .flatMap((row) =>
+      reasons
+        .filter(([field]) => (row[field] ?? 0) > 0)
+        .map(([field, why]) =>
+          h(
+            'tr',
+            { 'data-client': row.clientId },
+            h('th', { scope: 'row' }, row.clientId),
+            h('td', {}, 'refused'),
+            h('td', {}, `${row.operation}: 429, ${why}`),
+            number(row[field]),
+          ),
+        ),
+    );
 }
 
 /** The 30 civil days ending with `today` (in the zone the trends were counted in). */
@@ -124,6 +171,6 @@ export function refusalsView(refusals) {
   return h(
     'p',
     { className: all.some((text) => !text.endsWith(': 0')) ? 'warn' : 'note', id: 'refusals' },
-    `Refused by this replica since it started (429; refusals are not in the ledger, so not per day): ${all.length ? all.join(', ') : 'none'}.`,
+    `Refused by this replica since it started (429): ${all.length ? all.join(', ') : 'none'}. Per day and client, all replicas: the chart of refusals above.`,
   );
 }
