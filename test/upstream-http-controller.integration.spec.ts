@@ -4,11 +4,11 @@
  * servers, so every byte and connection is counted.
  */
 import { afterEach, expect, it } from '@jest/globals';
-import { once } from 'node:events';
-import net from 'node:net';
+import type net from 'node:net';
 import type { Dispatcher } from 'undici';
 import { UpstreamError } from '../src/upstream/upstream-error.js';
 import { UpstreamHttp, type UpstreamHttpResponse } from '../src/upstream/upstream-http.js';
+import { rawTcpServer } from './support/raw-tcp-server.js';
 
 const closers: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -18,17 +18,9 @@ afterEach(async () => {
 /** A raw HTTP/1.1 server: `answer(socket, n)` runs once the n-th whole request (small body) arrived. */
 async function rawServer(answer: (socket: net.Socket, n: number) => void) {
   let requests = 0;
-  let connections = 0;
-  let bytes = 0;
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => {
-    connections++;
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => undefined);
+  const server = await rawTcpServer((socket) => {
     let received = '';
     socket.on('data', (chunk: Buffer) => {
-      bytes += chunk.length;
       received += chunk.toString('latin1');
       for (;;) {
         const end = received.indexOf('\r\n\r\n');
@@ -40,19 +32,8 @@ async function rawServer(answer: (socket: net.Socket, n: number) => void) {
       }
     });
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  closers.push(async () => {
-    for (const socket of sockets) socket.destroy();
-    server.close();
-    await once(server, 'close');
-  });
-  return {
-    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    requests: () => requests,
-    connections: () => connections,
-    bytes: () => bytes,
-  };
+  closers.push(server.close);
+  return { ...server, requests: () => requests };
 }
 
 const ok = (body = '{"ok":true}') =>

@@ -4,42 +4,20 @@
  * does after.
  */
 import { afterEach, expect, it } from '@jest/globals';
-import { once } from 'node:events';
-import net from 'node:net';
+import type net from 'node:net';
 import { UpstreamError } from '../src/upstream/upstream-error.js';
 import { UpstreamHttp } from '../src/upstream/upstream-http.js';
+import { rawTcpServer } from './support/raw-tcp-server.js';
 
 const closers: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
 
-async function serve(onConnection: (socket: net.Socket, received: () => number) => void) {
-  const sockets = new Set<net.Socket>();
-  let bytes = 0;
-  let closed = 0;
-  const server = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.on('data', (chunk: Buffer) => (bytes += chunk.length));
-    socket.on('close', () => {
-      sockets.delete(socket);
-      closed++;
-    });
-    socket.on('error', () => undefined);
-    onConnection(socket, () => bytes);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  closers.push(async () => {
-    for (const socket of sockets) socket.destroy();
-    server.close();
-    await once(server, 'close');
-  });
-  return {
-    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    bytes: () => bytes,
-    closed: () => closed,
-  };
+async function serve(onConnection: (socket: net.Socket) => void) {
+  const server = await rawTcpServer(onConnection);
+  closers.push(server.close);
+  return server;
 }
 
 function transport(url: string, maxResponseBytes = 4096) {

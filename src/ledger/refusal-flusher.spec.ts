@@ -27,6 +27,17 @@ function sink() {
   return { written, state, write };
 }
 
+/** A database that is down: each write fails one event-loop turn later (ECONNREFUSED comes fast). */
+function downDatabase() {
+  const state = { calls: 0 };
+  const write = async (_counts: readonly RefusalCount[]) => {
+    state.calls++;
+    await new Promise((resolve) => setImmediate(resolve));
+    throw Object.assign(new Error('down'), { code: 'ECONNREFUSED' });
+  };
+  return { state, write };
+}
+
 describe('RefusalFlusher', () => {
   it('writes the tally and empties it; a failed write keeps the counts for the next flush', async () => {
     const tally = new RefusalTally('UTC', new Registry());
@@ -76,18 +87,12 @@ describe('RefusalFlusher', () => {
 describe('RefusalFlusher during a database outage with a near-full tally', () => {
   it('does not retry in a loop when each failed flush gives back past the near-full mark', async () => {
     const tally = new RefusalTally('UTC', new Registry(), 10);
-    let calls = 0;
-    // A database that is down: each write fails one event-loop turn later (ECONNREFUSED comes fast).
-    const write = async (_counts: readonly RefusalCount[]) => {
-      calls++;
-      await new Promise((resolve) => setImmediate(resolve));
-      throw Object.assign(new Error('down'), { code: 'ECONNREFUSED' });
-    };
+    const { state, write } = downDatabase();
     const flusher = new RefusalFlusher(tally, write, 60_000);
     flusher.onApplicationBootstrap();
     for (let i = 0; i < 8; i++) tally.count(`c${i}`, 'shahkar', 'quota', NOON);
     await turns(50);
-    const retries = calls;
+    const retries = state.calls;
     await flusher.stop();
     // One early flush (and the timed ones every 60 s): not one per event-loop turn.
     expect(retries).toBeLessThanOrEqual(2);
@@ -95,19 +100,14 @@ describe('RefusalFlusher during a database outage with a near-full tally', () =>
 
   it('writes nothing after stop() resolved (the shutdown step: the database closes next)', async () => {
     const tally = new RefusalTally('UTC', new Registry(), 10);
-    let calls = 0;
-    const write = async (_counts: readonly RefusalCount[]) => {
-      calls++;
-      await new Promise((resolve) => setImmediate(resolve));
-      throw Object.assign(new Error('down'), { code: 'ECONNREFUSED' });
-    };
+    const { state, write } = downDatabase();
     const flusher = new RefusalFlusher(tally, write, 60_000);
     for (let i = 0; i < 8; i++) tally.count(`c${i}`, 'shahkar', 'quota', NOON);
     flusher.onApplicationBootstrap();
     await flusher.stop();
-    const atStop = calls;
+    const atStop = state.calls;
     await turns(20);
-    expect(calls).toBe(atStop);
+    expect(state.calls).toBe(atStop);
   });
 
   it('a write that fails at once (a closed PGlite, an ended pool) does not run flush after flush without yielding to the event loop', async () => {
@@ -166,15 +166,8 @@ describe('RefusalFlusher during a database outage with a near-full tally', () =>
 describe('RefusalFlusher, early and timed flushes', () => {
   it('flushes early at the near-full mark, before any stop() or timed flush', async () => {
     const tally = new RefusalTally('UTC', new Registry(), 10);
-    const written: RefusalCount[][] = [];
-    const flusher = new RefusalFlusher(
-      tally,
-      (counts) => {
-        written.push([...counts]);
-        return Promise.resolve();
-      },
-      60_000,
-    );
+    const { written, write } = sink();
+    const flusher = new RefusalFlusher(tally, write, 60_000);
     flusher.onApplicationBootstrap();
     for (let i = 0; i < 8; i++) tally.count(`c${i}`, 'shahkar', 'quota', NOON);
     await turns(2);
@@ -185,15 +178,8 @@ describe('RefusalFlusher, early and timed flushes', () => {
   it('no timed flush after stop(): the interval passes and nothing is written', async () => {
     jest.useFakeTimers();
     const tally = new RefusalTally('UTC', new Registry());
-    const written: RefusalCount[][] = [];
-    const flusher = new RefusalFlusher(
-      tally,
-      (counts) => {
-        written.push([...counts]);
-        return Promise.resolve();
-      },
-      1_000,
-    );
+    const { written, write } = sink();
+    const flusher = new RefusalFlusher(tally, write, 1_000);
     flusher.onApplicationBootstrap();
     tally.count('shop', 'shahkar', 'budget', NOON);
     await jest.advanceTimersByTimeAsync(1_000);
