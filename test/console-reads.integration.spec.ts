@@ -4,14 +4,11 @@
  * correction over a resolution), filters judged on that fact, keyset pages that neither repeat nor
  * skip an inquiry when many share one instant, and trends that agree with usage.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Secret } from '../src/config/secret.js';
 import { listCursorOf } from '../src/ledger/admin-query.js';
 import { InquiryList, type ListCursor } from '../src/ledger/inquiry-list.js';
-import { PgLedgerDatabase, PgliteLedgerDatabase, type LedgerDatabase } from '../src/ledger/ledger-database.js';
+import type { LedgerDatabase } from '../src/ledger/ledger-database.js';
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { trends, unitsSpentSince } from '../src/ledger/ledger-trends.js';
 import { usage } from '../src/ledger/ledger-usage.js';
@@ -21,6 +18,7 @@ import { unitsJson } from '../src/ledger/unit-sums.js';
 import { ProblemException } from '../src/problem/problem.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { queuedEntry } from './support/ledger-entries.js';
+import { closeLedger, ledgerEngines } from './support/ledger-engines.js';
 import { PostgresServer } from './support/postgres-server.js';
 
 const cipher = new StoreCipher([{ id: 'k1', key: new Secret(Buffer.alloc(32, 7).toString('base64')) }]);
@@ -50,13 +48,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-describe.each([
-  ['PostgreSQL server', () => Promise.resolve(new PgLedgerDatabase(server.url) as LedgerDatabase)],
-  [
-    'PGlite',
-    () => PgliteLedgerDatabase.open(mkdtempSync(join(tmpdir(), 'vgw-console-reads-'))) as Promise<LedgerDatabase>,
-  ],
-])('the console reads on %s', (_name, open) => {
+describe.each(ledgerEngines(() => server.url, 'console-reads'))('the console reads on %s', (_name, open) => {
   let db: LedgerDatabase;
   let store: LedgerStore;
   let list: InquiryList;
@@ -102,10 +94,7 @@ describe.each([
     await store.insert(entries);
     list = new InquiryList(store);
   });
-  afterAll(async () => {
-    await db.close();
-    if (db instanceof PgliteLedgerDatabase) rmSync(db.dataDir, { recursive: true, force: true });
-  });
+  afterAll(() => closeLedger(db));
 
   it('lists one row per inquiry, its latest fact, newest first; filters judge that fact', async () => {
     const shop = await list.page({ from: FROM, to: TO, clientId: 'shop' }, undefined, 10);

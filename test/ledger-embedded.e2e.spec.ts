@@ -18,7 +18,12 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SHAHKAR, UPSTREAM_PASSWORD, UPSTREAM_USERNAME } from './support/fixtures.js';
 import { freePort } from './support/redis-server.js';
 import { apiKeysWith, callGateway, TEST_CLIENTS } from './support/gateway.js';
-import { buildGateway, startGatewayProcess, type GatewayProcess } from './support/gateway-process.js';
+import {
+  buildGateway,
+  startGatewayProcess,
+  untilEmbeddedLedgerOpen,
+  type GatewayProcess,
+} from './support/gateway-process.js';
 import { nextEvent } from './support/events.js';
 import { parseExposition } from './support/prometheus.js';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
@@ -64,8 +69,7 @@ async function start(): Promise<GatewayProcess> {
   } catch {
     // EACCES
   }
-  const opened = () => gateway.output().includes('embedded ledger open and migrated');
-  if (!opened()) await nextEvent(gateway.process.stdout!, 'data', opened, 60_000);
+  await untilEmbeddedLedgerOpen(gateway);
   expect((await fetch(`${gateway.url}/health/ready`)).status).toBe(200);
   return gateway;
 }

@@ -5,19 +5,17 @@
  * element spelled NULL, one an array literal would quote) come back exactly through the trends,
  * whose rows are ordered by day, client and operation, refusal-only rows among them.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { RefusalCount } from '../src/caller-auth/refusal-tally.js';
 import { MAX_ID_CLAIM_LENGTH } from '../src/caller-auth/jwt.authenticator.js';
 import { Secret } from '../src/config/secret.js';
-import { PgLedgerDatabase, PgliteLedgerDatabase, type LedgerDatabase } from '../src/ledger/ledger-database.js';
+import { PgLedgerDatabase, type LedgerDatabase } from '../src/ledger/ledger-database.js';
 import { addRefusals } from '../src/ledger/ledger-refusals.js';
 import { trends } from '../src/ledger/ledger-trends.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { queuedEntry } from './support/ledger-entries.js';
+import { closeLedger, ledgerEngines } from './support/ledger-engines.js';
 import { PostgresServer } from './support/postgres-server.js';
 
 const cipher = new StoreCipher([{ id: 'k1', key: new Secret(Buffer.alloc(32, 7).toString('base64')) }]);
@@ -87,10 +85,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-describe.each([
-  ['PostgreSQL server', () => Promise.resolve(new PgLedgerDatabase(server.url) as LedgerDatabase)],
-  ['PGlite', () => PgliteLedgerDatabase.open(mkdtempSync(join(tmpdir(), 'vgw-refusals-'))) as Promise<LedgerDatabase>],
-])('refusal counts on %s', (_name, open) => {
+describe.each(ledgerEngines(() => server.url, 'refusals'))('refusal counts on %s', (_name, open) => {
   let db: LedgerDatabase;
   let store: LedgerStore;
   beforeAll(async () => {
@@ -98,10 +93,7 @@ describe.each([
     store = new LedgerStore(db, cipher, 90);
     await store.ready();
   });
-  afterAll(async () => {
-    await db.close();
-    if (db instanceof PgliteLedgerDatabase) rmSync(db.dataDir, { recursive: true, force: true });
-  });
+  afterAll(() => closeLedger(db));
 
   it('adds what two writers flush at once, key by key', async () => {
     const clients = Array.from({ length: 30 }, (_, i) => `shop-${i}`);

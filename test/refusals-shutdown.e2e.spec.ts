@@ -9,35 +9,31 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { SHAHKAR } from './support/fixtures.js';
 import { apiKeysWith, callGateway } from './support/gateway.js';
-import { buildGateway, startGatewayProcess, type GatewayProcess } from './support/gateway-process.js';
-import { nextEvent } from './support/events.js';
+import { GatewayProcesses, untilEmbeddedLedgerOpen, type GatewayProcess } from './support/gateway-process.js';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 
 const SPENT = { clientId: 'spent', key: 'key-spent-0123456789', scopes: ['kyc:shahkar'] };
 const OPS = { clientId: 'ops', key: 'key-ops-0123456789', scopes: ['ledger:read'] };
 const REFUSALS = 25;
 
-let outDir: string;
+const gateways = new GatewayProcesses();
 let dataDir: string;
 let sim: UpstreamSimulator;
-const running: GatewayProcess[] = [];
 
 beforeAll(async () => {
-  outDir = buildGateway();
   dataDir = mkdtempSync(join(tmpdir(), 'vgw-refusals-shutdown-'));
   sim = new UpstreamSimulator();
   await sim.start(0);
-}, 180_000);
+});
 
 afterAll(async () => {
-  for (const gateway of running) if (gateway.process.exitCode === null) gateway.process.kill('SIGKILL');
-  await Promise.all(running.map((gateway) => gateway.exited));
+  await gateways.killAll();
   await sim?.stop();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
 async function start(): Promise<GatewayProcess> {
-  const gateway = await startGatewayProcess(outDir, {
+  const gateway = await gateways.start({
     UPSTREAM_BASE_URL: sim.baseUrl,
     API_KEYS: apiKeysWith(SPENT, OPS),
     BUDGETS: JSON.stringify([{ clientId: SPENT.clientId, daily: 0 }]),
@@ -45,9 +41,7 @@ async function start(): Promise<GatewayProcess> {
     LEDGER_DATA_DIR: dataDir,
     LEDGER_REFUSAL_FLUSH_SECONDS: '60',
   });
-  running.push(gateway);
-  const opened = () => gateway.output().includes('embedded ledger open and migrated');
-  if (!opened()) await nextEvent(gateway.process.stdout!, 'data', opened, 60_000);
+  await untilEmbeddedLedgerOpen(gateway);
   return gateway;
 }
 

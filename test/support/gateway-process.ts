@@ -113,6 +113,12 @@ export async function startGatewayProcess(outDir: string, env: Record<string, st
   return { url: `http://127.0.0.1:${port}`, process: child, output: () => stdout, exited };
 }
 
+/** Resolves once the gateway has opened and migrated its embedded ledger (PGlite in LEDGER_DATA_DIR). */
+export async function untilEmbeddedLedgerOpen(gateway: GatewayProcess): Promise<void> {
+  const opened = () => gateway.output().includes('embedded ledger open and migrated');
+  if (!opened()) await nextEvent(gateway.process.stdout!, 'data', opened, 60_000);
+}
+
 /**
  * The gateway processes of one spec file, all from one build (compiled at the first start, not
  * at import), so that its afterAll ends every one a test left running.
