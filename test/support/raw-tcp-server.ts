@@ -11,6 +11,7 @@ export async function rawTcpServer(onConnection: (socket: net.Socket) => void) {
   let connections = 0;
   let closed = 0;
   let bytes = 0;
+  const closeWaiters: Array<{ count: number; resolve: () => void }> = [];
   const server = net.createServer((socket) => {
     connections++;
     sockets.add(socket);
@@ -18,6 +19,10 @@ export async function rawTcpServer(onConnection: (socket: net.Socket) => void) {
     socket.on('close', () => {
       sockets.delete(socket);
       closed++;
+      for (const waiter of closeWaiters.filter((w) => closed >= w.count)) {
+        closeWaiters.splice(closeWaiters.indexOf(waiter), 1);
+        waiter.resolve();
+      }
     });
     socket.on('error', () => undefined);
     onConnection(socket);
@@ -28,6 +33,9 @@ export async function rawTcpServer(onConnection: (socket: net.Socket) => void) {
     url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
     connections: () => connections,
     closed: () => closed,
+    /** Resolves once `count` connections have closed (at once if they have). */
+    untilClosed: (count: number) =>
+      new Promise<void>((resolve) => (closed >= count ? resolve() : closeWaiters.push({ count, resolve }))),
     bytes: () => bytes,
     close: async () => {
       for (const socket of sockets) socket.destroy();
