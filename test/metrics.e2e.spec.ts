@@ -117,6 +117,7 @@ describe('metrics after a scripted mix of requests', () => {
       for (const result of ['hit', 'join', 'stale', 'miss', 'not_cached'])
         zero('vgw_reuse_total', { operation, result });
       zero('vgw_reuse_units_saved_total', { operation });
+      zero('vgw_refusal_tally_dropped_total', {});
       for (const [status, code] of [
         ['502', 'upstream_error'],
         ['503', 'upstream_unavailable'],
@@ -175,6 +176,7 @@ describe('metrics after a scripted mix of requests', () => {
       vgw_reconciliation_unsent_charges_total: 'counter',
       vgw_reuse_total: 'counter',
       vgw_reuse_units_saved_total: 'counter',
+      vgw_refusal_tally_dropped_total: 'counter',
     });
   });
 
