@@ -21,6 +21,7 @@ import { Secret } from '../src/config/secret.js';
 import { PgLedgerDatabase } from '../src/ledger/ledger-database.js';
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
+import { addRefusals } from '../src/ledger/ledger-refusals.js';
 import { encodeCursor } from '../src/ledger/inquiry-list.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { chromium, launchChromium } from '../test/support/chromium.js';
@@ -103,8 +104,30 @@ async function main(): Promise<void> {
     }
   }
   await db.query('ANALYZE ledger_entries');
+  // Refusals as the trends count them: the busiest six clients meet their budgets most days,
+  // two others their per-minute quotas now and then.
+  const refusals = Array.from({ length: DAYS }, (_, d) => isoDay(firstDay + d * DAY_MS)).flatMap((day, d) => [
+    ...CLIENTS.slice(14).map((clientId, i) => ({
+      day,
+      clientId,
+      operation: 'shahkar' as const,
+      reason: 'budget' as const,
+      count: ((d * 7 + i * 13) % 40) * (i + 1),
+    })),
+    ...CLIENTS.slice(3, 5).map((clientId) => ({
+      day,
+      clientId,
+      operation: 'iban' as const,
+      reason: 'quota' as const,
+      count: d % 4 === 0 ? 12 : 0,
+    })),
+  ]);
+  await addRefusals(
+    db,
+    refusals.filter((r) => r.count > 0),
+  );
   console.log(
-    `${inserted} ledger entries (${DAYS} days × ${CLIENTS.length} clients) written in ${ms(performance.now() - filling)}`,
+    `${inserted} ledger entries (${DAYS} days × ${CLIENTS.length} clients) and ${refusals.length} refusal counts written in ${ms(performance.now() - filling)}`,
   );
 
   const sim = new UpstreamSimulator();
