@@ -10,7 +10,7 @@ import type { RefusalCount } from '../src/caller-auth/refusal-tally.js';
 import { MAX_ID_CLAIM_LENGTH } from '../src/caller-auth/jwt.authenticator.js';
 import { Secret } from '../src/config/secret.js';
 import { PgLedgerDatabase, type LedgerDatabase } from '../src/ledger/ledger-database.js';
-import { addRefusals } from '../src/ledger/ledger-refusals.js';
+import { addRefusals, dropExpiredRefusals } from '../src/ledger/ledger-refusals.js';
 import { trends } from '../src/ledger/ledger-trends.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
@@ -94,6 +94,28 @@ describe.each(ledgerEngines(() => server.url, 'refusals'))('refusal counts on %s
     await store.ready();
   });
   afterAll(() => closeLedger(db));
+
+  it("retention: drops the counts of days before the entries' retention began, keeps the rest", async () => {
+    const count = (day: string, clientId: string) => ({
+      day,
+      clientId,
+      operation: 'shahkar' as const,
+      reason: 'budget' as const,
+      count: 4,
+    });
+    await addRefusals(db, [
+      count('2020-01-30', 'old-shop'),
+      count('2020-01-31', 'edge-shop'),
+      count('2020-02-01', 'kept-shop'),
+    ]);
+    // 2021-01-31 less 366 days is 2020-01-31: days before it go, that day stays.
+    expect(await dropExpiredRefusals(db, new Date('2021-01-31T12:00:00Z'), 366)).toBe(1);
+    const left = await db.query<{ client_id: string }>(
+      `SELECT client_id FROM ledger_refusals WHERE client_id LIKE '%-shop' ORDER BY day`,
+    );
+    expect(left.map((row) => row.client_id)).toEqual(['edge-shop', 'kept-shop']);
+    expect(await dropExpiredRefusals(db, new Date('2021-01-31T12:00:00Z'), 366)).toBe(0);
+  });
 
   it('adds what two writers flush at once, key by key', async () => {
     const clients = Array.from({ length: 30 }, (_, i) => `shop-${i}`);

@@ -5,6 +5,7 @@ import { EntryWriter, type ParkedEntry } from './entry-writer.js';
 import { LedgerDatabase } from './ledger-database.js';
 import { LedgerMetrics } from './ledger-metrics.js';
 import { LedgerQueue } from './ledger-queue.js';
+import { dropExpiredRefusals } from './ledger-refusals.js';
 import { dropExpiredPartitions, ensurePartitions, monthStart } from './ledger-schema.js';
 import { LedgerStore } from './ledger.store.js';
 import { ParkedEntries, storableText } from './parked-entries.js';
@@ -141,7 +142,7 @@ export class LedgerDrainer implements OnApplicationBootstrap {
     this.metrics.queueOldestAge.set(backlog.oldestAgeSeconds);
   }
 
-  /** Partitions for this month and the next two; partitions past the retentions dropped. */
+  /** Partitions for this month and the next two; partitions and refusal counts past the retentions dropped. */
   private async maintain(): Promise<void> {
     await this.store.ready();
     const now = new Date();
@@ -151,6 +152,8 @@ export class LedgerDrainer implements OnApplicationBootstrap {
     );
     const dropped = await dropExpiredPartitions(this.db, now, this.retention);
     if (dropped.length > 0) this.logger.log(`retention dropped ledger partitions: ${dropped.join(', ')}`);
+    const refusalRows = await dropExpiredRefusals(this.db, now, this.retention.entriesDays);
+    if (refusalRows > 0) this.logger.log(`retention dropped ${refusalRows} refusal count rows`);
     this.nextMaintenance = Date.now() + MAINTENANCE_MS;
   }
 

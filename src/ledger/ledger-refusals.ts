@@ -65,6 +65,20 @@ export async function refusalsBetween(db: LedgerDatabase, from: Date, to: Date, 
   }));
 }
 
+/**
+ * Drops the refusal counts of days that ended before the entries' retention (LEDGER_RETENTION_DAYS)
+ * began, with the entries' own partitions: they are kept as long as what they are read beside.
+ * Returns how many rows went (test/ledger-refusals.integration.spec.ts, "retention").
+ */
+export async function dropExpiredRefusals(db: LedgerDatabase, now: Date, entriesDays: number): Promise<number> {
+  const cutoff = new Date(now.getTime() - entriesDays * 86_400_000).toISOString().slice(0, 10);
+  const [row] = await db.query<{ n: number }>(
+    `WITH gone AS (DELETE FROM ledger_refusals WHERE day < $1::date RETURNING 1) SELECT count(*)::int AS n FROM gone`,
+    [cutoff],
+  );
+  return row?.n ?? 0;
+}
+
 function keyOf(count: RefusalCount): string[] {
   return [count.day, count.clientId, count.operation, count.reason];
 }
