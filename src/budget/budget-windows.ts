@@ -1,4 +1,5 @@
 import type { BudgetCalendarName } from '../config/budget-config.js';
+import { civilDate, civilDateFormat, isoDate, pad2, type CivilDate } from '../vocabulary/civil-date.js';
 
 export const BUDGET_WINDOWS = ['daily', 'monthly'] as const;
 export type BudgetWindowName = (typeof BUDGET_WINDOWS)[number];
@@ -15,13 +16,6 @@ export interface BudgetWindow {
 export interface BudgetWindows {
   daily: BudgetWindow;
   monthly: BudgetWindow;
-}
-
-/** A civil date on the proleptic Gregorian calendar (month 1-12). */
-interface CivilDate {
-  year: number;
-  month: number;
-  day: number;
 }
 
 const DAY_MS = 86_400_000;
@@ -49,10 +43,9 @@ export class BudgetCalendar {
     readonly timeZone: string,
     readonly calendar: BudgetCalendarName,
   ) {
-    const numeric = { year: 'numeric', month: 'numeric', day: 'numeric' } as const;
-    this.local = new Intl.DateTimeFormat('en-US-u-ca-gregory-nu-latn', { ...numeric, timeZone });
+    this.local = civilDateFormat(timeZone);
     // Civil dates are converted at noon UTC: only the calendar, not a zone, is involved.
-    this.persian = new Intl.DateTimeFormat('en-US-u-ca-persian-nu-latn', { ...numeric, timeZone: 'UTC' });
+    this.persian = civilDateFormat('UTC', 'persian');
   }
 
   /** The windows the instant `now` falls in; cached until the earlier one resets. */
@@ -82,7 +75,7 @@ export class BudgetCalendar {
 
   /** The local (Gregorian) date of an instant in the budget's zone. */
   private localDate(at: number): CivilDate {
-    return parts(this.local, at);
+    return civilDate(this.local, at);
   }
 
   /**
@@ -106,30 +99,26 @@ export class BudgetCalendar {
 
   /** The Solar Hijri month `date` falls in: its first day and the next month's, as Gregorian dates. */
   private persianMonth(date: CivilDate): { id: string; first: CivilDate; next: CivilDate } {
-    const persian = parts(this.persian, Date.UTC(date.year, date.month - 1, date.day, 12));
+    const persian = civilDate(this.persian, Date.UTC(date.year, date.month - 1, date.day, 12));
     const first = addDays(date, 1 - persian.day);
     // Persian months have 29 to 31 days: from the 30th day on, the next 1st is at most 2 days on.
     let next = addDays(first, 29);
-    for (let step = 0; parts(this.persian, Date.UTC(next.year, next.month - 1, next.day, 12)).day !== 1; step += 1) {
+    for (
+      let step = 0;
+      civilDate(this.persian, Date.UTC(next.year, next.month - 1, next.day, 12)).day !== 1;
+      step += 1
+    ) {
       if (step === 2) throw new Error('no Persian month is longer than 31 days');
       next = addDays(next, 1);
     }
-    return { id: `mfa${persian.year}-${pad(persian.month)}`, first, next };
+    return { id: `mfa${persian.year}-${pad2(persian.month)}`, first, next };
   }
 }
 
 function gregorianMonth(date: CivilDate): { id: string; first: CivilDate; next: CivilDate } {
   const first = { year: date.year, month: date.month, day: 1 };
   const next = date.month === 12 ? { year: date.year + 1, month: 1, day: 1 } : { ...first, month: date.month + 1 };
-  return { id: `m${date.year}-${pad(date.month)}`, first, next };
-}
-
-function parts(format: Intl.DateTimeFormat, at: number): CivilDate {
-  const date: CivilDate = { year: 0, month: 0, day: 0 };
-  for (const part of format.formatToParts(at)) {
-    if (part.type === 'year' || part.type === 'month' || part.type === 'day') date[part.type] = Number(part.value);
-  }
-  return date;
+  return { id: `m${date.year}-${pad2(date.month)}`, first, next };
 }
 
 function addDays(date: CivilDate, days: number): CivilDate {
@@ -141,6 +130,3 @@ function addDays(date: CivilDate, days: number): CivilDate {
 function ordinal(date: CivilDate): number {
   return Date.UTC(date.year, date.month - 1, date.day) / DAY_MS;
 }
-
-const pad = (value: number): string => String(value).padStart(2, '0');
-const isoDate = (date: CivilDate): string => `${date.year}-${pad(date.month)}-${pad(date.day)}`;

@@ -1,5 +1,6 @@
 import { Counter, type Registry } from 'prom-client';
 import type { InquiryOperation } from '../upstream/inquiry-operation.js';
+import { civilDate, civilDateFormat, isoDate } from '../vocabulary/civil-date.js';
 
 /** Why an inquiry was refused with 429 before a trackId: its client's budget, or a quota. */
 export type RefusalReason = 'budget' | 'quota';
@@ -36,7 +37,8 @@ const NEAR_FULL = 0.8;
 export class RefusalTally {
   private counts = new Map<string, RefusalCount>();
   private readonly dropped: Counter;
-  private readonly dayOf: Intl.DateTimeFormat;
+  /** The budgets' local (Gregorian) day: the one their daily window is named by. */
+  private readonly local: Intl.DateTimeFormat;
   private nearFull: (() => void) | undefined;
 
   constructor(
@@ -44,15 +46,7 @@ export class RefusalTally {
     registry: Registry,
     private readonly maxKeys = REFUSAL_TALLY_MAX_KEYS,
   ) {
-    // Its parts, not a locale's format: the trends' day is YYYY-MM-DD whatever a locale writes.
-    this.dayOf = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      calendar: 'gregory',
-      numberingSystem: 'latn',
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-    });
+    this.local = civilDateFormat(timeZone);
     this.dropped = new Counter({
       name: 'vgw_refusal_tally_dropped_total',
       help: 'Refusals (429 budget or quota) not tallied for GET /admin/trends: the tally was full (flushes failing or too slow)',
@@ -106,8 +100,6 @@ export class RefusalTally {
   }
 
   private day(at: number): string {
-    const parts = this.dayOf.formatToParts(at);
-    const part = (type: Intl.DateTimeFormatPartTypes) => parts.find((p) => p.type === type)?.value ?? '';
-    return `${part('year').padStart(4, '0')}-${part('month')}-${part('day')}`;
+    return isoDate(civilDate(this.local, at));
   }
 }
