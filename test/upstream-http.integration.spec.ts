@@ -8,9 +8,9 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { once } from 'node:events';
 import http from 'node:http';
 import net from 'node:net';
-import { UpstreamError } from '../src/upstream/upstream-error.js';
 import { UpstreamHttp, type UpstreamHttpSettings } from '../src/upstream/upstream-http.js';
 import { freePort } from './support/redis-server.js';
+import { upstreamFailure } from './support/upstream-failure.js';
 
 const closers: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -59,15 +59,6 @@ async function rawServer(onRequest: (socket: net.Socket) => void): Promise<{ url
   return { url: await listen(server), requests: () => requests };
 }
 
-async function failure(promise: Promise<unknown>): Promise<UpstreamError> {
-  const error = await promise.then(
-    () => new Error('the call succeeded'),
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(UpstreamError);
-  return error as UpstreamError;
-}
-
 describe('UpstreamHttp', () => {
   it('answers with status, X-Track-Id and body, over kept-alive connections', async () => {
     let connections = 0;
@@ -98,13 +89,13 @@ describe('UpstreamHttp', () => {
 
   it('connection refused → not_sent', async () => {
     const port = await freePort();
-    const error = await failure(client(`http://127.0.0.1:${port}`).post('/x', '{}', undefined));
+    const error = await upstreamFailure(client(`http://127.0.0.1:${port}`).post('/x', '{}', undefined));
     expect(error.kind).toBe('not_sent');
   });
 
   it('connection closed after the request was received, without an answer → outcome_unknown', async () => {
     const { url, requests } = await rawServer((socket) => socket.destroy());
-    const error = await failure(client(url).post('/x', '{"a":1}', undefined));
+    const error = await upstreamFailure(client(url).post('/x', '{"a":1}', undefined));
     expect(requests()).toBe(1);
     expect(error.kind).toBe('outcome_unknown');
     expect(error.details.timedOut).toBe(false);
@@ -113,7 +104,7 @@ describe('UpstreamHttp', () => {
   it('no answer within the deadline after sending → outcome_unknown, timed out', async () => {
     const { url, requests } = await rawServer(() => undefined);
     const started = Date.now();
-    const error = await failure(client(url, { timeoutMs: 1000 }).post('/x', '{}', undefined));
+    const error = await upstreamFailure(client(url, { timeoutMs: 1000 }).post('/x', '{}', undefined));
     expect(requests()).toBe(1);
     expect(error.kind).toBe('outcome_unknown');
     expect(error.details.timedOut).toBe(true);
@@ -124,7 +115,7 @@ describe('UpstreamHttp', () => {
     const { url } = await rawServer((socket) =>
       socket.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"meta":'),
     );
-    const error = await failure(client(url, { timeoutMs: 1000 }).post('/x', '{}', undefined));
+    const error = await upstreamFailure(client(url, { timeoutMs: 1000 }).post('/x', '{}', undefined));
     expect(error.kind).toBe('outcome_unknown');
     expect(error.details.timedOut).toBe(true);
   });
@@ -133,8 +124,8 @@ describe('UpstreamHttp', () => {
     const { url, requests } = await rawServer(() => undefined); // holds the only connection
     // 1 s: the first call is connected and written well within it, even on a loaded machine.
     const transport = client(url, { timeoutMs: 1000, connections: 1 });
-    const first = failure(transport.post('/x', '{}', undefined));
-    const second = failure(transport.post('/y', '{}', undefined));
+    const first = upstreamFailure(transport.post('/x', '{}', undefined));
+    const second = upstreamFailure(transport.post('/y', '{}', undefined));
     // The first is written at once and expires unanswered; the second was still queued behind it.
     expect((await first).kind).toBe('outcome_unknown');
     const queued = await second;
@@ -161,14 +152,14 @@ describe('UpstreamHttp', () => {
       });
     });
     const url = await listen(server);
-    const error = await failure(client(url, { maxResponseBytes: 4096 }).post('/x', '{}', undefined));
+    const error = await upstreamFailure(client(url, { maxResponseBytes: 4096 }).post('/x', '{}', undefined));
     expect(error.kind).toBe('malformed');
     expect(error.details.responseTooLarge).toBe(true);
   });
 
   it('an answer that is not HTTP → malformed', async () => {
     const { url } = await rawServer((socket) => socket.end('SMTP ready\r\n\r\n'));
-    const error = await failure(client(url).post('/x', '{}', undefined));
+    const error = await upstreamFailure(client(url).post('/x', '{}', undefined));
     expect(error.kind).toBe('malformed');
   });
 });

@@ -5,9 +5,9 @@
  */
 import { afterEach, expect, it } from '@jest/globals';
 import type net from 'node:net';
-import { UpstreamError } from '../src/upstream/upstream-error.js';
 import { UpstreamHttp } from '../src/upstream/upstream-http.js';
 import { rawTcpServer } from './support/raw-tcp-server.js';
+import { upstreamFailure } from './support/upstream-failure.js';
 
 const closers: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -26,15 +26,6 @@ function transport(url: string, maxResponseBytes = 4096) {
   return http;
 }
 
-async function failure(promise: Promise<unknown>): Promise<UpstreamError> {
-  const error = await promise.then(
-    () => new Error('the call succeeded'),
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(UpstreamError);
-  return error as UpstreamError;
-}
-
 it('headers then reset: outcome_unknown', async () => {
   const server = await serve((socket) =>
     socket.once('data', () => {
@@ -42,13 +33,13 @@ it('headers then reset: outcome_unknown', async () => {
       setImmediate(() => socket.resetAndDestroy());
     }),
   );
-  const error = await failure(transport(server.url).post('/x', '{"a":1}', undefined));
+  const error = await upstreamFailure(transport(server.url).post('/x', '{"a":1}', undefined));
   expect(error.kind).toBe('outcome_unknown');
 });
 
 it('reset before reading anything: not_sent or outcome_unknown, never not_sent once the bytes arrived', async () => {
   const server = await serve((socket) => socket.resetAndDestroy());
-  const error = await failure(transport(server.url).post('/x', '{"a":1}', undefined));
+  const error = await upstreamFailure(transport(server.url).post('/x', '{"a":1}', undefined));
   // Whether the request reached the server before the reset is the kernel's race.
   expect(['not_sent', 'outcome_unknown']).toContain(error.kind);
   if (server.bytes() > 0) expect(error.kind).not.toBe('not_sent');
@@ -56,7 +47,7 @@ it('reset before reading anything: not_sent or outcome_unknown, never not_sent o
 
 it('reset once the request arrived, before any answer: outcome_unknown', async () => {
   const server = await serve((socket) => socket.once('data', () => socket.resetAndDestroy()));
-  const error = await failure(transport(server.url).post('/x', '{"a":1}', undefined));
+  const error = await upstreamFailure(transport(server.url).post('/x', '{"a":1}', undefined));
   expect(server.bytes()).toBeGreaterThan(0);
   expect(error.kind).toBe('outcome_unknown');
 });
@@ -76,7 +67,7 @@ it('a 10 MB answer: malformed, too large, connection dropped', async () => {
       pump();
     }),
   );
-  const error = await failure(transport(server.url).post('/x', '{}', undefined));
+  const error = await upstreamFailure(transport(server.url).post('/x', '{}', undefined));
   expect(error.kind).toBe('malformed');
   expect(error.details.responseTooLarge).toBe(true);
   await server.untilClosed(1);
