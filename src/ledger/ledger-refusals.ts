@@ -12,7 +12,7 @@ const CHUNK = 1_000;
  */
 export async function addRefusals(db: LedgerDatabase, counts: readonly RefusalCount[]): Promise<void> {
   if (counts.length === 0) return;
-  const sorted = [...counts].sort((a, b) => compare(keyOf(a), keyOf(b)));
+  const sorted = [...counts].sort((a, b) => byCodeUnits(keyOf(a), keyOf(b)));
   await db.transaction(async (tx) => {
     for (let start = 0; start < sorted.length; start += CHUNK) {
       const chunk = sorted.slice(start, start + CHUNK);
@@ -83,8 +83,11 @@ function keyOf(count: RefusalCount): string[] {
   return [count.day, count.clientId, count.operation, count.reason];
 }
 
-/** By code unit, field by field: any total order both writers share will do. */
-function compare(a: string[], b: string[]): number {
+/**
+ * By code unit, field by field: an order that does not depend on a database's collation, so
+ * both writers (and both engines) share it; also the trends' row order.
+ */
+export function byCodeUnits(a: readonly string[], b: readonly string[]): number {
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] < b[i] ? -1 : 1;
   return 0;
 }

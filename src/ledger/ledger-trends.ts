@@ -1,4 +1,4 @@
-import { refusalsBetween } from './ledger-refusals.js';
+import { byCodeUnits, refusalsBetween } from './ledger-refusals.js';
 import { aggregate, latestFacts } from './ledger-rows.js';
 import type { LedgerStore } from './ledger.store.js';
 import { unitSum } from './unit-sums.js';
@@ -121,13 +121,11 @@ export async function trends(
   }
   // By day, client and operation (code-unit order, the same on both engines whatever their
   // collation), the refusal-only rows among the others.
-  const ordered = [...rows.values()].sort(
-    (a, b) => compare(a.day, b.day) || compare(a.clientId, b.clientId) || compare(a.operation, b.operation),
+  const ordered = [...rows.values()].sort((a, b) =>
+    byCodeUnits([a.day, a.clientId, a.operation], [b.day, b.clientId, b.operation]),
   );
   return { rows: ordered, failures: [...failures.values()] };
 }
-
-const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 const EMPTY_ROW = {
   inquiries: 0,
