@@ -4,7 +4,6 @@
  * what its undo takes away. The script of standalone Redis is proven in
  * test/ledger-queue.integration.spec.ts.
  */
-import { randomUUID } from 'node:crypto';
 import { describe, expect, it, jest } from '@jest/globals';
 import { InquiryPrices } from '../accounting/inquiry-prices.js';
 import { BudgetCalendar } from '../budget/budget-windows.js';
@@ -15,22 +14,13 @@ import { StoreUnavailableError } from '../store/store-unavailable.error.js';
 import { BooksBesideRecord, BooksInRecordScript } from './inquiry-books.js';
 import type { InquiryRecord } from './inquiry-record.js';
 import { MemoryInquiryStore } from './memory-inquiry.store.js';
+import { pendingRecord } from '../../test/support/inquiry-records.js';
 
 const now = Date.now();
 const windows = new BudgetCalendar('UTC', 'gregory').windowsAt(now);
 
-function pending(): InquiryRecord {
-  return {
-    trackId: randomUUID(),
-    clientId: 'svc-a',
-    operation: 'iban',
-    requestHandlingType: 'standard',
-    fingerprint: 'f'.repeat(64),
-    status: 'pending',
-    createdAt: new Date(now).toISOString(),
-    deadlineAt: new Date(now + 60_000).toISOString(),
-  };
-}
+const pending = (): InquiryRecord =>
+  pendingRecord({ createdAt: new Date(now).toISOString(), deadlineAt: new Date(now + 60_000).toISOString() });
 
 function reservation(trackId: string, units: number): ReserveRequest {
   return {

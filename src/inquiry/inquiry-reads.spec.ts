@@ -1,12 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { SubjectHasher } from '../crypto/subject-hash.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { DEADLINE_MARGIN_MS } from './inquiry-deadline.js';
-import type { InquiryRecord } from './inquiry-record.js';
 import { InquiryReads } from './inquiry-reads.js';
 import { InquiryWaits } from './inquiry-waits.js';
 import { MemorySettledNotices } from './settled-notices.js';
+import { pendingRecord } from '../../test/support/inquiry-records.js';
 
 /**
  * `InquiryReads.find` with `Prefer: wait`: its rounds of waiting (a timer may fire a few ms
@@ -20,16 +19,10 @@ describe('InquiryReads.find long-poll', () => {
     ['30 ms from reading unknown', 30 - DEADLINE_MARGIN_MS],
   ])('answers at once, with few reads, when shutdown has ended held waits (record %s)', async (_name, deadlineIn) => {
     const now = Date.now();
-    const pending: InquiryRecord = {
-      trackId: randomUUID(),
-      clientId: 'svc-a',
-      operation: 'iban',
-      requestHandlingType: 'standard',
-      fingerprint: 'f'.repeat(64),
-      status: 'pending',
+    const pending = pendingRecord({
       createdAt: new Date(now).toISOString(),
       deadlineAt: new Date(now + deadlineIn).toISOString(),
-    };
+    });
     let reads = 0;
     const records = {
       get: () => {

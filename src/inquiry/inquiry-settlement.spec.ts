@@ -10,17 +10,9 @@ import type { OpenInquiry } from './inquiry-in-flight.js';
 import type { InquiryOutcome } from './inquiry-outcome.js';
 import type { InquiryRecord } from './inquiry-record.js';
 import { InquirySettlement } from './inquiry-settlement.js';
+import { pendingRecord } from '../../test/support/inquiry-records.js';
 
-const RECORD: InquiryRecord = {
-  trackId: '00000000-0000-4000-8000-000000000001',
-  clientId: 'svc-a',
-  operation: 'iban',
-  requestHandlingType: 'standard',
-  fingerprint: 'f'.repeat(64),
-  status: 'pending',
-  createdAt: new Date().toISOString(),
-  costUnits: 1,
-};
+const RECORD = pendingRecord({ trackId: '00000000-0000-4000-8000-000000000001', costUnits: 1 });
 
 function outcome(status: InquiryOutcome['status'], notCharged = false): InquiryOutcome {
   return { status, notCharged, record: {}, response: { status: 200, contentType: 'application/json', body: {} } };
