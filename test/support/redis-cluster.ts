@@ -25,9 +25,15 @@ export class RedisCluster {
     const cli = secure ? ['-a', secure.password, '--no-auth-warning', ...redisCliTlsArgs(secure.tls)] : [];
     const dir = mkdtempSync(join(tmpdir(), 'vgw-cluster-'));
     const ports: number[] = [];
-    for (let i = 0; i < size; i++) ports.push(await freePort());
+    // Each node's bus gets its own free port: the default (port + 10 000) can be taken, or past
+    // 65 535 when the client port is high in the ephemeral range, and the node exits with 1.
+    const busPorts: number[] = [];
+    for (let i = 0; i < size; i++) {
+      ports.push(await freePort());
+      busPorts.push(await freePort());
+    }
     const processes = await Promise.all(
-      ports.map(async (port) => {
+      ports.map(async (port, i) => {
         const child = spawn(
           'redis-server',
           [
@@ -46,6 +52,8 @@ export class RedisCluster {
             '127.0.0.1',
             '--cluster-enabled',
             'yes',
+            '--cluster-port',
+            String(busPorts[i]),
             '--cluster-config-file',
             `nodes-${port}.conf`,
             '--dir',
