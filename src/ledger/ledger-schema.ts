@@ -163,6 +163,23 @@ const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> 
       );
     `,
   },
+  {
+    version: 9,
+    name: 'the unit price recorded with each entry',
+    sql: `
+      -- What one cost unit cost when the inquiry was made (COST_UNIT_PRICE then), recorded with
+      -- it and copied to every later fact about it: money is read from it, never from today's
+      -- price (docs/decisions/0015-recorded-unit-price.md). numeric is exact and keeps the
+      -- amount as written ('0.750' reads back '0.750'). NULL for entries written before, or
+      -- while no price was set: reported as unpriced units, never priced at today's price.
+      ALTER TABLE ledger_entries ADD COLUMN unit_price numeric, ADD COLUMN currency text;
+      -- Both or neither, and what COST_UNIT_PRICE accepts: a malformed price is refused (the
+      -- entry parked), never stored. One scan of the table (every row NULL) to check it.
+      ALTER TABLE ledger_entries ADD CONSTRAINT ledger_entries_price CHECK ((unit_price IS NULL) = (currency IS NULL)
+        AND (unit_price IS NULL OR (unit_price >= 0 AND unit_price < 1e18 AND scale(unit_price) <= 6
+          AND currency ~ '^[A-Z]{3}$')));
+    `,
+  },
 ];
 
 /** A key of its own for pg_advisory_xact_lock: 'vgw-ledger' as a 64-bit number. */
