@@ -34,3 +34,11 @@ export function moneyOf(units: number | bigint, price: UnitPrice): Money {
   const { digits, scale } = scaledOf(price.amount);
   return { amount: written({ digits: digits * BigInt(units), scale }), currency: price.currency };
 }
+
+/** `a` + `b`, two decimal strings, exactly, at the larger of their scales. */
+export function sumOf(a: string, b: string): string {
+  const [x, y] = [scaledOf(a), scaledOf(b)];
+  const scale = Math.max(x.scale, y.scale);
+  const at = ({ digits, scale: own }: Scaled) => digits * 10n ** BigInt(scale - own);
+  return written({ digits: at(x) + at(y), scale });
+}
