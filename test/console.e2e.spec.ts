@@ -390,7 +390,7 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     await untilText(page, cell, /IRR/);
     // Money at the price each inquiry recorded, never today's 25 000; the unpriced one apart.
     expect(await untilText(page, `#clients tr[data-client="${REPRICED}"] td[data-field="spent"]`, /IRR/)).toBe(
-      '2\n20,000 IRR (+ 1 units without a recorded price)',
+      '2\n20,000 IRR\n+ 1 units unpriced',
     );
   }, 60_000);
 

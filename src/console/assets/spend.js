@@ -4,13 +4,14 @@
 import { addAmounts, amountText, display, moneyText, unitsText } from '/console/format.js';
 import { h, note, number, table, time } from '/console/views.js';
 
-/** Units, and beside them `money` (text) when there is any. */
+/** Units, and under them each line of `money` (a text or lines of text), when there is any. */
 function unitsWith(units, money, attributes = {}) {
+  const lines = (Array.isArray(money) ? money : [money]).filter(Boolean);
   return h(
     'td',
     { className: 'num', ...attributes },
     unitsText(units),
-    money ? h('span', { className: 'money' }, money) : null,
+    ...lines.map((line) => h('span', { className: 'money' }, line)),
   );
 }
 
@@ -48,17 +49,17 @@ export function recordedMoney(usageRows) {
   return { byClient, all: all.currency ? all : undefined };
 }
 
-/** `sum`'s spent or saved money as text: today's currency, then other currencies, then units without a price. */
-function recordedText(sum, which) {
-  if (!sum) return '';
+/**
+ * `sum`'s spent or saved money, a line each: today's currency, other currencies (not converted),
+ * and the units recorded without a price (never priced here).
+ */
+function recordedLines(sum, which) {
+  if (!sum) return [];
   const others = [...sum.others]
     .filter(([, amounts]) => !ZERO.test(amounts[which]))
-    .map(([currency, amounts]) => amountText(amounts[which], currency));
+    .map(([currency, amounts]) => `+ ${amountText(amounts[which], currency)}`);
   const unpriced = sum.unpriced[which];
-  return (
-    [amountText(sum[which], sum.currency), ...others].join(' + ') +
-    (unpriced ? ` (+ ${unpriced} units without a recorded price)` : '')
-  );
+  return [amountText(sum[which], sum.currency), ...others, ...(unpriced ? [`+ ${unpriced} units unpriced`] : [])];
 }
 
 const clientName = (clientId) => (clientId === '*' ? 'all clients (*)' : clientId);
@@ -138,7 +139,7 @@ export function companyView(forecast, usageRows = []) {
       'div',
       {},
       h('dt', {}, 'Spent so far'),
-      h('dd', { id: 'company-spent' }, unitsText(company.spentUnits), ' units ', recordedText(all, 'spent')),
+      h('dd', { id: 'company-spent' }, unitsText(company.spentUnits), ' units ', recordedLines(all, 'spent').join(' ')),
     ),
     h(
       'div',
@@ -183,10 +184,10 @@ export function clientsView(forecast, usageRows) {
       'tr',
       { 'data-client': client.clientId },
       h('th', { scope: 'row' }, client.clientId),
-      unitsWith(client.spentUnits, recordedText(sum, 'spent'), { 'data-field': 'spent' }),
+      unitsWith(client.spentUnits, recordedLines(sum, 'spent'), { 'data-field': 'spent' }),
       unitsWith(client.lastDaysUnits, ''),
       withSavings
-        ? unitsWith(saved.get(client.clientId) ?? 0, recordedText(sum, 'saved'), { 'data-field': 'saved' })
+        ? unitsWith(saved.get(client.clientId) ?? 0, recordedLines(sum, 'saved'), { 'data-field': 'saved' })
         : null,
     );
   });
@@ -195,12 +196,12 @@ export function clientsView(forecast, usageRows) {
       'tr',
       { className: 'total', 'data-client': '' },
       h('th', { scope: 'row' }, 'all clients'),
-      unitsWith(total, recordedText(money.all, 'spent'), { 'data-field': 'spent' }),
+      unitsWith(total, recordedLines(money.all, 'spent'), { 'data-field': 'spent' }),
       unitsWith(forecast.company.lastDaysUnits, ''),
       withSavings
         ? unitsWith(
             [...saved.values()].reduce((a, b) => a + b, 0),
-            recordedText(money.all, 'saved'),
+            recordedLines(money.all, 'saved'),
           )
         : null,
     ),
