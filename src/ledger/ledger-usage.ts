@@ -44,7 +44,8 @@ export async function usage(store: LedgerStore, from: Date, to: Date, period: 'd
     units_saved: string | number | bigint;
   }>(
     store.db,
-    `SELECT client_id, to_char(date_trunc($3, created_at AT TIME ZONE 'UTC'), $4) AS period, unit_price, currency,
+    `SELECT client_id, to_char(date_trunc($3, created_at AT TIME ZONE 'UTC'), $4) AS period,
+       unit_price::text AS unit_price, currency,
        count(*)::int AS inquiries,
        (count(*) FILTER (WHERE status = 'succeeded'))::int AS succeeded,
        (count(*) FILTER (WHERE status = 'failed'))::int AS failed,
@@ -53,9 +54,8 @@ export async function usage(store: LedgerStore, from: Date, to: Date, period: 'd
        (count(*) FILTER (WHERE reused_from IS NOT NULL))::int AS reused,
        (coalesce(sum(units_saved) FILTER (WHERE reused_from IS NOT NULL), 0))::bigint AS units_saved
      FROM ${latestFacts(
-       `e.client_id, e.created_at, e.status, e.charged, e.cost_units, e.reused_from, e.units_saved,
-        e.unit_price::text AS unit_price, e.currency`,
-     )} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2`,
+       'e.client_id, e.created_at, e.status, e.charged, e.cost_units, e.reused_from, e.units_saved, e.unit_price, e.currency',
+     )} GROUP BY 1, 2, latest.unit_price, latest.currency ORDER BY 1, 2`,
     [from, to, period, period === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM'],
   );
   const rows: UsageRow[] = [];
