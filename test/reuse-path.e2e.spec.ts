@@ -3,10 +3,11 @@
  * one redis-server, one simulator, three replicas sharing them (shahkar shared by `client`, iban
  * by `company`) and one more replica with `subject`, a 1-second operator max age for iban and a
  * 300 ms upstream timeout (a short deadline of its own), all started once. Every test asks its own question (a national code or IBAN of its own), so none sees
- * another's answers.
+ * another's answers; each leaves the simulator as it found it (afterEach), so none sees another's
+ * latency or faults.
  */
 import { createSecretKey, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { SignJWT, exportSPKI, generateKeyPair, type CryptoKey } from 'jose';
 import { LEADER_LEASE_MS } from '../src/reuse/answer-store.js';
@@ -137,12 +138,24 @@ beforeAll(async () => {
     shahkar: { maxAgeSeconds: 60, share: 'subject' },
     iban: { maxAgeSeconds: 1, share: 'subject' },
   });
-  [replicas, bySubject] = await Promise.all([
-    Promise.all([0, 1, 2].map(() => startGateway({ ...common, INQUIRY_REUSE: shared }))),
-    startGateway({ ...common, INQUIRY_REUSE: own, UPSTREAM_TIMEOUT_MS: String(SHORT_TIMEOUT_MS) }),
-  ]);
+  // The four share one token in Redis, and a failed GetToken is every replica's backoff. So the
+  // token is taken before any test slows the simulator, and by a replica with the usual timeout:
+  // bySubject starts once it is stored and adopts it. Had bySubject's 300 ms call met the first
+  // test's 1 s latency, every replica would refuse at once (503 upstream_unavailable, no call).
+  replicas = await Promise.all([0, 1, 2].map(() => startGateway({ ...common, INQUIRY_REUSE: shared })));
+  await Promise.all(replicas.map((g) => g.tokens.getAccessToken()));
+  bySubject = await startGateway({ ...common, INQUIRY_REUSE: own, UPSTREAM_TIMEOUT_MS: String(SHORT_TIMEOUT_MS) });
+  await bySubject.tokens.getAccessToken();
   await Promise.all([...replicas, bySubject].map((g) => untilStoreReady(g)));
+  // None renews during the run (the simulator's tokens live 8 h): no GetToken but the one.
+  if (sim.tokenCalls.credentials + sim.tokenCalls.refresh !== 1) throw new Error('expected one GetToken call');
 }, 60_000);
+
+afterEach(() => {
+  sim.setLatency(0);
+  sim.setCredit(1_000_000);
+  sim.clearFaults();
+});
 
 afterAll(async () => {
   await Promise.all([...(replicas ?? []), bySubject].filter(Boolean).map((g) => g.close()));
@@ -153,80 +166,68 @@ afterAll(async () => {
 describe('identical inquiries in flight', () => {
   it('60 at once over 3 replicas with max-age=0: one upstream call, 59 collapsed; without Cache-Control: 60', async () => {
     sim.setLatency(1000);
-    try {
-      const question = shahkar();
-      const before = sim.inquiryCalls;
-      const joined = await Promise.all(
-        Array.from({ length: 60 }, (_, i) =>
-          ask(replicas[i % 3], '/v1/kyc/shahkar', question, { 'cache-control': 'max-age=0' }),
-        ),
-      );
-      expect(sim.inquiryCalls - before).toBe(1);
-      expect(joined.map((r) => r.status)).toEqual(Array(60).fill(200));
-      expect(new Set(joined.map((r) => JSON.stringify(r.body.data))).size).toBe(1);
-      const statuses = joined.map(cacheStatus);
-      expect(statuses.filter((s) => s === 'verification-gateway; fwd=miss; collapsed')).toHaveLength(59);
-      expect(statuses.filter((s) => s === 'verification-gateway; fwd=miss; stored')).toHaveLength(1);
-      const leader = joined.find((r) => r.body.reusedFrom === undefined)!;
-      for (const r of joined.filter((x) => x !== leader)) {
-        expect(r.body.reusedFrom).toBe(leader.body.trackId);
-        expect(r.headers.get('age')).toBe('0');
-        expect(r.body.trackId).not.toBe(leader.body.trackId);
-      }
-
-      const alone = shahkar();
-      const beforeAlone = sim.inquiryCalls;
-      const fresh = await Promise.all(
-        Array.from({ length: 60 }, (_, i) => ask(replicas[i % 3], '/v1/kyc/shahkar', alone)),
-      );
-      expect(sim.inquiryCalls - beforeAlone).toBe(60);
-      expect(fresh.every((r) => r.status === 200 && cacheStatus(r) === null)).toBe(true);
-    } finally {
-      sim.setLatency(0);
+    const question = shahkar();
+    const before = sim.inquiryCalls;
+    const joined = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        ask(replicas[i % 3], '/v1/kyc/shahkar', question, { 'cache-control': 'max-age=0' }),
+      ),
+    );
+    expect(sim.inquiryCalls - before).toBe(1);
+    expect(joined.map((r) => r.status)).toEqual(Array(60).fill(200));
+    expect(new Set(joined.map((r) => JSON.stringify(r.body.data))).size).toBe(1);
+    const statuses = joined.map(cacheStatus);
+    expect(statuses.filter((s) => s === 'verification-gateway; fwd=miss; collapsed')).toHaveLength(59);
+    expect(statuses.filter((s) => s === 'verification-gateway; fwd=miss; stored')).toHaveLength(1);
+    const leader = joined.find((r) => r.body.reusedFrom === undefined)!;
+    for (const r of joined.filter((x) => x !== leader)) {
+      expect(r.body.reusedFrom).toBe(leader.body.trackId);
+      expect(r.headers.get('age')).toBe('0');
+      expect(r.body.trackId).not.toBe(leader.body.trackId);
     }
+
+    const alone = shahkar();
+    const beforeAlone = sim.inquiryCalls;
+    const fresh = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => ask(replicas[i % 3], '/v1/kyc/shahkar', alone)),
+    );
+    expect(sim.inquiryCalls - beforeAlone).toBe(60);
+    expect(fresh.every((r) => r.status === 200 && cacheStatus(r) === null)).toBe(true);
   }, 30_000);
 
   it("a failed leader's waiters each send their own, spread over time; none answers its error", async () => {
     sim.setLatency(500);
-    try {
-      const question = shahkar();
-      sim.injectFault({ path: CHECK_SHAHKAR_PATH, kind: 'http500' });
-      const faulted = nextSimEvent(sim, 'fault');
-      const leader = ask(replicas[0], '/v1/kyc/shahkar', question, { 'cache-control': 'max-age=600' });
-      await faulted;
-      const waiters = await Promise.all(
-        Array.from({ length: 20 }, (_, i) =>
-          ask(replicas[i % 3], '/v1/kyc/shahkar', question, { 'cache-control': 'max-age=600' }),
-        ),
-      );
-      expect((await leader).status).toBe(502);
-      expect(waiters.map((r) => r.status)).toEqual(Array(20).fill(200));
-      // Each answered from its own call (its own trackId went upstream), none from the leader's.
-      const own = calls(waiters.map((r) => r.headers.get('x-track-id')));
-      expect(own).toHaveLength(20);
-      expect(waiters.every((r) => r.body.reusedFrom === undefined)).toBe(true);
-      // Spread by the random 0–250 ms delay, not one burst.
-      const arrivals = own.map((r) => r.at);
-      expect(Math.max(...arrivals) - Math.min(...arrivals)).toBeGreaterThanOrEqual(80);
-    } finally {
-      sim.setLatency(0);
-    }
+    const question = shahkar();
+    sim.injectFault({ path: CHECK_SHAHKAR_PATH, kind: 'http500' });
+    const faulted = nextSimEvent(sim, 'fault');
+    const leader = ask(replicas[0], '/v1/kyc/shahkar', question, { 'cache-control': 'max-age=600' });
+    await faulted;
+    const waiters = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        ask(replicas[i % 3], '/v1/kyc/shahkar', question, { 'cache-control': 'max-age=600' }),
+      ),
+    );
+    expect((await leader).status).toBe(502);
+    expect(waiters.map((r) => r.status)).toEqual(Array(20).fill(200));
+    // Each answered from its own call (its own trackId went upstream), none from the leader's.
+    const own = calls(waiters.map((r) => r.headers.get('x-track-id')));
+    expect(own).toHaveLength(20);
+    expect(waiters.every((r) => r.body.reusedFrom === undefined)).toBe(true);
+    // Spread by the random 0–250 ms delay, not one burst.
+    const arrivals = own.map((r) => r.at);
+    expect(Math.max(...arrivals) - Math.min(...arrivals)).toBeGreaterThanOrEqual(80);
   }, 30_000);
 
   it('a leader slower than its lease keeps it renewed: its waiter still collapses onto it', async () => {
     sim.setLatency(LEADER_LEASE_MS + 1_000);
-    try {
-      const question = shahkar();
-      const before = sim.inquiryCalls;
-      const leader = ask(replicas[0], '/v1/kyc/shahkar', question, { 'cache-control': 'max-age=600' });
-      await until(() => Promise.resolve(sim.inquiryCalls > before), 5_000);
-      const waiter = await ask(replicas[1], '/v1/kyc/shahkar', question, { 'cache-control': 'max-age=0' });
-      expect(cacheStatus(waiter)).toBe('verification-gateway; fwd=miss; collapsed');
-      expect(waiter.body.reusedFrom).toBe((await leader).body.trackId);
-      expect(sim.inquiryCalls - before).toBe(1);
-    } finally {
-      sim.setLatency(0);
-    }
+    const question = shahkar();
+    const before = sim.inquiryCalls;
+    const leader = ask(replicas[0], '/v1/kyc/shahkar', question, { 'cache-control': 'max-age=600' });
+    await until(() => Promise.resolve(sim.inquiryCalls > before), 5_000);
+    const waiter = await ask(replicas[1], '/v1/kyc/shahkar', question, { 'cache-control': 'max-age=0' });
+    expect(cacheStatus(waiter)).toBe('verification-gateway; fwd=miss; collapsed');
+    expect(waiter.body.reusedFrom).toBe((await leader).body.trackId);
+    expect(sim.inquiryCalls - before).toBe(1);
   }, 30_000);
 
   it("a dead leader's lease lapses and its waiter goes on at once, long before its deadline", async () => {
@@ -372,17 +373,13 @@ describe('stale-if-error', () => {
     const question = shahkar();
     await ask(replicas[0], '/v1/kyc/shahkar', question, { 'cache-control': 'max-age=600' });
     sim.setCredit(0);
-    try {
-      const headers = { 'cache-control': 'max-age=0, stale-if-error=600', 'idempotency-key': `k-${randomUUID()}` };
-      const stale = await ask(replicas[0], '/v1/kyc/shahkar', question, headers);
-      expect(cacheStatus(stale)).toBe('verification-gateway; fwd=stale; fwd-status=402');
-      // Nothing was charged, yet the key keeps the answer the caller got (docs/api.md §2).
-      const retry = await ask(replicas[1], '/v1/kyc/shahkar', question, headers);
-      expect(retry.headers.get('idempotent-replayed')).toBe('true');
-      expect(retry.body).toEqual(stale.body);
-    } finally {
-      sim.setCredit(1_000_000);
-    }
+    const headers = { 'cache-control': 'max-age=0, stale-if-error=600', 'idempotency-key': `k-${randomUUID()}` };
+    const stale = await ask(replicas[0], '/v1/kyc/shahkar', question, headers);
+    expect(cacheStatus(stale)).toBe('verification-gateway; fwd=stale; fwd-status=402');
+    // Nothing was charged, yet the key keeps the answer the caller got (docs/api.md §2).
+    const retry = await ask(replicas[1], '/v1/kyc/shahkar', question, headers);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(retry.body).toEqual(stale.body);
   });
 });
 

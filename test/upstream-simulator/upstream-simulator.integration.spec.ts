@@ -747,6 +747,13 @@ describe('UpstreamSimulator: faults, latency and events', () => {
     expect(sim.issuedAccessTokens).toBe(1);
   });
 
+  it('clearFaults drops the faults not yet taken', async () => {
+    sim.injectFault({ kind: 'http500', path: CHECK_SHAHKAR_PATH, times: 2 });
+    sim.clearFaults();
+    expect((await inquire(CHECK_SHAHKAR_PATH, SHAHKAR, token)).status).toBe(200);
+    expect(sim.snapshot().pendingFaults).toEqual([]);
+  });
+
   it('drop: the socket is destroyed without processing or answering', async () => {
     sim.injectFault({ kind: 'drop' });
     const trackId = randomUUID();

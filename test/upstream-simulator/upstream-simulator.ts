@@ -575,6 +575,11 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     this.faults.push({ path: fault.path, kind: fault.kind, remaining: times });
   }
 
+  /** Drops the faults not yet taken: a test that failed before its request came leaves none to the next. */
+  clearFaults(): void {
+    this.faults = [];
+  }
+
   /**
    * Value checks the upstream applies after its shape checks (the contract shows none):
    * errors returned here are answered 400, code 2, BadRequest, without using the trackId.
