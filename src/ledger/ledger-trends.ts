@@ -74,8 +74,9 @@ export async function trends(
   const refusals = await refusalsBetween(store.db, from, to, refusalZone);
   const groups = await aggregate<Group>(
     store.db,
-    // Grouped by the local date (a date, not text: cheaper per row) and by the recorded price (numeric,
-    // not text, likewise), each written out once per group.
+    // Grouped by the local date (a date, not text: cheaper per row), and by the recorded price as
+    // written (text: 7.5 and 7.50 are two groups, so a sum keeps the scale of the entries' own amounts,
+    // test/recorded-price-review.integration.spec.ts).
     `SELECT to_char(day, 'YYYY-MM-DD') AS day, client_id, operation, status,
        CASE WHEN status = 'failed' THEN upstream_code END AS upstream_code,
        max(upstream_message) FILTER (WHERE status = 'failed') AS upstream_message,
@@ -86,7 +87,7 @@ export async function trends(
        `(e.created_at AT TIME ZONE $3)::date AS day, e.client_id, e.operation, e.status, e.charged, e.cost_units,
         e.upstream_code, e.upstream_message, e.reused_from IS NOT NULL AS reused, e.unit_price, e.currency`,
      )}
-     GROUP BY latest.day, 2, 3, 4, 5, 7, latest.unit_price, latest.currency ORDER BY 1, 2, 3`,
+     GROUP BY latest.day, 2, 3, 4, 5, 7, latest.unit_price::text, latest.currency ORDER BY 1, 2, 3`,
     [from, to, timeZone],
   );
   const rows = new Map<string, TrendRow>();

@@ -55,7 +55,7 @@ export async function usage(store: LedgerStore, from: Date, to: Date, period: 'd
        (coalesce(sum(units_saved) FILTER (WHERE reused_from IS NOT NULL), 0))::bigint AS units_saved
      FROM ${latestFacts(
        'e.client_id, e.created_at, e.status, e.charged, e.cost_units, e.reused_from, e.units_saved, e.unit_price, e.currency',
-     )} GROUP BY 1, 2, latest.unit_price, latest.currency ORDER BY 1, 2`,
+     )} GROUP BY 1, 2, latest.unit_price::text, latest.currency ORDER BY 1, 2`,
     [from, to, period, period === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM'],
   );
   const rows: UsageRow[] = [];
