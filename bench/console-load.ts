@@ -40,6 +40,8 @@ const OPERATOR = {
   scopes: ['ledger:read', 'ledger:reconcile'],
 };
 
+/** When the bench's unit price changed from 20 000 to 25 000 rials: half-way through its 30 days. */
+const PRICE_CHANGED_AT = Date.now() - 15 * DAY_MS;
 const keyOf = (clientId: string) => `key-bench-${clientId}-0123456789`;
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const ms = (value: number) => `${value.toFixed(0)} ms`;
@@ -69,6 +71,10 @@ function day(clientId: string, dayStart: number, count: number): QueuedEntry[] {
             ...(failed ? { upstreamMessage: 'National code and mobile do not match' } : {}),
           }),
       requestId: randomUUID(),
+      // The unit price recorded with each inquiry (decision 0015): changed mid-period, so the
+      // aggregates sum two prices.
+      unitPrice: dayStart < PRICE_CHANGED_AT ? '20000' : '25000',
+      currency: 'IRR',
     };
   });
 }

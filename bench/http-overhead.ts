@@ -131,6 +131,13 @@ export const SCENARIOS: Scenario[] = [
   },
   { name: 'IBAN, no key', operation: 'iban', reference: true },
   {
+    // COST_UNIT_PRICE set: the price stamped on every record and ledger entry (decision 0015).
+    name: 'unit price recorded',
+    gatewayEnv: () => ({ COST_UNIT_PRICE: JSON.stringify({ amount: '25000', currency: 'IRR' }) }),
+    reference: false,
+    monitor: true,
+  },
+  {
     // The client's and the all-callers' budgets, never reached: one reservation script per inquiry
     // and its commit in the settlement's write (docs/performance.md, "Budgets").
     name: 'budgets configured (client and *)',

@@ -55,6 +55,8 @@ const RUN = randomUUID().slice(0, 8);
 const LISTED = `console-list-${RUN}`;
 const FORECAST = `console-forecast-${RUN}`;
 const REFUSED = `console-refused-${RUN}`;
+/** A client of two entries: one made when a unit cost 20 000 rials, one before prices were recorded. */
+const REPRICED = `console-repriced-${RUN}`;
 const FORECAST_MONTHLY = 9;
 const FORECAST_DAILY = 3;
 const PRICE = { amount: '25000', currency: 'IRR' };
@@ -80,6 +82,9 @@ function seeded(clientId: string, createdAt: number, fields: Partial<LedgerEntry
     createdAt: at,
     completedAt: at,
     upstreamCode: 0,
+    // As the gateway stamps it when COST_UNIT_PRICE is set (money is read from it).
+    unitPrice: PRICE.amount,
+    currency: PRICE.currency,
     ...fields,
   };
 }
@@ -218,7 +223,12 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     seededAt = Date.now();
     listed = listedEntries(seededAt);
     forecasted = forecastEntries(seededAt);
-    await store.insert([...listed, ...forecasted]);
+    await store.insert([
+      ...listed,
+      ...forecasted,
+      seeded(REPRICED, seededAt - 3_600_000, { unitPrice: '20000' }),
+      seeded(REPRICED, seededAt - 3_600_000, { unitPrice: undefined, currency: undefined }),
+    ]);
     // Refusals of yesterday in Tehran, as a replica's flush adds them (by BUDGET_TIMEZONE day only).
     const yesterday = new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Tehran' }).format(seededAt - DAY_MS);
     await addRefusals(store.db, [
@@ -378,6 +388,10 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     expect(await untilText(page, cell, /toman/)).toBe(`${units}\n${grouped(tomans)} toman`);
     await page.uncheck('#show-tomans');
     await untilText(page, cell, /IRR/);
+    // Money at the price each inquiry recorded, never today's 25 000; the unpriced one apart.
+    expect(await untilText(page, `#clients tr[data-client="${REPRICED}"] td[data-field="spent"]`, /IRR/)).toBe(
+      '2\n20,000 IRR\n+ 1 units unpriced',
+    );
   }, 60_000);
 
   it('lists inquiries filtered and paged, opens one, and downloads exactly the filtered rows', async () => {

@@ -14,6 +14,7 @@ import { PgLedgerDatabase, PgliteLedgerDatabase, type LedgerDatabase } from '../
 import { LedgerDrainer } from '../src/ledger/ledger-drainer.js';
 import { LedgerMetrics } from '../src/ledger/ledger-metrics.js';
 import { isInt4, type QueuedEntry } from '../src/ledger/ledger-entry.js';
+import { moneyOf } from '../src/ledger/money.js';
 import type { InquiryFactsInput } from '../src/ledger/ledger-queue.js';
 import { ensurePartitions } from '../src/ledger/ledger-schema.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
@@ -127,6 +128,41 @@ const anyFields = fc.record({
   unitsSaved: fc.option(fc.constantFrom(...NUMBERS), { nil: undefined }),
 });
 
+/**
+ * The unit price stamped on the record (COST_UNIT_PRICE when it was opened), drawn for every
+ * inquiry: well-formed ones (0 to 6 decimals, trailing zeros kept, up to 18 whole digits, odd but
+ * valid ISO codes) must read back exactly; any other (`good: false`) is left out, the entry unpriced.
+ */
+const goodPrice = fc
+  .record({
+    whole: fc.oneof(fc.constant('0'), fc.bigInt({ min: 1n, max: 10n ** 18n - 1n }).map(String)),
+    fraction: fc.string({ unit: fc.constantFrom(...'0123456789'), maxLength: 6 }),
+    currency: fc.constantFrom('IRR', 'EUR', 'XAU', 'XXX', 'ZZZ', 'USN'),
+  })
+  .map(({ whole, fraction, currency }) => ({
+    unitPrice: fraction === '' ? whole : `${whole}.${fraction}`,
+    currency,
+    good: true,
+  }));
+/** A price wrong in exactly one way: its amount, its currency, or one of the pair missing. */
+const badAmount = fc.oneof(
+  fc.constantFrom('007', '1e3', '-1', '0.1234567', '', ' 1', '1.', '.5', '١٢', 'NaN', '1000000000000000000'),
+  fc.constantFrom(...NUMBERS),
+  hostileText,
+);
+const badCurrency = fc.oneof(fc.constantFrom('irr', 'EURO', '€', 'IR', '', 'I\u0000R'), hostileText);
+const badPrice = fc
+  .oneof(
+    fc.tuple(goodPrice, badAmount).map(([good, unitPrice]) => ({ unitPrice, currency: good.currency })),
+    fc.tuple(goodPrice, badCurrency).map(([good, currency]) => ({ unitPrice: good.unitPrice, currency })),
+    goodPrice.map(({ unitPrice }) => ({ unitPrice })),
+    goodPrice.map(({ currency }) => ({ currency })),
+  )
+  .map((price) => ({ ...price, good: false }));
+const price = fc.option(fc.oneof({ weight: 3, arbitrary: goodPrice }, { weight: 1, arbitrary: badPrice }), {
+  nil: undefined,
+});
+
 /** A plain inquiry's fields: each drawn inquiry takes up to three of the odd ones above instead. */
 const PLAIN = {
   trackIdTail: '',
@@ -147,8 +183,13 @@ const PLAIN = {
   unitsSaved: undefined,
 };
 const inquiry = fc
-  .tuple(anyFields, fc.subarray(Object.keys(PLAIN) as Array<keyof typeof PLAIN>, { maxLength: 3 }))
-  .map(([odd, kept]) => ({ ...PLAIN, ...Object.fromEntries(kept.map((field) => [field, odd[field]])) }) as typeof odd);
+  .tuple(anyFields, fc.subarray(Object.keys(PLAIN) as Array<keyof typeof PLAIN>, { maxLength: 3 }), price)
+  .map(
+    ([odd, kept, stamped]) =>
+      ({ ...PLAIN, ...Object.fromEntries(kept.map((field) => [field, odd[field]])), price: stamped }) as typeof odd & {
+        price?: { unitPrice?: unknown; currency?: unknown; good: boolean };
+      },
+  );
 
 /** The queue's own entry builder (protected), so that the oracle judges what is really queued. */
 interface Builds {
@@ -156,7 +197,7 @@ interface Builds {
 }
 
 /** The record the queue settles, from the drawn fields ('now' is now). */
-function drawn(fields: typeof anyFields extends fc.Arbitrary<infer T> ? T : never): InquiryFactsInput {
+function drawn(fields: typeof inquiry extends fc.Arbitrary<infer T> ? T : never): InquiryFactsInput {
   const at = (value: string) => (value === 'now' ? new Date().toISOString() : value);
   return {
     trackId: `${randomUUID()}${fields.trackIdTail}`,
@@ -175,6 +216,9 @@ function drawn(fields: typeof anyFields extends fc.Arbitrary<infer T> ? T : neve
     ...(fields.reservation !== undefined ? { reservation: fields.reservation } : {}),
     ...(fields.reusedFrom !== undefined ? { reusedFrom: fields.reusedFrom } : {}),
     ...(fields.unitsSaved !== undefined ? { unitsSaved: fields.unitsSaved } : {}),
+    ...(fields.price !== undefined
+      ? ({ unitPrice: fields.price.unitPrice, currency: fields.price.currency } as InquiryFactsInput)
+      : {}),
   };
 }
 
@@ -321,6 +365,7 @@ describe.each([
     const { queue, drainer } = replica();
     let parkedSeen = 0;
     let writtenSeen = 0;
+    const pricesSeen = { read: 0, dropped: 0 };
     await fc.assert(
       fc.asyncProperty(fc.array(inquiry, { minLength: 1, maxLength: 6 }), async (drawnFields) => {
         const records = drawnFields.map(drawn);
@@ -333,9 +378,13 @@ describe.each([
           client_id: string;
           reused_from: string | null;
           units_saved: number | null;
+          unit_price: string | null;
+          currency: string | null;
+          money: string | null;
         }>(
           `SELECT track_id::text, count(*)::int AS n, min(client_id) AS client_id, min(reused_from::text) AS reused_from,
-             min(units_saved) AS units_saved FROM ledger_entries
+             min(units_saved) AS units_saved, min(unit_price::text) AS unit_price, min(currency) AS currency,
+             min(cost_units * unit_price)::text AS money FROM ledger_entries
            WHERE track_id::text = ANY($1::text[]) GROUP BY 1`,
           [records.map((r) => r.trackId).filter((id) => /^[0-9a-f-]{36}$/.test(id))],
         );
@@ -360,7 +409,20 @@ describe.each([
           if (row) expect(row.client_id).toBe(readBack(r.clientId));
           if (row) {
             const entry = built.get(r.trackId)!;
-            expect([row.reused_from, row.units_saved]).toEqual([entry.reusedFrom ?? null, entry.unitsSaved ?? null]);
+            // -0 is stored as 0 (a drawn unitsSaved may be -0).
+            const saved = entry.unitsSaved === undefined ? null : entry.unitsSaved + 0;
+            expect([row.reused_from, row.units_saved]).toEqual([entry.reusedFrom ?? null, saved]);
+            // The price stamped reads back exactly as written when well-formed; any other is not stored.
+            const stamped = drawnFields[records.indexOf(r)].price;
+            const good = stamped?.good === true;
+            expect([row.unit_price, row.currency]).toEqual(good ? [stamped.unitPrice, stamped.currency] : [null, null]);
+            // The engine's exact numeric product agrees with the gateway's BigInt money (money.ts).
+            if (good)
+              expect(row.money).toBe(
+                moneyOf(entry.costUnits, { amount: String(stamped.unitPrice), currency: 'X' }).amount,
+              );
+            if (good) pricesSeen.read += 1;
+            else if (stamped !== undefined) pricesSeen.dropped += 1;
           }
         }
         parkedSeen += parked.length;
@@ -371,12 +433,26 @@ describe.each([
       {
         numRuns: 30,
         seed: Number(process.env.FC_SEED ?? -1163195203),
-        examples: [[[{ ...PLAIN, clientId: '\ufeffsvc-a' } as Parameters<typeof drawn>[0]]]],
+        examples: [
+          [[{ ...PLAIN, clientId: '\ufeffsvc-a' } as Parameters<typeof drawn>[0]]],
+          // The largest price at the largest scale, times the largest units a column holds.
+          [
+            [
+              {
+                ...PLAIN,
+                costUnits: 2 ** 31 - 1,
+                price: { unitPrice: '999999999999999999.000001', currency: 'XAU', good: true },
+              } as Parameters<typeof drawn>[0],
+            ],
+          ],
+        ],
       },
     );
     // The runs drew both kinds, so neither half of the property held vacuously.
     expect(parkedSeen).toBeGreaterThan(0);
     expect(writtenSeen).toBeGreaterThan(0);
+    expect(pricesSeen.read).toBeGreaterThan(0);
+    expect(pricesSeen.dropped).toBeGreaterThan(0);
   });
 });
 

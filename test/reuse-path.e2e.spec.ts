@@ -127,6 +127,8 @@ beforeAll(async () => {
     JWT_ISSUER: ISSUER,
     JWT_AUDIENCE: AUDIENCE,
     REUSE_HMAC_KEY: HMAC,
+    // Recorded on every inquiry, a reused one too: its savings are money at this price.
+    COST_UNIT_PRICE: JSON.stringify({ amount: '0.75', currency: 'EUR' }),
   };
   const shared = JSON.stringify({
     shahkar: { maxAgeSeconds: 60, share: 'client' },
@@ -412,12 +414,14 @@ describe('accounting', () => {
     });
     expect(entries).toHaveLength(2);
     const byTrackId = new Map(entries.map((e) => [e.trackId, e]));
-    expect(byTrackId.get(paid.body.trackId)).toMatchObject({ charged: 'yes', costUnits: 1 });
+    const price = { unitPrice: '0.75', currency: 'EUR' };
+    expect(byTrackId.get(paid.body.trackId)).toMatchObject({ charged: 'yes', costUnits: 1, ...price });
     expect(byTrackId.get(reused.body.trackId)).toMatchObject({
       charged: 'no',
       costUnits: 0,
       reusedFrom: paid.body.trackId,
       unitsSaved: 1,
+      ...price,
     });
   });
 });

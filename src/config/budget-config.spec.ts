@@ -70,6 +70,9 @@ describe('COST_UNIT_PRICE', () => {
       currency: 'IRR',
     });
     expect(parseUnitPrice('{"amount":"0.000001","currency":"EUR"}', problems)?.amount).toBe('0.000001');
+    // Leading zeros dropped, the fraction kept as written: the form the ledger records and reads back.
+    expect(parseUnitPrice('{"amount":"007.50","currency":"EUR"}', problems)?.amount).toBe('7.50');
+    expect(parseUnitPrice('{"amount":"000","currency":"EUR"}', problems)?.amount).toBe('0');
     expect(parseUnitPrice(undefined, problems)).toBeUndefined();
     expect(problems).toEqual([]);
   });

@@ -44,6 +44,35 @@ export interface UnitPrice {
   currency: string;
 }
 
+/**
+ * The price an inquiry records when it is made (docs/decisions/0015-recorded-unit-price.md):
+ * COST_UNIT_PRICE's amount and currency then, both or neither; the ledger entry's `unitPrice`
+ * and `currency`.
+ */
+export interface RecordedPrice {
+  unitPrice?: string;
+  currency?: string;
+}
+
+/** A recorded amount: ≥ 0, no leading zero (canonicalAmount), at most MAX_PRICE_DECIMALS decimals. */
+const RECORDED_AMOUNT = /^(0|[1-9]\d{0,17})(\.\d{1,6})?$/;
+
+/**
+ * A record's price as its ledger entry keeps it: only a well-formed pair (what COST_UNIT_PRICE
+ * accepts); anything else is left out and the entry reads as unpriced (reported as such, never
+ * priced at today's price) rather than parked with all its other facts
+ * (test/ledger-parking.integration.spec.ts).
+ */
+export function recordedPriceOf(record: { unitPrice?: unknown; currency?: unknown }): RecordedPrice | undefined {
+  const { unitPrice, currency } = record;
+  return typeof unitPrice === 'string' &&
+    typeof currency === 'string' &&
+    RECORDED_AMOUNT.test(unitPrice) &&
+    /^[A-Z]{3}$/.test(currency)
+    ? { unitPrice, currency }
+    : undefined;
+}
+
 /** Fractional digits a unit price may have: enough for any currency's minor unit and a fraction of it. */
 export const MAX_PRICE_DECIMALS = 6;
 const PRICE_AMOUNT = new RegExp(`^\\d{1,18}(\\.\\d{1,${MAX_PRICE_DECIMALS}})?$`);
@@ -175,7 +204,16 @@ export function parseUnitPrice(raw: string | undefined, problems: string[]): Uni
     problems.push('COST_UNIT_PRICE.currency: must be an ISO 4217 code of three capital letters, such as IRR');
   }
   if (problems.length > before) return undefined;
-  return { amount: price.amount as string, currency: price.currency as string };
+  return { amount: canonicalAmount(price.amount as string), currency: price.currency as string };
+}
+
+/**
+ * A price amount without leading zeros in its whole part (`007.50` is `7.50`; the fraction is
+ * kept as written): the form the ledger records and PostgreSQL's numeric reads back unchanged
+ * (test/ledger-parking.integration.spec.ts fuzzes the round trip).
+ */
+export function canonicalAmount(amount: string): string {
+  return amount.replace(/^0+(?=\d)/, '');
 }
 
 export function budgetConfigFrom(

@@ -64,6 +64,8 @@ export class InquiryOpening {
       requestId: inquiry.facts?.requestId,
       costUnits: reservation?.units ?? this.prices.unitsOf(request.operation, request.requestHandlingType),
       ...(reservation ? { reservation: reservationRecord(reservation) } : {}),
+      // The unit price in force now, with the units: money is read from it, never from a later price.
+      ...this.prices.recordedPrice,
     };
     let refused: Refused | undefined;
     let failure: Error | undefined;

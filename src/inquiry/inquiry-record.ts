@@ -48,6 +48,12 @@ export interface InquiryRecord {
   reusedFromHidden?: boolean;
   /** For the ledger: what a reused inquiry would have cost at its own type and price then (its costUnits are 0). */
   unitsSaved?: number;
+  /**
+   * For the ledger: what one unit cost when the inquiry was made (COST_UNIT_PRICE then), read
+   * back for its money ever after; absent when it was unset (InquiryPrices.recordedPrice).
+   */
+  unitPrice?: string;
+  currency?: string;
 }
 
 /** What `GET /v1/inquiries/{trackId}` shows (docs/api.md §2), as of now. */

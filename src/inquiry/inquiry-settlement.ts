@@ -106,5 +106,8 @@ export function settledRecord(record: InquiryRecord, outcome: InquiryOutcome): I
     requestId: record.requestId,
     costUnits: record.costUnits,
     reservation: record.reservation,
+    // The price stamped at opening (also for a settlement long after, owed or async).
+    unitPrice: record.unitPrice,
+    currency: record.currency,
   };
 }

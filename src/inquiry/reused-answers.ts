@@ -19,7 +19,8 @@ export type ReusedSource = Pick<StoredAnswer, 'trackId' | 'clientId' | 'data' | 
 /**
  * A reused answer as an inquiry of its own (docs/api.md §2 and §6): its fresh trackId, its
  * record settled `succeeded` with `reusedFrom`, `charged: no`, `costUnits: 0` and `unitsSaved`
- * (what it would have cost at its own type and price now, recorded as a fact), hence its own
+ * (what it would have cost at its own type and price now, recorded as a fact, with the unit
+ * price in force now), hence its own
  * ledger entry; no budget reservation. The record and the key's answer are written before the
  * answer is sent, as a settlement's are (owed to Settlements when the store fails).
  */
@@ -63,6 +64,8 @@ export class ReusedAnswers {
       reusedFrom: source.trackId,
       ...(hidden ? { reusedFromHidden: true } : {}),
       unitsSaved,
+      // The money its reuse saved is unitsSaved × the unit price in force now, recorded with it.
+      ...this.prices.recordedPrice,
     };
     const response: StoredResponse = {
       status: 200,

@@ -65,8 +65,52 @@ export const ENTRY = {
         monthly: { type: 'string', example: 'm2026-11' },
       },
     },
+    unitPrice: {
+      type: 'string',
+      pattern: '^\\d+(\\.\\d{1,6})?$',
+      description:
+        'What one cost unit cost when the inquiry was made (COST_UNIT_PRICE then), copied to every later fact ' +
+        'about it; absent when none was set then or the entry predates migration 9 (the CSV: empty).',
+    },
+    currency: { type: 'string', pattern: '^[A-Z]{3}$', description: "`unitPrice`'s ISO 4217 code." },
   },
 } satisfies SchemaObject;
+
+const DECIMAL_STRING = { type: 'string', pattern: '^\\d+(\\.\\d+)?$' } as const;
+
+/**
+ * What an aggregate row's money leaves out of its amount in today's currency (recorded-money.ts):
+ * units of entries that recorded no price, and amounts recorded in another currency (never converted).
+ */
+export function moneyApart(withSavings: boolean): Record<string, SchemaObject> {
+  return {
+    unpricedUnits: {
+      type: 'integer',
+      minimum: 1,
+      description:
+        'Spent units whose entries recorded no unit price (written before migration 9, or while COST_UNIT_PRICE ' +
+        'was unset): in no amount, never priced at today’s price. Absent when none.',
+    },
+    ...(withSavings
+      ? { unpricedSavedUnits: { type: 'integer', minimum: 1, description: 'The same for `unitsSaved`.' } }
+      : {}),
+    otherCurrencies: {
+      type: 'array',
+      description:
+        'Amounts recorded in a currency other than today’s COST_UNIT_PRICE currency, as recorded (never converted ' +
+        'nor added to the amount above). Absent when none.',
+      items: {
+        type: 'object',
+        required: ['currency', 'spentAmount', ...(withSavings ? ['savedAmount'] : [])],
+        properties: {
+          currency: { type: 'string', pattern: '^[A-Z]{3}$' },
+          spentAmount: DECIMAL_STRING,
+          ...(withSavings ? { savedAmount: DECIMAL_STRING } : {}),
+        },
+      },
+    },
+  };
+}
 
 export const ADMIN_PROBLEMS = ApiProblemResponses([
   'validation_failed',

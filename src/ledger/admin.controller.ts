@@ -31,7 +31,7 @@ import { ApiParkedEntries, ApiReconciliation } from './ledger-ops.openapi.js';
 import { ParkedEntries } from './parked-entries.js';
 import { InquiryList } from './inquiry-list.js';
 import { STATUSES, inquiryFilterOf, invalidParameter, single, type AdminQuery } from './admin-query.js';
-import { moneyOf } from './money.js';
+import { spentAndSavedJson } from './recorded-money.js';
 import { unitsJson } from './unit-sums.js';
 
 const NDJSON = 'application/x-ndjson';
@@ -127,12 +127,13 @@ export class AdminController {
       period,
       from: from.toISOString(),
       to: to.toISOString(),
-      // Money only here, from the units the ledger recorded (docs/api.md §6, COST_UNIT_PRICE).
-      usage: rows.map((row) => ({
+      // Money where COST_UNIT_PRICE is set: each entry's units × the price it recorded, in today's
+      // currency; unpriced units and other currencies apart, never converted (recorded-money.ts).
+      usage: rows.map(({ spent, saved, ...row }) => ({
         ...row,
         unitsSpent: unitsJson(row.unitsSpent),
         unitsSaved: unitsJson(row.unitsSaved),
-        ...(price ? { spentAmount: moneyOf(row.unitsSpent, price).amount, currency: price.currency } : {}),
+        ...(price ? spentAndSavedJson(spent, saved, price) : {}),
       })),
     };
   }

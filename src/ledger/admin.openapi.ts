@@ -1,6 +1,6 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiQuery, ApiResponse } from '@nestjs/swagger';
-import { ADMIN_PROBLEMS, ApiAdmin, ENTRY, FROM, TO } from './admin-openapi-common.js';
+import { ADMIN_PROBLEMS, ApiAdmin, ENTRY, FROM, TO, moneyApart } from './admin-openapi-common.js';
 import { LIST_FILTERS } from './console-reads.openapi.js';
 
 export function ApiLedgerExport(): MethodDecorator {
@@ -8,7 +8,8 @@ export function ApiLedgerExport(): MethodDecorator {
     ApiAdmin(
       'Ledger entries, streamed',
       'Needs an API key with `ledger:read`. NDJSON by default, CSV (a header row, RFC 4180) on `Accept: text/csv`; ' +
-        'in (createdAt, trackId, kind) order, in bounded memory whatever the number of rows.',
+        'in (createdAt, trackId, kind) order, in bounded memory whatever the number of rows. The CSV columns end ' +
+        'with `unitPrice,currency` (the price recorded with the inquiry; empty when none).',
     ),
     FROM,
     TO,
@@ -91,9 +92,22 @@ export function ApiUsage(): MethodDecorator {
                     spentAmount: {
                       type: 'string',
                       pattern: '^\\d+(\\.\\d+)?$',
-                      description: 'unitsSpent × COST_UNIT_PRICE, exact (a decimal string); only when it is set.',
+                      description:
+                        'Σ each entry’s spent units × the unit price it recorded when its inquiry was made, in ' +
+                        '`currency`, exact (a decimal string); only when COST_UNIT_PRICE is set.',
                     },
-                    currency: { type: 'string', pattern: '^[A-Z]{3}$', example: 'IRR' },
+                    currency: {
+                      type: 'string',
+                      pattern: '^[A-Z]{3}$',
+                      example: 'IRR',
+                      description: 'Today’s COST_UNIT_PRICE currency.',
+                    },
+                    savedAmount: {
+                      type: 'string',
+                      pattern: '^\\d+(\\.\\d+)?$',
+                      description: 'The same for `unitsSaved`: what reuse saved, at the prices recorded.',
+                    },
+                    ...moneyApart(true),
                   },
                 },
               },

@@ -25,6 +25,7 @@ import type { LedgerEntry } from './ledger-entry.js';
 import { trends, unitsSpentSince } from './ledger-trends.js';
 import { LedgerStore } from './ledger.store.js';
 import { moneyOf } from './money.js';
+import { spentJson } from './recorded-money.js';
 import { unitsJson } from './unit-sums.js';
 
 const DAY_MS = 86_400_000;
@@ -33,7 +34,9 @@ const DAY_MS = 86_400_000;
  * What the console reads to answer finance (docs/api.md §7, issue 35): the list of inquiries,
  * the trends per day, client and operation, and the forecast of each budget. Same rules as
  * every administration route: API keys with `ledger:read`, on the ops listener when OPS_PORT is
- * set. Money appears only where COST_UNIT_PRICE is set: recorded units × that price.
+ * set. Money appears only where COST_UNIT_PRICE is set: recorded units × the unit price each
+ * inquiry recorded when it was made (recorded-money.ts); the forecast, a projection, reckons in
+ * units and states today's price.
  */
 @Controller('admin')
 @UseGuards(CallerAuthGuard)
@@ -77,13 +80,21 @@ export class ConsoleReadsController {
     };
   }
 
-  /** A row of the list: the latest fact, and what it spent (0 when not charged: never the price of a failure). */
+  /**
+   * A row of the list: the latest fact, and what it spent (0 when not charged: never the price of
+   * a failure), in money at the entry's own recorded `unitPrice` and `currency` (none recorded:
+   * no `spentAmount`, never today's price).
+   */
   private row(entry: LedgerEntry) {
     const spentUnits = entry.charged === 'no' ? 0 : entry.costUnits;
+    const recorded =
+      entry.unitPrice !== undefined && entry.currency !== undefined
+        ? { amount: entry.unitPrice, currency: entry.currency }
+        : undefined;
     return {
       ...entry,
       spentUnits,
-      ...(this.price ? { spentAmount: moneyOf(spentUnits, this.price).amount } : {}),
+      ...(this.price && recorded ? { spentAmount: moneyOf(spentUnits, recorded).amount } : {}),
     };
   }
 
@@ -114,10 +125,10 @@ export class ConsoleReadsController {
       from: from.toISOString(),
       to: to.toISOString(),
       ...(price ? { currency: price.currency, unitPrice: price.amount } : {}),
-      rows: found.rows.map((row) => ({
+      rows: found.rows.map(({ spent, ...row }) => ({
         ...row,
         unitsSpent: unitsJson(row.unitsSpent),
-        ...(price ? { spentAmount: moneyOf(row.unitsSpent, price).amount } : {}),
+        ...(price ? spentJson(spent, price) : {}),
       })),
       failures: found.failures,
     };

@@ -1,7 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiQuery, ApiResponse, type SchemaObject } from '@nestjs/swagger';
 import { ApiProblemResponses } from '../problem/problem.openapi.js';
-import { ADMIN_PROBLEMS, ApiAdmin, ENTRY, FROM, TO } from './admin-openapi-common.js';
+import { ADMIN_PROBLEMS, ApiAdmin, ENTRY, FROM, TO, moneyApart } from './admin-openapi-common.js';
 import { MAX_LIST_ROWS } from './inquiry-list.js';
 import { DEFAULT_LIST_ROWS } from './admin-query.js';
 
@@ -47,7 +47,8 @@ export function ApiInquiryList(): MethodDecorator {
       'Inquiries of a period, newest first, one row per inquiry',
       'Needs an API key with `ledger:read`. Each row is the latest fact of one inquiry (a reconciliation over a ' +
         'settlement over an overdue entry) with `spentUnits` (0 when not charged) and, with COST_UNIT_PRICE, ' +
-        '`spentAmount`. Paged by keyset on (createdAt, trackId): pass `next` as `after` for the next page; no ' +
+        '`spentAmount`: spentUnits × the `unitPrice` the row recorded, in its own `currency` (absent when it ' +
+        'recorded none: never today’s price). Paged by keyset on (createdAt, trackId): pass `next` as `after` for the next page; no ' +
         'OFFSET, so a page costs the same deep in a million rows. The same filters on GET /admin/ledger with ' +
         '`latest=true` download exactly these rows.',
     ),
@@ -78,7 +79,11 @@ export function ApiInquiryList(): MethodDecorator {
           items: {
             ...ENTRY,
             required: [...ENTRY.required, 'spentUnits'],
-            properties: { ...ENTRY.properties, spentUnits: { type: 'integer' }, spentAmount: DECIMAL },
+            properties: {
+              ...ENTRY.properties,
+              spentUnits: { type: 'integer' },
+              spentAmount: { ...DECIMAL, description: 'spentUnits × the row’s recorded unitPrice, in its currency.' },
+            },
           },
         },
         next: { type: 'string', nullable: true, description: 'null on the last page.' },
@@ -100,7 +105,9 @@ export function ApiTrends(): MethodDecorator {
         'rate_limited by a client or end-user quota), per day in BUDGET_TIMEZONE whatever `timeZone` is asked, for ' +
         'every day the range touches; a row may hold only refusals. Each replica adds its counts every ' +
         'LEDGER_REFUSAL_FLUSH_SECONDS: one killed loses at most that interval of them. Rows are ordered by `day`, ' +
-        "then `clientId`, then `operation` (code-unit order, not a locale's), the refusal-only rows among them.",
+        "then `clientId`, then `operation` (code-unit order, not a locale's), the refusal-only rows among them. " +
+        '`spentAmount` is Σ spent units × the price each entry recorded, in `currency` (today’s); `unitPrice` is ' +
+        'today’s price, not the one money was read at.',
     ),
     FROM,
     TO,
@@ -148,6 +155,7 @@ export function ApiTrends(): MethodDecorator {
               reused: COUNT,
               unitsSpent: COUNT,
               spentAmount: DECIMAL,
+              ...moneyApart(false),
               refusedBudget: { ...COUNT, description: '429 budget_exhausted that day (before any trackId).' },
               refusedQuota: { ...COUNT, description: '429 rate_limited by a quota that day (before any trackId).' },
             },
@@ -181,7 +189,8 @@ export function ApiForecast(): MethodDecorator {
         'the ledger records as spent in the last 7 days (of its client; of all for `*`), that rate per day, and ' +
         'when the budget runs out at that rate (`runsOutAt`: null when not before the window resets). The ' +
         "company: the ledger's spend in the current monthly window (BUDGET_TIMEZONE, BUDGET_CALENDAR) and its " +
-        'projection to the window’s end; `clients` the same per client.',
+        'projection to the window’s end; `clients` the same per client. A projection in units: `unitPrice` is ' +
+        'today’s COST_UNIT_PRICE, for pricing what lies ahead (money already spent: GET /admin/usage).',
     ),
     json('The forecast.', {
       type: 'object',

@@ -35,7 +35,16 @@ export interface LedgerEntry {
   reusedFrom?: string;
   /** What a reused inquiry would have cost at its own type and price then. */
   unitsSaved?: number;
+  /**
+   * What one cost unit cost when the inquiry was made (COST_UNIT_PRICE then: a decimal string
+   * and an ISO 4217 code), recorded with it and copied to every later fact about it; money is
+   * read from these. Absent: no price was configured then, or the entry predates migration 9.
+   */
+  unitPrice?: string;
+  currency?: string;
 }
+
+export type { RecordedPrice } from '../config/budget-config.js';
 
 /** An entry on its way to PostgreSQL, with the upstream `data` of a success. */
 export interface QueuedEntry extends LedgerEntry {

@@ -1,4 +1,5 @@
 import type { InquiryPrices } from '../accounting/inquiry-prices.js';
+import { recordedPriceOf } from '../config/budget-config.js';
 import type { ReservationRecord, ReserveRequest, ReserveResult } from '../budget/budget.store.js';
 import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
 import { isInt4, upstreamMessageOf, type Charged, type QueuedEntry } from './ledger-entry.js';
@@ -28,6 +29,12 @@ export interface InquiryFactsInput {
   /** A reused answer's source, and the units its reuse saved (docs/api.md §6). */
   reusedFrom?: string;
   unitsSaved?: number;
+  /**
+   * The unit price when the inquiry was made. Never looked up now: a record without one (unset
+   * then, or opened before prices were recorded) makes an unpriced entry.
+   */
+  unitPrice?: string;
+  currency?: string;
 }
 
 /** One entry read from the queue, with the id that acknowledges it. */
@@ -142,6 +149,7 @@ export abstract class LedgerQueue {
       ...(record.reservation ? { reservation: record.reservation } : {}),
       ...(record.reusedFrom ? { reusedFrom: record.reusedFrom } : {}),
       ...(isInt4(record.unitsSaved) ? { unitsSaved: record.unitsSaved } : {}),
+      ...recordedPriceOf(record),
     };
   }
 }

@@ -1,6 +1,7 @@
 import { byCodeUnits, refusalsBetween } from './ledger-refusals.js';
 import { aggregate, latestFacts } from './ledger-rows.js';
 import type { LedgerStore } from './ledger.store.js';
+import { RecordedMoney } from './recorded-money.js';
 import { unitSum } from './unit-sums.js';
 
 /** One day × client × operation of GET /admin/trends (docs/api.md §7). */
@@ -17,6 +18,8 @@ export interface TrendRow {
   reused: number;
   /** Cost units of inquiries charged or possibly charged: what was spent, never a failed inquiry's price. Exact (unit-sums.ts). */
   unitsSpent: bigint;
+  /** unitsSpent × the price each entry recorded (recorded-money.ts). */
+  spent: RecordedMoney;
   /** Refused with 429 budget_exhausted that day (never in the ledger's entries: no trackId). */
   refusedBudget: number;
   /** Refused with 429 rate_limited by a quota (per client or per end user) that day. */
@@ -48,6 +51,8 @@ interface Group {
   reused: boolean;
   n: number;
   units_spent: string | number | bigint;
+  unit_price: string | null;
+  currency: string | null;
 }
 
 /**
@@ -69,17 +74,20 @@ export async function trends(
   const refusals = await refusalsBetween(store.db, from, to, refusalZone);
   const groups = await aggregate<Group>(
     store.db,
-    // Grouped by the local date (a date, not text: cheaper per row), written out once per group.
+    // Grouped by the local date (a date, not text: cheaper per row), and by the recorded price as
+    // written (text: 7.5 and 7.50 are two groups, so a sum keeps the scale of the entries' own amounts,
+    // test/recorded-price-review.integration.spec.ts).
     `SELECT to_char(day, 'YYYY-MM-DD') AS day, client_id, operation, status,
        CASE WHEN status = 'failed' THEN upstream_code END AS upstream_code,
        max(upstream_message) FILTER (WHERE status = 'failed') AS upstream_message,
        reused, count(*)::int AS n,
-       (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::bigint AS units_spent
+       (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::bigint AS units_spent,
+       unit_price::text AS unit_price, currency
      FROM ${latestFacts(
        `(e.created_at AT TIME ZONE $3)::date AS day, e.client_id, e.operation, e.status, e.charged, e.cost_units,
-        e.upstream_code, e.upstream_message, e.reused_from IS NOT NULL AS reused`,
+        e.upstream_code, e.upstream_message, e.reused_from IS NOT NULL AS reused, e.unit_price, e.currency`,
      )}
-     GROUP BY latest.day, 2, 3, 4, 5, 7 ORDER BY 1, 2, 3`,
+     GROUP BY latest.day, 2, 3, 4, 5, 7, latest.unit_price::text, latest.currency ORDER BY 1, 2, 3`,
     [from, to, timeZone],
   );
   const rows = new Map<string, TrendRow>();
@@ -87,7 +95,7 @@ export async function trends(
     const key = JSON.stringify([day, clientId, operation]);
     let row = rows.get(key);
     if (!row) {
-      row = { day, clientId, operation, ...EMPTY_ROW };
+      row = { day, clientId, operation, ...EMPTY_ROW, spent: new RecordedMoney() };
       rows.set(key, row);
     }
     return row;
@@ -98,7 +106,9 @@ export async function trends(
     row.inquiries += group.n;
     row[group.status] += group.n;
     if (group.reused) row.reused += group.n;
-    row.unitsSpent += unitSum(group.units_spent);
+    const units = unitSum(group.units_spent);
+    row.unitsSpent += units;
+    row.spent.add(units, group.unit_price, group.currency);
     if (group.status !== 'failed') continue;
     const failureKey = `${group.day}|${group.client_id}|${group.upstream_code}`;
     const failure = failures.get(failureKey);

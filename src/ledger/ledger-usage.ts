@@ -1,5 +1,6 @@
 import type { LedgerStore } from './ledger.store.js';
 import { aggregate, latestFacts } from './ledger-rows.js';
+import { RecordedMoney } from './recorded-money.js';
 import { unitSum } from './unit-sums.js';
 
 /** One row of GET /admin/usage (docs/api.md §7). */
@@ -16,18 +17,24 @@ export interface UsageRow {
   /** Inquiries answered with a reused answer (docs/api.md §2), and the units that saved. */
   reused: number;
   unitsSaved: bigint;
+  /** unitsSpent and unitsSaved × the price each entry recorded (recorded-money.ts). */
+  spent: RecordedMoney;
+  saved: RecordedMoney;
 }
 
 /**
  * Usage per client and UTC day or month, each inquiry counted once by its latest fact
- * (a reconciliation over a settlement over an overdue entry). One aggregate: rows are
- * clients × periods, small whatever the number of entries.
+ * (a reconciliation over a settlement over an overdue entry). One aggregate, grouped by the
+ * price each entry recorded too (a price changes rarely: a few groups more), folded here into
+ * one row per client and period: rows are clients × periods, small whatever the number of entries.
  */
 export async function usage(store: LedgerStore, from: Date, to: Date, period: 'day' | 'month'): Promise<UsageRow[]> {
   await store.ready();
-  const rows = await aggregate<{
+  const groups = await aggregate<{
     client_id: string;
     period: string;
+    unit_price: string | null;
+    currency: string | null;
     inquiries: number;
     succeeded: number;
     failed: number;
@@ -38,6 +45,7 @@ export async function usage(store: LedgerStore, from: Date, to: Date, period: 'd
   }>(
     store.db,
     `SELECT client_id, to_char(date_trunc($3, created_at AT TIME ZONE 'UTC'), $4) AS period,
+       unit_price::text AS unit_price, currency,
        count(*)::int AS inquiries,
        (count(*) FILTER (WHERE status = 'succeeded'))::int AS succeeded,
        (count(*) FILTER (WHERE status = 'failed'))::int AS failed,
@@ -45,18 +53,41 @@ export async function usage(store: LedgerStore, from: Date, to: Date, period: 'd
        (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::bigint AS units_spent,
        (count(*) FILTER (WHERE reused_from IS NOT NULL))::int AS reused,
        (coalesce(sum(units_saved) FILTER (WHERE reused_from IS NOT NULL), 0))::bigint AS units_saved
-     FROM ${latestFacts('e.client_id, e.created_at, e.status, e.charged, e.cost_units, e.reused_from, e.units_saved')} GROUP BY 1, 2 ORDER BY 1, 2`,
+     FROM ${latestFacts(
+       'e.client_id, e.created_at, e.status, e.charged, e.cost_units, e.reused_from, e.units_saved, e.unit_price, e.currency',
+     )} GROUP BY 1, 2, latest.unit_price::text, latest.currency ORDER BY 1, 2`,
     [from, to, period, period === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM'],
   );
-  return rows.map((row) => ({
-    clientId: row.client_id,
-    period: row.period,
-    inquiries: row.inquiries,
-    succeeded: row.succeeded,
-    failed: row.failed,
-    unknown: row.unknown,
-    unitsSpent: unitSum(row.units_spent),
-    reused: row.reused,
-    unitsSaved: unitSum(row.units_saved),
-  }));
+  const rows: UsageRow[] = [];
+  for (const group of groups) {
+    let row = rows[rows.length - 1];
+    // Ordered by client and period: a row's price groups come one after another.
+    if (row?.clientId !== group.client_id || row.period !== group.period) {
+      row = {
+        clientId: group.client_id,
+        period: group.period,
+        inquiries: 0,
+        succeeded: 0,
+        failed: 0,
+        unknown: 0,
+        unitsSpent: 0n,
+        reused: 0,
+        unitsSaved: 0n,
+        spent: new RecordedMoney(),
+        saved: new RecordedMoney(),
+      };
+      rows.push(row);
+    }
+    const [spent, saved] = [unitSum(group.units_spent), unitSum(group.units_saved)];
+    row.inquiries += group.inquiries;
+    row.succeeded += group.succeeded;
+    row.failed += group.failed;
+    row.unknown += group.unknown;
+    row.unitsSpent += spent;
+    row.reused += group.reused;
+    row.unitsSaved += saved;
+    row.spent.add(spent, group.unit_price, group.currency);
+    row.saved.add(saved, group.unit_price, group.currency);
+  }
+  return rows;
 }

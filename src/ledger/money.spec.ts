@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { moneyOf } from './money.js';
+import { moneyOf, sumOf } from './money.js';
 
 describe('money from cost units', () => {
   it('multiplies exactly at the price scale, where a float would not', () => {
@@ -15,5 +15,11 @@ describe('money from cost units', () => {
       '1999999999999999998000000000',
     );
     expect(moneyOf(2n ** 40n, { amount: '1.5', currency: 'IRR' }).amount).toBe('1649267441664.0');
+  });
+
+  it('adds amounts of different scales exactly, at the larger scale', () => {
+    expect(sumOf('25000', '120002.0')).toBe('145002.0');
+    expect(sumOf('0.10', '0.2')).toBe('0.30');
+    expect(sumOf('999999999999999999.000001', '0.999999')).toBe('1000000000000000000.000000');
   });
 });

@@ -161,7 +161,7 @@ export interface paths {
         };
         /**
          * Ledger entries, streamed
-         * @description Needs an API key with `ledger:read`. NDJSON by default, CSV (a header row, RFC 4180) on `Accept: text/csv`; in (createdAt, trackId, kind) order, in bounded memory whatever the number of rows.
+         * @description Needs an API key with `ledger:read`. NDJSON by default, CSV (a header row, RFC 4180) on `Accept: text/csv`; in (createdAt, trackId, kind) order, in bounded memory whatever the number of rows. The CSV columns end with `unitPrice,currency` (the price recorded with the inquiry; empty when none).
          */
         get: operations["AdminController_exportLedger"];
         put?: never;
@@ -241,7 +241,7 @@ export interface paths {
         };
         /**
          * Inquiries of a period, newest first, one row per inquiry
-         * @description Needs an API key with `ledger:read`. Each row is the latest fact of one inquiry (a reconciliation over a settlement over an overdue entry) with `spentUnits` (0 when not charged) and, with COST_UNIT_PRICE, `spentAmount`. Paged by keyset on (createdAt, trackId): pass `next` as `after` for the next page; no OFFSET, so a page costs the same deep in a million rows. The same filters on GET /admin/ledger with `latest=true` download exactly these rows.
+         * @description Needs an API key with `ledger:read`. Each row is the latest fact of one inquiry (a reconciliation over a settlement over an overdue entry) with `spentUnits` (0 when not charged) and, with COST_UNIT_PRICE, `spentAmount`: spentUnits × the `unitPrice` the row recorded, in its own `currency` (absent when it recorded none: never today’s price). Paged by keyset on (createdAt, trackId): pass `next` as `after` for the next page; no OFFSET, so a page costs the same deep in a million rows. The same filters on GET /admin/ledger with `latest=true` download exactly these rows.
          */
         get: operations["ConsoleReadsController_inquiries"];
         put?: never;
@@ -261,7 +261,7 @@ export interface paths {
         };
         /**
          * Inquiries per day, client and operation, and failures by upstream code
-         * @description Needs an API key with `ledger:read`. Days in BUDGET_TIMEZONE (or `timeZone=UTC`), each inquiry counted once by its latest fact; `unitsSpent` counts inquiries charged or possibly charged. At most 400 days. `refusedBudget` and `refusedQuota` count inquiries refused before a trackId (429 budget_exhausted; 429 rate_limited by a client or end-user quota), per day in BUDGET_TIMEZONE whatever `timeZone` is asked, for every day the range touches; a row may hold only refusals. Each replica adds its counts every LEDGER_REFUSAL_FLUSH_SECONDS: one killed loses at most that interval of them. Rows are ordered by `day`, then `clientId`, then `operation` (code-unit order, not a locale's), the refusal-only rows among them.
+         * @description Needs an API key with `ledger:read`. Days in BUDGET_TIMEZONE (or `timeZone=UTC`), each inquiry counted once by its latest fact; `unitsSpent` counts inquiries charged or possibly charged. At most 400 days. `refusedBudget` and `refusedQuota` count inquiries refused before a trackId (429 budget_exhausted; 429 rate_limited by a client or end-user quota), per day in BUDGET_TIMEZONE whatever `timeZone` is asked, for every day the range touches; a row may hold only refusals. Each replica adds its counts every LEDGER_REFUSAL_FLUSH_SECONDS: one killed loses at most that interval of them. Rows are ordered by `day`, then `clientId`, then `operation` (code-unit order, not a locale's), the refusal-only rows among them. `spentAmount` is Σ spent units × the price each entry recorded, in `currency` (today’s); `unitPrice` is today’s price, not the one money was read at.
          */
         get: operations["ConsoleReadsController_trends"];
         put?: never;
@@ -281,7 +281,7 @@ export interface paths {
         };
         /**
          * Each budget and the company looking ahead at the rate of the last 7 days
-         * @description Needs an API key with `ledger:read`. Per budget: what its window has used (the budget state), the units the ledger records as spent in the last 7 days (of its client; of all for `*`), that rate per day, and when the budget runs out at that rate (`runsOutAt`: null when not before the window resets). The company: the ledger's spend in the current monthly window (BUDGET_TIMEZONE, BUDGET_CALENDAR) and its projection to the window’s end; `clients` the same per client.
+         * @description Needs an API key with `ledger:read`. Per budget: what its window has used (the budget state), the units the ledger records as spent in the last 7 days (of its client; of all for `*`), that rate per day, and when the budget runs out at that rate (`runsOutAt`: null when not before the window resets). The company: the ledger's spend in the current monthly window (BUDGET_TIMEZONE, BUDGET_CALENDAR) and its projection to the window’s end; `clients` the same per client. A projection in units: `unitPrice` is today’s COST_UNIT_PRICE, for pricing what lies ahead (money already spent: GET /admin/usage).
          */
         get: operations["ConsoleReadsController_forecast"];
         put?: never;
@@ -1739,6 +1739,10 @@ export interface operations {
                             /** @example m2026-11 */
                             monthly: string;
                         };
+                        /** @description What one cost unit cost when the inquiry was made (COST_UNIT_PRICE then), copied to every later fact about it; absent when none was set then or the entry predates migration 9 (the CSV: empty). */
+                        unitPrice?: string;
+                        /** @description `unitPrice`'s ISO 4217 code. */
+                        currency?: string;
                     };
                     "text/csv": string;
                 };
@@ -1865,10 +1869,25 @@ export interface operations {
                             reused: number;
                             /** @description The units those reused answers would have cost. */
                             unitsSaved: number;
-                            /** @description unitsSpent × COST_UNIT_PRICE, exact (a decimal string); only when it is set. */
+                            /** @description Σ each entry’s spent units × the unit price it recorded when its inquiry was made, in `currency`, exact (a decimal string); only when COST_UNIT_PRICE is set. */
                             spentAmount?: string;
-                            /** @example IRR */
+                            /**
+                             * @description Today’s COST_UNIT_PRICE currency.
+                             * @example IRR
+                             */
                             currency?: string;
+                            /** @description The same for `unitsSaved`: what reuse saved, at the prices recorded. */
+                            savedAmount?: string;
+                            /** @description Spent units whose entries recorded no unit price (written before migration 9, or while COST_UNIT_PRICE was unset): in no amount, never priced at today’s price. Absent when none. */
+                            unpricedUnits?: number;
+                            /** @description The same for `unitsSaved`. */
+                            unpricedSavedUnits?: number;
+                            /** @description Amounts recorded in a currency other than today’s COST_UNIT_PRICE currency, as recorded (never converted nor added to the amount above). Absent when none. */
+                            otherCurrencies?: {
+                                currency: string;
+                                spentAmount: string;
+                                savedAmount: string;
+                            }[];
                         }[];
                     };
                 };
@@ -2341,8 +2360,12 @@ export interface operations {
                                 /** @example m2026-11 */
                                 monthly: string;
                             };
+                            /** @description What one cost unit cost when the inquiry was made (COST_UNIT_PRICE then), copied to every later fact about it; absent when none was set then or the entry predates migration 9 (the CSV: empty). */
+                            unitPrice?: string;
+                            /** @description `unitPrice`'s ISO 4217 code. */
+                            currency?: string;
                             spentUnits: number;
-                            /** @description An exact decimal, as a string. */
+                            /** @description spentUnits × the row’s recorded unitPrice, in its currency. */
                             spentAmount?: string;
                         }[];
                         /** @description null on the last page. */
@@ -2480,6 +2503,13 @@ export interface operations {
                             unitsSpent: number;
                             /** @description An exact decimal, as a string. */
                             spentAmount?: string;
+                            /** @description Spent units whose entries recorded no unit price (written before migration 9, or while COST_UNIT_PRICE was unset): in no amount, never priced at today’s price. Absent when none. */
+                            unpricedUnits?: number;
+                            /** @description Amounts recorded in a currency other than today’s COST_UNIT_PRICE currency, as recorded (never converted nor added to the amount above). Absent when none. */
+                            otherCurrencies?: {
+                                currency: string;
+                                spentAmount: string;
+                            }[];
                             /** @description 429 budget_exhausted that day (before any trackId). */
                             refusedBudget: number;
                             /** @description 429 rate_limited by a quota that day (before any trackId). */

@@ -69,17 +69,19 @@ async function loadMoney() {
 }
 
 /**
- * Reuse savings over exactly this budget month, where this gateway's usage answer has
- * `unitsSaved` (a missing field shows nothing): asked once the month is known, the table drawn
- * again with them; `data-savings` says the answer is in (the bench waits for it).
+ * Money spent and reuse savings over exactly this budget month (GET /admin/usage: each inquiry at
+ * the unit price it recorded), asked once the month is known, the company's month and the table
+ * drawn again with them; savings where the answer has `unitsSaved` (a missing field shows
+ * nothing); `data-savings` says the answer is in (the bench waits for it).
  */
 async function loadSavings(forecast) {
   if (!routes.usage) return;
   try {
     const month = { from: forecast.company.startsAt, to: forecast.checkedAt, period: 'month' };
     const usage = await getJson(`/admin/usage?${new URLSearchParams(month)}`);
-    if ((usage.usage ?? []).some((row) => typeof row.unitsSaved === 'number'))
-      showIn('clients', clientsView(forecast, usage.usage));
+    // Money spent and saved this month, at the prices recorded (the forecast reckons in units).
+    showIn('company-view', companyView(forecast, usage.usage ?? []));
+    showIn('clients', clientsView(forecast, usage.usage ?? []));
     $('clients').dataset.savings = 'read';
   } catch (error) {
     failed('clients', error);

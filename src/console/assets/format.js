@@ -1,6 +1,7 @@
 // How the console writes times, days and money (docs/operations.md, "The console"). Times carry
 // their zone; days follow BUDGET_TIMEZONE and BUDGET_CALENDAR (Persian month names and digits
-// when `persian`), with UTC a click away; money is exact decimal arithmetic on BigInt, never a float.
+// when `persian`), with UTC a click away; money is exact decimal arithmetic on BigInt, never a float,
+// and money spent is what the gateway read from the prices recorded with each inquiry.
 
 /** What the gateway says (GET /admin/forecast) and what the operator chose (the toggles). */
 export const display = {
@@ -92,12 +93,34 @@ export function grouped(decimal) {
   return fraction ? `${withCommas}.${fraction}` : withCommas;
 }
 
-/** `units` as money in the chosen unit: `75,000 IRR`, `7,500 toman`; '' when no price is configured. */
+/** `a` + `b`, two decimal strings, exactly, at the larger scale. */
+export function addAmounts(a, b) {
+  const [x, y] = [scaled(a), scaled(b)];
+  const scale = Math.max(x.scale, y.scale);
+  return written(x.digits * 10n ** BigInt(scale - x.scale) + y.digits * 10n ** BigInt(scale - y.scale), scale);
+}
+
+/** An amount as the gateway read it (a decimal string) in its currency: `75,000 IRR`, `7,500 toman`. */
+export function amountText(amount, currency) {
+  if (currency === 'IRR' && display.tomans) return `${grouped(tenth(amount))} toman`;
+  return `${grouped(amount)} ${currency}`;
+}
+
+/**
+ * `units` at TODAY's price (COST_UNIT_PRICE), in the chosen unit; '' when no price is configured.
+ * Only for what lies ahead (the month's projection) and the price line: money spent is read as
+ * recorded (`spentAmount`, or an entry's own `unitPrice`), never priced here.
+ */
 export function moneyText(units) {
   if (!display.price) return '';
-  const amount = amountOf(units);
-  if (display.price.currency === 'IRR' && display.tomans) return `${grouped(tenth(amount))} toman`;
-  return `${grouped(amount)} ${display.price.currency}`;
+  return amountText(amountOf(units), display.price.currency);
+}
+
+/** An entry's spent units at the price it recorded (`unitPrice`, `currency`): '' without a configured price; a note without a recorded one. */
+export function recordedMoneyText(units, entry) {
+  if (!display.price) return '';
+  if (entry.unitPrice === undefined) return 'no price recorded';
+  return amountText(amountOf(units, { amount: entry.unitPrice }), entry.currency);
 }
 
 /** Units in plain digits with separators. */

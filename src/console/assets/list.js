@@ -2,7 +2,7 @@
 // by the cursor the gateway returns; each row opens the inquiry; the same filter downloads as CSV
 // or NDJSON through GET /admin/ledger?latest=true, which yields exactly the rows paged here.
 import { download, getJson } from '/console/api.js';
-import { addDays, dayOf, display, moneyText, unitsText, zone } from '/console/format.js';
+import { addDays, amountText, dayOf, display, unitsText, zone } from '/console/format.js';
 import { h, note, table, time, upstreamText } from '/console/views.js';
 
 const $ = (id) => document.getElementById(id);
@@ -36,7 +36,13 @@ function row(inquiry) {
     inquiry.trackId.slice(0, 8),
   );
   open.addEventListener('click', () => state.onOpen(inquiry.trackId, dayOf(inquiry.createdAt)));
-  const money = moneyText(inquiry.spentUnits);
+  // At the row's own recorded price, in its own currency (GET /admin/inquiries); none recorded: said so.
+  const money =
+    inquiry.spentAmount !== undefined
+      ? amountText(inquiry.spentAmount, inquiry.currency)
+      : display.price
+        ? 'no price recorded'
+        : '';
   return h(
     'tr',
     { 'data-track-id': inquiry.trackId, 'data-status': inquiry.status },

@@ -1,17 +1,65 @@
 // Money panels: each budget with its bar and forecast, the company's month, and what each client
-// spent this month (GET /admin/budgets, GET /admin/forecast, GET /admin/usage for reuse savings).
-import { display, moneyText, unitsText } from '/console/format.js';
+// spent this month (GET /admin/budgets, GET /admin/forecast, GET /admin/usage for the money spent
+// and saved: each inquiry's units × the unit price recorded when it was made).
+import { addAmounts, amountText, display, moneyText, unitsText } from '/console/format.js';
 import { h, note, number, table, time } from '/console/views.js';
 
-/** Units, and their money beside them when COST_UNIT_PRICE is set. */
-export function unitsAndMoney(units, attributes = {}) {
-  const money = moneyText(units);
+/** Units, and under them each line of `money` (a text or lines of text), when there is any. */
+function unitsWith(units, money, attributes = {}) {
+  const lines = (Array.isArray(money) ? money : [money]).filter(Boolean);
   return h(
     'td',
     { className: 'num', ...attributes },
     unitsText(units),
-    money ? h('span', { className: 'money' }, money) : null,
+    ...lines.map((line) => h('span', { className: 'money' }, line)),
   );
+}
+
+const ZERO = /^0(\.0+)?$/;
+
+/**
+ * The usage rows' money summed per client (or all together): `spent` and `saved` in today's
+ * currency, the units no price was recorded for, and other currencies' amounts apart (never
+ * converted). Empty without COST_UNIT_PRICE (the rows carry no money then).
+ */
+export function recordedMoney(usageRows) {
+  const byClient = new Map();
+  const add = (sum, row) => {
+    sum.currency = row.currency;
+    sum.spent = addAmounts(sum.spent, row.spentAmount);
+    sum.saved = addAmounts(sum.saved, row.savedAmount ?? '0');
+    sum.unpriced.spent += row.unpricedUnits ?? 0;
+    sum.unpriced.saved += row.unpricedSavedUnits ?? 0;
+    for (const other of row.otherCurrencies ?? []) {
+      const before = sum.others.get(other.currency) ?? { spent: '0', saved: '0' };
+      sum.others.set(other.currency, {
+        spent: addAmounts(before.spent, other.spentAmount),
+        saved: addAmounts(before.saved, other.savedAmount ?? '0'),
+      });
+    }
+  };
+  const empty = () => ({ spent: '0', saved: '0', unpriced: { spent: 0, saved: 0 }, others: new Map() });
+  const all = empty();
+  for (const row of usageRows) {
+    if (row.spentAmount === undefined) continue;
+    if (!byClient.has(row.clientId)) byClient.set(row.clientId, empty());
+    add(byClient.get(row.clientId), row);
+    add(all, row);
+  }
+  return { byClient, all: all.currency ? all : undefined };
+}
+
+/**
+ * `sum`'s spent or saved money, a line each: today's currency, other currencies (not converted),
+ * and the units recorded without a price (never priced here).
+ */
+function recordedLines(sum, which) {
+  if (!sum) return [];
+  const others = [...sum.others]
+    .filter(([, amounts]) => !ZERO.test(amounts[which]))
+    .map(([currency, amounts]) => `+ ${amountText(amounts[which], currency)}`);
+  const unpriced = sum.unpriced[which];
+  return [amountText(sum[which], sum.currency), ...others, ...(unpriced ? [`+ ${unpriced} units unpriced`] : [])];
 }
 
 const clientName = (clientId) => (clientId === '*' ? 'all clients (*)' : clientId);
@@ -45,7 +93,8 @@ export function budgetsView(forecast) {
           title: label,
         }),
       ),
-      unitsAndMoney(budget.usedUnits, { 'data-field': 'used' }),
+      // Units: a budget counts units (reserved ones included), never money.
+      unitsWith(budget.usedUnits, '', { 'data-field': 'used' }),
       number(budget.limitUnits),
       h('td', { className: 'num', 'data-field': 'rate' }, `${budget.ratePerDay} / day`),
       runsOut(budget),
@@ -69,9 +118,14 @@ export function budgetsView(forecast) {
   );
 }
 
-/** The company's month: spent so far, the rate, where it leads by the window's end. */
-export function companyView(forecast) {
+/**
+ * The company's month: spent so far (in money at the prices recorded, once the usage answer is
+ * in), the rate, and where it leads by the window's end (a projection: at today's price).
+ */
+export function companyView(forecast, usageRows = []) {
   const { company } = forecast;
+  const { all } = recordedMoney(usageRows);
+  const projected = moneyText(company.projectedUnits);
   return h(
     'dl',
     { className: 'facts', id: 'company' },
@@ -85,7 +139,7 @@ export function companyView(forecast) {
       'div',
       {},
       h('dt', {}, 'Spent so far'),
-      h('dd', { id: 'company-spent' }, unitsText(company.spentUnits), ' units ', moneyText(company.spentUnits)),
+      h('dd', { id: 'company-spent' }, unitsText(company.spentUnits), ' units ', recordedLines(all, 'spent').join(' ')),
     ),
     h(
       'div',
@@ -102,57 +156,71 @@ export function companyView(forecast) {
         { id: 'company-projected' },
         unitsText(company.projectedUnits),
         ' units ',
-        moneyText(company.projectedUnits),
+        projected ? `${projected} at today’s price` : '',
       ),
     ),
   );
 }
 
 /**
- * What each client spent this month, from the ledger; reuse savings where the usage answer has
- * `unitsSaved` (a gateway without reuse has none: the column is left out).
+ * What each client spent this month, from the ledger: its units (the forecast) and, once the
+ * usage answer over the same month is in, their money at the prices recorded and the reuse
+ * savings where that answer has `unitsSaved` (a gateway without reuse has none: no column).
  */
 export function clientsView(forecast, usageRows) {
   const saved = new Map();
   for (const row of usageRows)
     if (typeof row.unitsSaved === 'number') saved.set(row.clientId, (saved.get(row.clientId) ?? 0) + row.unitsSaved);
   const withSavings = saved.size > 0;
+  const money = recordedMoney(usageRows);
   const clients = [...forecast.clients].sort(
     (a, b) => b.spentUnits - a.spentUnits || a.clientId.localeCompare(b.clientId),
   );
   if (clients.length === 0) return note('Nothing spent this month.');
   const total = clients.reduce((sum, client) => sum + client.spentUnits, 0);
-  const rows = clients.map((client) =>
-    h(
+  const rows = clients.map((client) => {
+    const sum = money.byClient.get(client.clientId);
+    return h(
       'tr',
       { 'data-client': client.clientId },
       h('th', { scope: 'row' }, client.clientId),
-      unitsAndMoney(client.spentUnits, { 'data-field': 'spent' }),
-      unitsAndMoney(client.lastDaysUnits),
-      withSavings ? unitsAndMoney(saved.get(client.clientId) ?? 0, { 'data-field': 'saved' }) : null,
-    ),
-  );
+      unitsWith(client.spentUnits, recordedLines(sum, 'spent'), { 'data-field': 'spent' }),
+      unitsWith(client.lastDaysUnits, ''),
+      withSavings
+        ? unitsWith(saved.get(client.clientId) ?? 0, recordedLines(sum, 'saved'), { 'data-field': 'saved' })
+        : null,
+    );
+  });
   rows.push(
     h(
       'tr',
       { className: 'total', 'data-client': '' },
       h('th', { scope: 'row' }, 'all clients'),
-      unitsAndMoney(total, { 'data-field': 'spent' }),
-      unitsAndMoney(forecast.company.lastDaysUnits),
-      withSavings ? unitsAndMoney([...saved.values()].reduce((a, b) => a + b, 0)) : null,
+      unitsWith(total, recordedLines(money.all, 'spent'), { 'data-field': 'spent' }),
+      unitsWith(forecast.company.lastDaysUnits, ''),
+      withSavings
+        ? unitsWith(
+            [...saved.values()].reduce((a, b) => a + b, 0),
+            recordedLines(money.all, 'saved'),
+          )
+        : null,
     ),
   );
   const headings = [
     'client',
     'spent this month',
-    `last ${forecast.rateDays} days`,
+    `last ${forecast.rateDays} days (units)`,
     ...(withSavings ? ['saved by reuse'] : []),
   ];
   return table(headings, rows, 'Spent this month per client');
 }
 
-/** The price line under the heading: what a unit costs, or that no money is shown. */
+/** The price line under the heading: how money is read, or that no money is shown. */
 export function priceNote() {
   if (!display.price) return note('Units only: COST_UNIT_PRICE is not set, so no money is shown.');
-  return note(`One unit costs ${moneyText(1)} (COST_UNIT_PRICE); money = units recorded in the ledger × that price.`);
+  return note(
+    'Money spent and saved = each inquiry’s units × the unit price recorded when it was made (COST_UNIT_PRICE ' +
+      'then), never today’s; units recorded without a price are shown apart, other currencies beside, not ' +
+      `converted. Budgets count units. One unit costs ${moneyText(1)} today: the month’s projection is at that price.`,
+  );
 }

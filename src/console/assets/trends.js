@@ -3,7 +3,7 @@
 // per day the same way; and, for one day, who had which failure, the upstream's code beside its
 // message, and who was refused why.
 import { stackedBars, topAndRest } from '/console/charts.js';
-import { addDays, dayText, display, moneyText, unitsText } from '/console/format.js';
+import { addDays, dayText, display, unitsText } from '/console/format.js';
 import { h, note, number, table } from '/console/views.js';
 
 /** Per key, a value per day from the rows. */
@@ -24,7 +24,9 @@ const MEASURES = {
   spend: {
     label: 'units spent',
     value: (row) => row.unitsSpent,
-    text: (n) => `${unitsText(n)}${moneyText(n) ? ` (${moneyText(n)})` : ''}`,
+    // Units: a day's money is the sum of its rows' `spentAmount`, each at the prices recorded, and
+    // the chart's stacks add units only (the Money panel and usage show what they cost).
+    text: unitsText,
   },
   inquiries: { label: 'inquiries', value: (row) => row.inquiries, text: (n) => unitsText(n) },
   reused: { label: 'reused answers', value: (row) => row.reused, text: (n) => unitsText(n) },

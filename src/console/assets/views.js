@@ -1,4 +1,4 @@
-import { moneyText, timeText } from '/console/format.js';
+import { recordedMoneyText, timeText } from '/console/format.js';
 
 // Rendering of the admin routes' answers (docs/api.md §4 and §7). Built with DOM calls and textContent
 // only: nothing an answer holds is ever parsed as HTML.
@@ -87,7 +87,7 @@ function entryCell(field, value, entry) {
     return h(
       'td',
       { className: 'num' },
-      `${spent}${moneyText(spent) ? ` (${moneyText(spent)})` : ''}${entry.charged === 'no' ? ` of ${entry.costUnits} priced` : ''}`,
+      `${spent}${recordedMoneyText(spent, entry) ? ` (${recordedMoneyText(spent, entry)})` : ''}${entry.charged === 'no' ? ` of ${entry.costUnits} priced` : ''}`,
     );
   }
   if (field === 'requestId') return h('td', {}, value ? h('code', {}, value) : '–');
@@ -118,7 +118,7 @@ export function entriesView(trackId, entries) {
         h(
           'dd',
           { id: 'inquiry-spent' },
-          `${spentOf(now)} units${moneyText(spentOf(now)) ? `, ${moneyText(spentOf(now))}` : ''}`,
+          `${spentOf(now)} units${recordedMoneyText(spentOf(now), now) ? `, ${recordedMoneyText(spentOf(now), now)}` : ''}`,
         ),
       ),
       h(
