@@ -119,4 +119,49 @@ describe.each(ledgerEngines(() => postgres.url, 'money-audit'))('the money layer
     // Not charged, given back once: spent 0, never below.
     expect(await daily()).toEqual({ spent: 0, reserved: 0 });
   });
+  it('gives nothing back to a window that forgot the units (Redis restarted empty) when a later resolution says not charged', async () => {
+    const prefix = `audit-${++prefixes}`;
+    const budgetStore = new RedisBudgetStore(redis, new RedisKeys(prefix));
+    const now = Date.now();
+    const windows = new BudgetCalendar('UTC', 'gregory').windowsAt(now);
+    const request = (trackId: string, units: number): ReserveRequest => ({
+      trackId,
+      units,
+      now,
+      concludeAt: now + 60_000,
+      windows,
+      budgets: [{ name: 'svc-a', daily: 100, monthly: -1 }],
+    });
+    const daily = async () => (await budgetStore.read(windows, ['svc-a'], now)).get('svc-a|daily');
+    // An inquiry spends 2 and settles `unknown` (committed); its entry reaches the ledger.
+    const lost = request(randomUUID(), 2);
+    await budgetStore.reserve(lost);
+    await budgetStore.settle(lost.trackId, 'commit', now);
+    const unknown = queuedEntry({
+      trackId: lost.trackId,
+      status: 'unknown',
+      charged: 'possibly',
+      costUnits: 2,
+      createdAt: new Date(now).toISOString(),
+      reservation: reservationRecord(lost),
+    });
+    expect(await store.insert([unknown])).toBe(1);
+    // Redis restarts empty (or the in-process store restarts): the window's counts are gone.
+    const kept = await redis.keys(`{${prefix}:acct}:*`);
+    await redis.del(...kept);
+    // The next inquiry of the day spends 1 in the window made afresh.
+    const next = request(randomUUID(), 1);
+    await budgetStore.reserve(next);
+    await budgetStore.settle(next.trackId, 'commit', now);
+    expect(await daily()).toEqual({ spent: 1, reserved: 0 });
+    // The provider's bill for the period does not list the unknown: resolved as not charged.
+    const period = { from: new Date(now - 60_000), to: new Date(now + 60_000) };
+    const reconciliations = new Reconciliations(store, metrics, {
+      resolved: (move) => budgetStore.resolve(move, now),
+    });
+    const report = await reconciliations.reconcile(Readable.from([`trackId\n${randomUUID()}\n`]), { period });
+    expect(report.resolvedNotCharged.trackIds).toEqual([lost.trackId]);
+    // The fresh window never counted those 2 units: it keeps the 1 it counted.
+    expect(await daily()).toEqual({ spent: 1, reserved: 0 });
+  });
 });
