@@ -97,13 +97,13 @@ describe('Budgets', () => {
   it('resolves an unknown by exactly its recorded reservation, once per revision, whatever the prices now', async () => {
     const { budgets: service, store, reserve } = budgets([{ clientId: '*', monthly: 10 }]);
     await reserve('svc-a', 'iban', 'advanced', 'u1');
-    await store.settle('u1', 'commit', Date.now());
+    await store.settle('u1', 'unknown', Date.now());
     expect((await service.view('*')).budgets[0]).toMatchObject({ spentUnits: 3, remainingUnits: 7 });
     const windows = new BudgetCalendar('UTC', 'gregory').windowsAt(Date.now());
     const move = { trackId: 'u1', budgets: ['*'], daily: windows.daily.id, monthly: windows.monthly.id };
     // Given back (charged no), twice told: once; then a correction takes them again.
-    await service.resolveUnknown({ ...move, revision: 1, charged: false, units: -3 });
-    await service.resolveUnknown({ ...move, revision: 1, charged: false, units: -3 });
+    await service.resolveUnknown({ ...move, revision: 1, charged: false, units: 3 });
+    await service.resolveUnknown({ ...move, revision: 1, charged: false, units: 3 });
     expect((await service.view('*')).budgets[0]).toMatchObject({ spentUnits: 0, remainingUnits: 10 });
     await service.resolveUnknown({ ...move, revision: 2, charged: true, units: 3 });
     expect((await service.view('*')).budgets[0]).toMatchObject({ spentUnits: 3, remainingUnits: 7 });

@@ -185,7 +185,8 @@ export class Budgets implements OnModuleInit, OnApplicationShutdown {
   /**
    * A reconciliation's move (docs/api.md §6): exactly the units recorded with the inquiry, to
    * exactly the budgets and windows it counted in; never today's prices or budgets. Once per
-   * (trackId, revision) while Redis keeps its marker; the ledger records each move it applied.
+   * (trackId, revision), never an earlier after a later, and only while the store still counts
+   * the inquiry (its held marker); the ledger records each move it applied.
    */
   async resolveUnknown(move: BudgetMove): Promise<void> {
     await this.store.resolve(move, Date.now());
