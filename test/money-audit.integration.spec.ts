@@ -112,7 +112,9 @@ describe.each(ledgerEngines(() => postgres.url, 'money-audit'))('the money layer
     // reconciliation of the period that does not list it resolves the overdue entry as not charged.
     const period = { from: new Date(now - 60_000), to: new Date(now + 60_000) };
     const reconciliations = new Reconciliations(store, metrics, {
-      resolved: (move) => budgetStore.resolve(move, later),
+      resolved: async (move) => {
+        await budgetStore.resolve(move, later);
+      },
     });
     const report = await reconciliations.reconcile(Readable.from([`trackId\n${randomUUID()}\n`]), { period });
     expect(report.resolvedNotCharged.trackIds).toEqual([trackId]);
@@ -156,11 +158,15 @@ describe.each(ledgerEngines(() => postgres.url, 'money-audit'))('the money layer
     expect(await daily()).toEqual({ spent: 1, reserved: 0 });
     // The provider's bill for the period does not list the unknown: resolved as not charged.
     const period = { from: new Date(now - 60_000), to: new Date(now + 60_000) };
+    const outcomes: string[] = [];
     const reconciliations = new Reconciliations(store, metrics, {
-      resolved: (move) => budgetStore.resolve(move, now),
+      resolved: async (move) => {
+        outcomes.push(await budgetStore.resolve(move, now));
+      },
     });
     const report = await reconciliations.reconcile(Readable.from([`trackId\n${randomUUID()}\n`]), { period });
     expect(report.resolvedNotCharged.trackIds).toEqual([lost.trackId]);
+    expect(outcomes).toEqual(['not_held']);
     // The fresh window never counted those 2 units: it keeps the 1 it counted.
     expect(await daily()).toEqual({ spent: 1, reserved: 0 });
   });

@@ -104,6 +104,9 @@ export type BudgetAction = 'commit' | 'release' | 'unknown';
  * marker (the windows forgot the units: Redis restarted empty, the process restarted, the month
  * ended) changes nothing (test/money-audit.integration.spec.ts).
  */
+/** What a move did: applied, already applied (its revision or a later one), or nothing held to move. */
+export type ResolveOutcome = 'moved' | 'applied_before' | 'not_held';
+
 export abstract class BudgetStore {
   abstract reserve(request: ReserveRequest): Promise<ReserveResult>;
   abstract settle(trackId: string, action: BudgetAction, now: number): Promise<void>;
@@ -113,7 +116,7 @@ export abstract class BudgetStore {
    * still held is settled so); a revision not above the last applied, or no held marker, moves
    * nothing. A window that has ended is left alone.
    */
-  abstract resolve(move: BudgetMove, now: number): Promise<void>;
+  abstract resolve(move: BudgetMove, now: number): Promise<ResolveOutcome>;
   /** Usage by `<name>|<window>`; concludes overdue reservations first. */
   abstract read(windows: BudgetWindows, names: string[], now: number): Promise<Map<string, BudgetUsage>>;
 }
@@ -175,7 +178,7 @@ export class MemoryBudgetStore extends BudgetStore {
     return Promise.resolve();
   }
 
-  resolve(move: BudgetMove, now: number): Promise<void> {
+  resolve(move: BudgetMove, now: number): Promise<ResolveOutcome> {
     this.sweep(now);
     const reservation = this.reservations.get(move.trackId);
     if (reservation && !reservation.concluded) {
@@ -183,14 +186,15 @@ export class MemoryBudgetStore extends BudgetStore {
       this.mark(move.trackId, reservation.month, 0);
     } else if (reservation) this.reservations.delete(move.trackId);
     const held = this.held.get(move.trackId);
-    if (!held || move.revision <= held.revision) return Promise.resolve();
+    if (!held) return Promise.resolve('not_held');
+    if (move.revision <= held.revision) return Promise.resolve('applied_before');
     const target = move.charged ? move.units : 0;
     for (const id of [move.daily, move.monthly]) {
       const counters = this.counters.get(id)?.fields;
       if (counters) for (const name of move.budgets) add(counters, `s:${name}`, target - held.counted);
     }
     this.held.set(move.trackId, { ...held, counted: target, revision: move.revision });
-    return Promise.resolve();
+    return Promise.resolve('moved');
   }
 
   read(windows: BudgetWindows, names: string[], now: number): Promise<Map<string, BudgetUsage>> {

@@ -109,6 +109,21 @@ describe('Budgets', () => {
     expect((await service.view('*')).budgets[0]).toMatchObject({ spentUnits: 3, remainingUnits: 7 });
   });
 
+  it('moves nothing for an inquiry the store no longer counts, and says so in a metric and a warning', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const { budgets: service, metrics, reserve } = budgets([{ clientId: '*', monthly: 10 }]);
+    await reserve('svc-a', 'iban', 'standard', 'spent');
+    const windows = new BudgetCalendar('UTC', 'gregory').windowsAt(Date.now());
+    // 'forgotten' has no held marker (Redis restarted empty, or a build before the markers settled it).
+    const move = { trackId: 'forgotten', budgets: ['*'], daily: windows.daily.id, monthly: windows.monthly.id };
+    await service.resolveUnknown({ ...move, revision: 1, charged: false, units: 3 });
+    expect((await service.view('*')).budgets[0]).toMatchObject({ reservedUnits: 1, spentUnits: 0 });
+    expect(await metrics.registry.getSingleMetricAsString('vgw_budget_moves_not_held_total')).toContain(
+      'vgw_budget_moves_not_held_total 1',
+    );
+    expect(warn).toHaveBeenCalledWith(expect.objectContaining({ trackId: 'forgotten', revision: 1 }));
+  });
+
   it('applies a changed BUDGETS_FILE while running and keeps the budgets when the change is bad', async () => {
     jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
     jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);

@@ -4,6 +4,7 @@ import { storeCall } from '../store/store-unavailable.error.js';
 import type { BudgetWindows } from './budget-windows.js';
 import {
   BudgetStore,
+  type ResolveOutcome,
   type BudgetAction,
   type BudgetMove,
   WINDOW_GRACE_MS,
@@ -77,7 +78,7 @@ elseif raw then
   redis.call('ZREM', KEYS[2], ARGV[2])
 end
 local marker = redis.call('GET', KEYS[3])
-if not marker then return 0 end
+if not marker then return 2 end
 local counted, revision = string.match(marker, '^(-?%d+):(%d+)$')
 if tonumber(ARGV[3]) <= tonumber(revision) then return 0 end
 local target = ARGV[4] == 'yes' and tonumber(ARGV[5]) or 0
@@ -150,9 +151,9 @@ export class RedisBudgetStore extends BudgetStore {
     });
   }
 
-  resolve(move: BudgetMove, now: number): Promise<void> {
+  resolve(move: BudgetMove, now: number): Promise<ResolveOutcome> {
     return storeCall('budget resolve', async () => {
-      await this.scripts.vgwBudgetResolve(
+      const outcome = await this.scripts.vgwBudgetResolve(
         this.keys.budgetReservations(),
         this.keys.budgetDeadlines(),
         this.keys.budgetHeld(move.trackId),
@@ -165,6 +166,7 @@ export class RedisBudgetStore extends BudgetStore {
         move.units,
         ...move.budgets,
       );
+      return outcome === 1 ? 'moved' : outcome === 2 ? 'not_held' : 'applied_before';
     });
   }
 
