@@ -199,11 +199,8 @@ export class Budgets implements OnModuleInit, OnApplicationShutdown {
     // Redis restarted empty, the month ended, or a build before held markers settled it: the
     // units stay as the windows count them (test/money-audit.integration.spec.ts).
     this.movesNotHeld.inc();
-    this.logger.warn({
-      msg: 'budget move not applied: the budget store no longer counts this inquiry',
-      trackId: move.trackId,
-      revision: move.revision,
-    });
+    const { trackId, revision } = move;
+    this.logger.warn({ msg: 'budget move not applied: the budget store no longer counts this inquiry', trackId, revision });
   }
 
   /** `GET /v1/budget`: the caller's own budgets (none configured: an empty list). */
