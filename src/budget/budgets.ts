@@ -196,11 +196,10 @@ export class Budgets implements OnModuleInit, OnApplicationShutdown {
    */
   async resolveUnknown(move: BudgetMove): Promise<void> {
     if ((await this.store.resolve(move, Date.now())) !== 'not_held') return;
-    // Redis restarted empty, the month ended, or a build before held markers settled it: the
-    // units stay as the windows count them (test/money-audit.integration.spec.ts).
+    // Redis emptied, the month ended, or an older build settled it (test/money-audit.integration.spec.ts).
     this.movesNotHeld.inc();
-    const { trackId, revision } = move;
-    this.logger.warn({ msg: 'budget move not applied: the budget store no longer counts this inquiry', trackId, revision });
+    const msg = 'budget move not applied: the budget store no longer counts this inquiry';
+    this.logger.warn({ msg, trackId: move.trackId, revision: move.revision });
   }
 
   /** `GET /v1/budget`: the caller's own budgets (none configured: an empty list). */
