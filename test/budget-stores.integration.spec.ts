@@ -22,6 +22,7 @@ const LIMITS: BudgetLimits[] = [
   { name: 'svc-a', daily: 5, monthly: 100 },
   { name: '*', daily: -1, monthly: 8 },
 ];
+const UNLIMITED: BudgetLimits[] = LIMITS.map((b) => ({ ...b, daily: -1, monthly: -1 }));
 
 const stores: Array<[string, () => BudgetStore]> = [
   ['memory', () => new MemoryBudgetStore()],
@@ -79,8 +80,8 @@ describe.each(stores)('%s budget store', (_name, make) => {
     const store = make();
     await reserve(store, 'u1', 3);
     await reserve(store, 'u2', 1);
-    await store.settle('u1', 'commit', NOW);
-    await store.settle('u2', 'commit', NOW);
+    await store.settle('u1', 'unknown', NOW);
+    await store.settle('u2', 'unknown', NOW);
     const move = (trackId: string, revision: number, charged: boolean, units: number) => ({
       trackId,
       revision,
@@ -90,9 +91,9 @@ describe.each(stores)('%s budget store', (_name, make) => {
       daily: windows.daily.id,
       monthly: windows.monthly.id,
     });
-    await store.resolve(move('u1', 1, false, -3), NOW);
-    await store.resolve(move('u1', 1, false, -3), NOW);
-    await store.resolve(move('u2', 1, true, 0), NOW);
+    await store.resolve(move('u1', 1, false, 3), NOW);
+    await store.resolve(move('u1', 1, false, 3), NOW);
+    await store.resolve(move('u2', 1, true, 1), NOW);
     expect(await usage(store)).toMatchObject({
       'svc-a|daily': { spent: 1, reserved: 0 },
       '*|monthly': { spent: 1, reserved: 0 },
@@ -103,8 +104,39 @@ describe.each(stores)('%s budget store', (_name, make) => {
     expect(await usage(store)).toMatchObject({ 'svc-a|daily': { spent: 4 }, '*|monthly': { spent: 4 } });
     // Resolved while still reserved: the reservation is settled by the resolution.
     expect(await reserve(store, 'u3', 1)).toEqual({ admitted: true });
-    await store.resolve(move('u3', 1, false, -1), NOW);
+    await store.resolve(move('u3', 1, false, 1), NOW);
     expect(await usage(store)).toMatchObject({ 'svc-a|daily': { spent: 4, reserved: 0 } });
+    // An earlier revision told after a later one moves nothing; an ordinary commit is never moved.
+    await store.resolve(move('u1', 1, false, 3), NOW);
+    await reserve(store, 'ok', 2, UNLIMITED);
+    await store.settle('ok', 'commit', NOW);
+    await store.resolve(move('ok', 1, false, 2), NOW);
+    expect(await usage(store)).toMatchObject({ 'svc-a|daily': { spent: 6 }, '*|monthly': { spent: 6 } });
+  });
+
+  it('agrees on a concluded reservation whether its late release or its resolution comes first', async () => {
+    const store = make();
+    const later = NOW + 10_000;
+    const move = (trackId: string, charged: boolean) => ({
+      trackId,
+      revision: 1,
+      charged,
+      units: 2,
+      budgets: ['svc-a', '*'],
+      daily: windows.daily.id,
+      monthly: windows.monthly.id,
+    });
+    for (const id of ['a', 'b', 'c', 'd']) await reserve(store, id, 2, UNLIMITED);
+    await store.settle('a', 'release', later);
+    await store.resolve(move('a', false), later);
+    await store.settle('b', 'release', later);
+    await store.resolve(move('b', true), later);
+    await store.resolve(move('c', false), later);
+    await store.settle('c', 'release', later);
+    await store.resolve(move('d', true), later);
+    await store.settle('d', 'release', later);
+    // a, c: not charged (0); b, d: charged (2 each).
+    expect(await usage(store, later)).toMatchObject({ 'svc-a|daily': { spent: 4, reserved: 0 } });
   });
 });
 

@@ -118,6 +118,7 @@ describe('metrics after a scripted mix of requests', () => {
         zero('vgw_reuse_total', { operation, result });
       zero('vgw_reuse_units_saved_total', { operation });
       zero('vgw_refusal_tally_dropped_total', {});
+      zero('vgw_budget_moves_not_held_total', {});
       for (const [status, code] of [
         ['502', 'upstream_error'],
         ['503', 'upstream_unavailable'],
@@ -177,6 +178,7 @@ describe('metrics after a scripted mix of requests', () => {
       vgw_reuse_total: 'counter',
       vgw_reuse_units_saved_total: 'counter',
       vgw_refusal_tally_dropped_total: 'counter',
+      vgw_budget_moves_not_held_total: 'counter',
     });
   });
 

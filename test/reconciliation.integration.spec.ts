@@ -106,7 +106,7 @@ describe.each(ledgerEngines(() => postgres.url, 'reconciliation'))('reconciliati
     });
     const request = budgets.reservationFor('svc-a', 'shahkar', 'standard', overdue.trackId, Date.now() + 60_000)!;
     expect(await budgetStore.reserve(request)).toEqual({ admitted: true });
-    await budgetStore.settle(overdue.trackId, 'commit', Date.now());
+    await budgetStore.settle(overdue.trackId, 'unknown', Date.now());
     const entry = { ...overdue, costUnits: request.units, reservation: reservationRecord(request) };
     expect(await store.insert([entry])).toBe(1);
     return entry;

@@ -57,14 +57,16 @@ export function reservationRecord(request: ReserveRequest): ReservationRecord {
 export interface BudgetMove {
   trackId: string;
   revision: number;
-  /** What the inquiry is now resolved as: settles a reservation still held (revision 1). */
+  /** What the inquiry is now resolved as: its windows count `units` for it, or 0. */
   charged: boolean;
-  /** Units added to spent once the reservation is settled, signed (negative: given back). */
+  /** The units its reservation counted (ReservationRecord.units). */
   units: number;
   budgets: string[];
   daily: string;
   monthly: string;
 }
+
+const DAY_MS = 86_400_000;
 
 /** Spent and reserved units of one budget in one window. */
 export interface BudgetUsage {
@@ -72,12 +74,18 @@ export interface BudgetUsage {
   reserved: number;
 }
 
-const DAY_MS = 86_400_000;
-
 /** How long a reservation concluded as spent is kept, so that a late settlement still finds it. */
 export const CONCLUDED_KEEP_MS = 24 * 3_600_000;
 /** Window counters outlive their window by this much (reads of the window just ended, late settlements). */
 export const WINDOW_GRACE_MS = 2 * 24 * 3_600_000;
+/** A held marker lives as long as its month window, at most this (the longest month, 31 days, and the grace). */
+export const HELD_MAX_MS = 35 * DAY_MS;
+
+/**
+ * What settling does to a reservation: commit (spent), release (given back), or unknown
+ * (spent, possibly charged: a reconciliation may move it later, so it is marked as held).
+ */
+export type BudgetAction = 'commit' | 'release' | 'unknown';
 
 /**
  * The budget counters shared by every replica (docs/api.md §6, "Budgets"): Redis scripts
@@ -87,18 +95,28 @@ export const WINDOW_GRACE_MS = 2 * 24 * 3_600_000;
  * to `spent`) or released (removed). One that is still unsettled at `concludeAt` belongs to an
  * inquiry whose process died: it is concluded as spent, like the `unknown` its record reads, by
  * whichever operation runs next; a settlement arriving later still applies (a release then
- * gives the units back).
+ * gives the units back) until a reconciliation resolves it.
+ *
+ * An inquiry a reconciliation may still move (settled `unknown`, or concluded as spent) is
+ * marked as held: what its windows count for it (its units, or 0 once a late release gave them
+ * back) and the last revision applied, kept as long as its month window. A move sets that count
+ * to its verdict, so moves and late settlements agree in any order, and a move without a
+ * marker (the windows forgot the units: Redis restarted empty, the process restarted, the month
+ * ended) changes nothing (test/money-audit.integration.spec.ts).
  */
+/** What a move did: applied, already applied (its revision or a later one), or nothing held to move. */
+export type ResolveOutcome = 'moved' | 'applied_before' | 'not_held';
+
 export abstract class BudgetStore {
   abstract reserve(request: ReserveRequest): Promise<ReserveResult>;
-  abstract settle(trackId: string, action: 'commit' | 'release', now: number): Promise<void>;
+  abstract settle(trackId: string, action: BudgetAction, now: number): Promise<void>;
   /**
    * A reconciliation's budget move (docs/api.md §6): exactly the recorded reservation, in its
-   * recorded windows, once per (trackId, revision). A first resolution settles the reservation
-   * when it is still held (commit when charged, release otherwise); once settled, `units` are
-   * added to spent (negative: given back). A window that has ended is left alone.
+   * recorded windows. The inquiry's held count becomes `charged ? units : 0` (a reservation
+   * still held is settled so); a revision not above the last applied, or no held marker, moves
+   * nothing. A window that has ended is left alone.
    */
-  abstract resolve(move: BudgetMove, now: number): Promise<void>;
+  abstract resolve(move: BudgetMove, now: number): Promise<ResolveOutcome>;
   /** Usage by `<name>|<window>`; concludes overdue reservations first. */
   abstract read(windows: BudgetWindows, names: string[], now: number): Promise<Map<string, BudgetUsage>>;
 }
@@ -116,7 +134,8 @@ interface MemoryReservation {
 export class MemoryBudgetStore extends BudgetStore {
   private readonly counters = new Map<string, { expiresAt: number; fields: Map<string, number> }>();
   private readonly reservations = new Map<string, MemoryReservation>();
-  private readonly resolved = new Map<string, number>();
+  /** The held markers: trackId → what its windows count, the last revision applied, until when. */
+  private readonly held = new Map<string, { counted: number; revision: number; expiresAt: number }>();
 
   reserve(request: ReserveRequest): Promise<ReserveResult> {
     const { now, units, windows } = request;
@@ -153,25 +172,29 @@ export class MemoryBudgetStore extends BudgetStore {
     return Promise.resolve({ admitted: true });
   }
 
-  settle(trackId: string, action: 'commit' | 'release', now: number): Promise<void> {
+  settle(trackId: string, action: BudgetAction, now: number): Promise<void> {
     this.sweep(now);
     this.finish(trackId, action);
     return Promise.resolve();
   }
 
-  resolve(move: BudgetMove, now: number): Promise<void> {
+  resolve(move: BudgetMove, now: number): Promise<ResolveOutcome> {
     this.sweep(now);
-    const marker = `${move.trackId}:${move.revision}`;
-    if (this.resolved.has(marker)) return Promise.resolve();
-    // Kept as long as a window it may move: the month's counters, and a day beyond (sweep).
-    this.resolved.set(marker, (this.counters.get(move.monthly)?.expiresAt ?? now) + DAY_MS);
-    if (move.revision === 1 && this.finish(move.trackId, move.charged ? 'commit' : 'release')) return Promise.resolve();
-    if (move.units === 0) return Promise.resolve();
+    const reservation = this.reservations.get(move.trackId);
+    if (reservation && !reservation.concluded) {
+      this.finish(move.trackId, 'release');
+      this.mark(move.trackId, reservation.month, 0);
+    } else if (reservation) this.reservations.delete(move.trackId);
+    const held = this.held.get(move.trackId);
+    if (!held) return Promise.resolve('not_held');
+    if (move.revision <= held.revision) return Promise.resolve('applied_before');
+    const target = move.charged ? move.units : 0;
     for (const id of [move.daily, move.monthly]) {
       const counters = this.counters.get(id)?.fields;
-      if (counters) for (const name of move.budgets) add(counters, `s:${name}`, move.units);
+      if (counters) for (const name of move.budgets) add(counters, `s:${name}`, target - held.counted);
     }
-    return Promise.resolve();
+    this.held.set(move.trackId, { ...held, counted: target, revision: move.revision });
+    return Promise.resolve('moved');
   }
 
   read(windows: BudgetWindows, names: string[], now: number): Promise<Map<string, BudgetUsage>> {
@@ -190,10 +213,13 @@ export class MemoryBudgetStore extends BudgetStore {
   }
 
   /** Applies a settlement to a reservation; false when there is none (settled or never made). */
-  private finish(trackId: string, action: 'commit' | 'release'): boolean {
+  private finish(trackId: string, action: BudgetAction): boolean {
     const reservation = this.reservations.get(trackId);
     if (!reservation) return false;
     this.reservations.delete(trackId);
+    const held = this.held.get(trackId);
+    if (reservation.concluded && action === 'release' && held) this.held.set(trackId, { ...held, counted: 0 });
+    if (!reservation.concluded && action === 'unknown') this.mark(trackId, reservation.month, reservation.units);
     for (const id of [reservation.day, reservation.month]) {
       const counters = this.counters.get(id)?.fields;
       if (!counters) continue;
@@ -202,7 +228,7 @@ export class MemoryBudgetStore extends BudgetStore {
           if (action === 'release') add(counters, `s:${name}`, -reservation.units);
         } else {
           add(counters, `r:${name}`, -reservation.units);
-          if (action === 'commit') add(counters, `s:${name}`, reservation.units);
+          if (action !== 'release') add(counters, `s:${name}`, reservation.units);
         }
       }
     }
@@ -217,11 +243,18 @@ export class MemoryBudgetStore extends BudgetStore {
         this.reservations.delete(trackId);
         continue;
       }
-      this.finish(trackId, 'commit');
+      this.finish(trackId, 'unknown');
       this.reservations.set(trackId, { ...reservation, concluded: true, concludeAt: now + CONCLUDED_KEEP_MS });
     }
     for (const [id, window] of this.counters) if (window.expiresAt <= now) this.counters.delete(id);
-    for (const [trackId, until] of this.resolved) if (until <= now) this.resolved.delete(trackId);
+    for (const [trackId, held] of this.held) if (held.expiresAt <= now) this.held.delete(trackId);
+  }
+
+  /** As the Redis script's `mark`: only while the month window is counted, and as long as it. */
+  private mark(trackId: string, month: string, counted: number): void {
+    const window = this.counters.get(month);
+    if (!window) return;
+    this.held.set(trackId, { counted, revision: 0, expiresAt: window.expiresAt });
   }
 
   private window(id: string, expiresAt: number, now: number): Map<string, number> {

@@ -97,16 +97,31 @@ describe('Budgets', () => {
   it('resolves an unknown by exactly its recorded reservation, once per revision, whatever the prices now', async () => {
     const { budgets: service, store, reserve } = budgets([{ clientId: '*', monthly: 10 }]);
     await reserve('svc-a', 'iban', 'advanced', 'u1');
-    await store.settle('u1', 'commit', Date.now());
+    await store.settle('u1', 'unknown', Date.now());
     expect((await service.view('*')).budgets[0]).toMatchObject({ spentUnits: 3, remainingUnits: 7 });
     const windows = new BudgetCalendar('UTC', 'gregory').windowsAt(Date.now());
     const move = { trackId: 'u1', budgets: ['*'], daily: windows.daily.id, monthly: windows.monthly.id };
     // Given back (charged no), twice told: once; then a correction takes them again.
-    await service.resolveUnknown({ ...move, revision: 1, charged: false, units: -3 });
-    await service.resolveUnknown({ ...move, revision: 1, charged: false, units: -3 });
+    await service.resolveUnknown({ ...move, revision: 1, charged: false, units: 3 });
+    await service.resolveUnknown({ ...move, revision: 1, charged: false, units: 3 });
     expect((await service.view('*')).budgets[0]).toMatchObject({ spentUnits: 0, remainingUnits: 10 });
     await service.resolveUnknown({ ...move, revision: 2, charged: true, units: 3 });
     expect((await service.view('*')).budgets[0]).toMatchObject({ spentUnits: 3, remainingUnits: 7 });
+  });
+
+  it('moves nothing for an inquiry the store no longer counts, and says so in a metric and a warning', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const { budgets: service, metrics, reserve } = budgets([{ clientId: '*', monthly: 10 }]);
+    await reserve('svc-a', 'iban', 'standard', 'spent');
+    const windows = new BudgetCalendar('UTC', 'gregory').windowsAt(Date.now());
+    // 'forgotten' has no held marker (Redis restarted empty, or a build before the markers settled it).
+    const move = { trackId: 'forgotten', budgets: ['*'], daily: windows.daily.id, monthly: windows.monthly.id };
+    await service.resolveUnknown({ ...move, revision: 1, charged: false, units: 3 });
+    expect((await service.view('*')).budgets[0]).toMatchObject({ reservedUnits: 1, spentUnits: 0 });
+    expect(await metrics.registry.getSingleMetricAsString('vgw_budget_moves_not_held_total')).toContain(
+      'vgw_budget_moves_not_held_total 1',
+    );
+    expect(warn).toHaveBeenCalledWith(expect.objectContaining({ trackId: 'forgotten', revision: 1 }));
   });
 
   it('applies a changed BUDGETS_FILE while running and keeps the budgets when the change is bad', async () => {

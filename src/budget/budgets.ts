@@ -54,6 +54,7 @@ export class Budgets implements OnModuleInit, OnApplicationShutdown {
   private readonly refusals: Counter<'client' | 'window'>;
   private readonly spentGauge: Gauge<'client' | 'window'>;
   private readonly reservedGauge: Gauge<'client' | 'window'>;
+  private readonly movesNotHeld: Counter;
 
   constructor(
     config: ConfigService<AppConfig, true>,
@@ -65,6 +66,11 @@ export class Budgets implements OnModuleInit, OnApplicationShutdown {
     const settings = config.get('budgets', { infer: true });
     this.calendar = new BudgetCalendar(settings.timeZone, settings.calendar);
     const registry = metrics.registry;
+    this.movesNotHeld = new Counter({
+      name: 'vgw_budget_moves_not_held_total',
+      help: 'Reconciliation budget moves that moved nothing: the budget store no longer counted the inquiry',
+      registers: [registry],
+    });
     const labelNames = ['client', 'window'] as const;
     this.limitGauge = new Gauge({
       name: 'vgw_budget_limit_units',
@@ -185,10 +191,15 @@ export class Budgets implements OnModuleInit, OnApplicationShutdown {
   /**
    * A reconciliation's move (docs/api.md §6): exactly the units recorded with the inquiry, to
    * exactly the budgets and windows it counted in; never today's prices or budgets. Once per
-   * (trackId, revision) while Redis keeps its marker; the ledger records each move it applied.
+   * (trackId, revision), never an earlier after a later, and only while the store still counts
+   * the inquiry (its held marker); the ledger records each move it applied.
    */
   async resolveUnknown(move: BudgetMove): Promise<void> {
-    await this.store.resolve(move, Date.now());
+    if ((await this.store.resolve(move, Date.now())) !== 'not_held') return;
+    // Redis emptied, the month ended, or an older build settled it (test/money-audit.integration.spec.ts).
+    this.movesNotHeld.inc();
+    const msg = 'budget move not applied: the budget store no longer counts this inquiry';
+    this.logger.warn({ msg, trackId: move.trackId, revision: move.revision });
   }
 
   /** `GET /v1/budget`: the caller's own budgets (none configured: an empty list). */

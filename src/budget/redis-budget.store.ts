@@ -4,114 +4,15 @@ import { storeCall } from '../store/store-unavailable.error.js';
 import type { BudgetWindows } from './budget-windows.js';
 import {
   BudgetStore,
-  CONCLUDED_KEEP_MS,
+  type ResolveOutcome,
+  type BudgetAction,
   type BudgetMove,
   WINDOW_GRACE_MS,
   type BudgetUsage,
   type ReserveRequest,
   type ReserveResult,
 } from './budget.store.js';
-
-/**
- * What every script begins with. A window is a hash `{<prefix>:acct}:budget:w:<windowId>` with the
- * fields `s:<name>` (spent), `r:<name>` (reserved) and `x:<name>` (refused once); a reservation
- * is a field of `…:res` (JSON: units, names, its day and month keys, concluded) and a member of
- * `…:due` scored by when it is concluded. A reservation names the window keys it was counted in,
- * so a settlement after midnight still lands in the right day; those keys are not in KEYS, but
- * they carry the same hash tag, so they are in the same Cluster slot as every key the script was
- * given (docs/architecture.md, "Redis keys").
- *
- * `sweep` concludes up to 100 overdue reservations as spent (their inquiry's process died:
- * its record reads `unknown`, possibly charged) and keeps them a day as concluded, so that a
- * late release still gives the units back; then forgets them.
- */
-const COMMON = `
-local function incr(key, field, units)
-  if redis.call('EXISTS', key) == 1 then redis.call('HINCRBY', key, field, units) end
-end
-local function finish(res, due, id, action)
-  local raw = redis.call('HGET', res, id)
-  if not raw then return false end
-  local r = cjson.decode(raw)
-  -- A window that has expired is not brought back (it would have no expiry).
-  for _, key in ipairs({r.d, r.m}) do
-    if redis.call('EXISTS', key) == 1 then
-      for _, name in ipairs(r.n) do
-        if r.c == 1 then
-          if action == 'release' then redis.call('HINCRBY', key, 's:' .. name, -r.u) end
-        else
-          redis.call('HINCRBY', key, 'r:' .. name, -r.u)
-          if action == 'commit' then redis.call('HINCRBY', key, 's:' .. name, r.u) end
-        end
-      end
-    end
-  end
-  redis.call('HDEL', res, id)
-  redis.call('ZREM', due, id)
-  return r
-end
-local function sweep(res, due, now)
-  local ids = redis.call('ZRANGEBYSCORE', due, '-inf', now, 'LIMIT', 0, 100)
-  for _, id in ipairs(ids) do
-    local r = finish(res, due, id, 'commit')
-    if r and r.c ~= 1 then
-      r.c = 1
-      redis.call('HSET', res, id, cjson.encode(r))
-      redis.call('ZADD', due, now + ${CONCLUDED_KEEP_MS}, id)
-    end
-  end
-end
-`;
-
-/**
- * The reservation, as a function so that the ledger's duty script can run it too
- * (ledger/redis-ledger.scripts.ts: one command before the upstream call). Keys: day window, month
- * window, reservations, deadlines; `a` the ARGV index of the first of (now, units, concludeAt,
- * day expiry, month expiry) and `from` of the (name, daily limit, monthly limit) triples, one
- * per budget, -1 for an unbudgeted window. Monthly limits are checked first: when both are
- * exhausted, the refusal names the window that resets last. Returns {1} or {0, window, name,
- * remaining, first}.
- */
-const RESERVE_FUNCTION = `
-local function reserve(day, month, res, due, id, a, from)
-  local now, units = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
-  sweep(res, due, now)
-  -- Once per trackId: a script run again (ioredis re-sends a command whose reply was lost to a
-  -- reconnect) finds its reservation and reserves nothing more.
-  if redis.call('HEXISTS', res, id) == 1 then return {1} end
-  for pass = 1, 2 do
-    local key = pass == 1 and month or day
-    local window = pass == 1 and 'monthly' or 'daily'
-    for i = from, #ARGV, 3 do
-      local name = ARGV[i]
-      local limit = tonumber(pass == 1 and ARGV[i + 2] or ARGV[i + 1])
-      if limit >= 0 then
-        local counts = redis.call('HMGET', key, 's:' .. name, 'r:' .. name)
-        local used = (tonumber(counts[1]) or 0) + (tonumber(counts[2]) or 0)
-        if used + units > limit then
-          local first = redis.call('HSETNX', key, 'x:' .. name, 1)
-          redis.call('PEXPIREAT', key, pass == 1 and ARGV[a + 4] or ARGV[a + 3])
-          return {0, window, name, limit - used, first}
-        end
-      end
-    end
-  end
-  local names = {}
-  for i = from, #ARGV, 3 do
-    names[#names + 1] = ARGV[i]
-    redis.call('HINCRBY', day, 'r:' .. ARGV[i], units)
-    redis.call('HINCRBY', month, 'r:' .. ARGV[i], units)
-  end
-  redis.call('PEXPIREAT', day, ARGV[a + 3])
-  redis.call('PEXPIREAT', month, ARGV[a + 4])
-  redis.call('HSET', res, id, cjson.encode({u = units, n = names, d = day, m = month, c = 0}))
-  redis.call('ZADD', due, ARGV[a + 2], id)
-  return {1}
-end
-`;
-
-/** What the ledger's scripts embed: the shared functions and the reservation. */
-export const BUDGET_LUA = `${COMMON}${RESERVE_FUNCTION}`;
+import { BUDGET_LUA, COMMON_LUA } from './budget-lua.js';
 
 /** KEYS: day window, month window, reservations, deadlines. ARGV: trackId, then reserveArgs(). */
 const RESERVE = `${BUDGET_LUA}
@@ -151,34 +52,48 @@ export function reserveResult(reply: Array<string | number>): ReserveResult {
   };
 }
 
-/** KEYS: reservations, deadlines. ARGV: now, trackId, commit | release. */
-const SETTLE = `${COMMON}
+/** KEYS: reservations, deadlines. ARGV: now, trackId, commit | release | unknown. */
+const SETTLE = `${COMMON_LUA}
 sweep(KEYS[1], KEYS[2], tonumber(ARGV[1]))
 return finish(KEYS[1], KEYS[2], ARGV[2], ARGV[3]) and 1 or 0`;
 
 /**
- * KEYS: reservations, deadlines, move marker, day window, month window. ARGV: now, trackId,
- * revision, yes | no, units (signed), budget names. Once per (trackId, revision): the marker
- * lives as long as the month's window (a move after it changes nothing). A first resolution
- * settles the reservation still held; otherwise the units go to spent in both windows, each
- * only while it exists (an ended window is not brought back without its expiry).
+ * KEYS: reservations, deadlines, held marker, day window, month window. ARGV: now, trackId,
+ * revision, yes | no, units (as reserved), budget names. Sets what the windows count for the
+ * inquiry to its verdict (units or 0), applying the difference only, once per revision and never
+ * an earlier revision after a later one: so a late settlement and a resolution agree in either
+ * order. A reservation still held is settled (released, then counted as the verdict says); one
+ * concluded as spent is no longer released by a late settlement. Without a marker the windows
+ * never counted the units or have forgotten them (Redis restarted empty, the month ended):
+ * nothing moves (test/money-audit.integration.spec.ts).
  */
-const RESOLVE = `${COMMON}
+const RESOLVE = `${COMMON_LUA}
 sweep(KEYS[1], KEYS[2], tonumber(ARGV[1]))
-local ttl = redis.call('PTTL', KEYS[5])
-if not redis.call('SET', KEYS[3], 1, 'NX', 'PX', math.max(ttl, 60000)) then return 0 end
-if ARGV[3] == '1' and finish(KEYS[1], KEYS[2], ARGV[2], ARGV[4] == 'yes' and 'commit' or 'release') then return 1 end
-local units = tonumber(ARGV[5])
+local raw = redis.call('HGET', KEYS[1], ARGV[2])
+if raw and cjson.decode(raw).c ~= 1 then
+  finish(KEYS[1], KEYS[2], ARGV[2], 'release')
+  mark(KEYS[1], ARGV[2], KEYS[5], 0)
+elseif raw then
+  redis.call('HDEL', KEYS[1], ARGV[2])
+  redis.call('ZREM', KEYS[2], ARGV[2])
+end
+local marker = redis.call('GET', KEYS[3])
+if not marker then return 2 end
+local counted, revision = string.match(marker, '^(-?%d+):(%d+)$')
+if tonumber(ARGV[3]) <= tonumber(revision) then return 0 end
+local target = ARGV[4] == 'yes' and tonumber(ARGV[5]) or 0
+local units = target - tonumber(counted)
 if units ~= 0 then
   for i = 6, #ARGV do
     incr(KEYS[4], 's:' .. ARGV[i], units)
     incr(KEYS[5], 's:' .. ARGV[i], units)
   end
 end
+redis.call('SET', KEYS[3], target .. ':' .. ARGV[3], 'KEEPTTL')
 return 1`;
 
 /** KEYS: reservations, deadlines, day window, month window. ARGV: now, names. Spent and reserved, day then month. */
-const READ = `${COMMON}
+const READ = `${COMMON_LUA}
 sweep(KEYS[1], KEYS[2], tonumber(ARGV[1]))
 local out = {}
 for w = 3, 4 do
@@ -224,7 +139,7 @@ export class RedisBudgetStore extends BudgetStore {
     });
   }
 
-  settle(trackId: string, action: 'commit' | 'release', now: number): Promise<void> {
+  settle(trackId: string, action: BudgetAction, now: number): Promise<void> {
     return storeCall('budget settle', async () => {
       await this.scripts.vgwBudgetSettle(
         this.keys.budgetReservations(),
@@ -236,12 +151,12 @@ export class RedisBudgetStore extends BudgetStore {
     });
   }
 
-  resolve(move: BudgetMove, now: number): Promise<void> {
+  resolve(move: BudgetMove, now: number): Promise<ResolveOutcome> {
     return storeCall('budget resolve', async () => {
-      await this.scripts.vgwBudgetResolve(
+      const outcome = await this.scripts.vgwBudgetResolve(
         this.keys.budgetReservations(),
         this.keys.budgetDeadlines(),
-        this.keys.budgetResolved(move.trackId, move.revision),
+        this.keys.budgetHeld(move.trackId),
         this.keys.budgetWindow(move.daily),
         this.keys.budgetWindow(move.monthly),
         now,
@@ -251,6 +166,7 @@ export class RedisBudgetStore extends BudgetStore {
         move.units,
         ...move.budgets,
       );
+      return outcome === 1 ? 'moved' : outcome === 2 ? 'not_held' : 'applied_before';
     });
   }
 

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
+import type { BudgetAction } from '../budget/budget.store.js';
 import type { AppConfig } from '../config/app-config.js';
 import type { ReuseSettlement } from './answer-keeping.js';
 import { IdempotencyService } from './idempotency.service.js';
@@ -53,8 +54,8 @@ export class InquirySettlement {
         ? { ...outcome.response, trackId, headers: { ...outcome.response.headers, ...reuse.headers } }
         : { ...outcome.response, trackId };
     // `failed` was not charged (docs/upstream-api.md §4.4 rule 9): its reservation is released;
-    // `unknown` stays spent.
-    const budget = record.reservation ? (outcome.status === 'failed' ? 'release' : 'commit') : undefined;
+    // `unknown` stays spent, held for a reconciliation to move.
+    const budget = record.reservation ? budgetAction(outcome.status) : undefined;
     await Promise.all([
       // One owed write: the record and its ledger entry stored, or retried, together; waiters
       // on any replica are told once it is written.
@@ -82,6 +83,11 @@ export class InquirySettlement {
     ]);
     return { ...response, replayed: false };
   }
+}
+
+/** A reservation's settlement by the inquiry's status: `unknown` is kept as spent, held for a reconciliation. */
+function budgetAction(status: InquiryOutcome['status']): BudgetAction {
+  return status === 'failed' ? 'release' : status === 'unknown' ? 'unknown' : 'commit';
 }
 
 /** The record as the outcome settles it; field by field rather than spread: this runs once per inquiry (docs/performance.md). */

@@ -15,6 +15,11 @@ describe('the upstream message the ledger keeps', () => {
     expect(upstreamMessageOf(15)).toBeUndefined();
   });
 
+  it('never keeps half a surrogate pair: the cut through an emoji, or a lone one from the provider, is U+FFFD', () => {
+    expect(upstreamMessageOf(`${'x'.repeat(199)}😀`)).toBe(`${'x'.repeat(199)}\ufffd`);
+    expect(upstreamMessageOf('bad \ud800 and \udfff end 😀')).toBe('bad \ufffd and \ufffd end 😀');
+  });
+
   it.each([
     ['a national code', 'National code 0499-370899 does not match', 'National code ####-###### does not match'],
     [

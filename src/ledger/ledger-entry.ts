@@ -69,6 +69,9 @@ export const UPSTREAM_MESSAGE_MAX = 200;
  */
 const DIGIT_RUN = /\p{Nd}(?:[\s.-]?\p{Nd}){7,}/gu;
 
+/** Half a UTF-16 surrogate pair: PostgreSQL text refuses it, and the whole entry with it. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
 /**
  * The upstream's `meta.message` as the ledger keeps it (years): at most UPSTREAM_MESSAGE_MAX
  * characters, and the digits of any DIGIT_RUN masked (its separators kept), so that a message
@@ -84,5 +87,8 @@ export function upstreamMessageOf(message: unknown): string | undefined {
       // Control characters (a line break in a CSV cell, an escape sequence in a terminal) become spaces.
       .replace(/\p{Cc}/gu, ' ')
       .slice(0, UPSTREAM_MESSAGE_MAX)
+      // The provider's own, or the cut's through a pair (an emoji at 200): U+FFFD, so the entry is
+      // written, not parked (test/money-audit.integration.spec.ts).
+      .replace(LONE_SURROGATE, '\ufffd')
   );
 }

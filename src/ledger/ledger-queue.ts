@@ -1,6 +1,6 @@
 import type { InquiryPrices } from '../accounting/inquiry-prices.js';
 import { recordedPriceOf } from '../config/budget-config.js';
-import type { ReservationRecord, ReserveRequest, ReserveResult } from '../budget/budget.store.js';
+import type { BudgetAction, ReservationRecord, ReserveRequest, ReserveResult } from '../budget/budget.store.js';
 import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
 import { isInt4, upstreamMessageOf, type Charged, type QueuedEntry } from './ledger-entry.js';
 
@@ -54,7 +54,7 @@ export const OVERDUE_MARGIN_MS = 10_000;
 const FALLBACK_DEADLINE_MS = 10 * 60_000;
 
 /** What settling does to the inquiry's budget reservation, when it holds one. */
-export type BudgetAction = 'commit' | 'release';
+export type { BudgetAction };
 
 /**
  * The durable way from a settled inquiry to PostgreSQL (docs/architecture.md, "The ledger"):

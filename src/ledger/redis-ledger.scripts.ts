@@ -1,4 +1,4 @@
-import { BUDGET_LUA } from '../budget/redis-budget.store.js';
+import { BUDGET_LUA } from '../budget/budget-lua.js';
 import type { RedisClient } from '../store/redis-connection.js';
 
 // The ledger queue's Lua scripts (redis-ledger.queue.ts): each is one atomic command.

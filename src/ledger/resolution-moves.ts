@@ -9,11 +9,11 @@ const RESOLUTION_BATCH = 500;
 /**
  * The outbox of budget moves: every `reconciled` entry in `span` with a recorded reservation
  * and no row in ledger_budget_moves is told to the listener (budgets, Redis), then recorded
- * there. So a resend after a Redis failure applies what was left, and a Redis that lost its
- * data replays nothing already applied (test/reconciliation.integration.spec.ts). Between the
- * Redis move and its row a crash leaves the move unrecorded: Redis's per-(trackId, revision)
- * marker then stops a second application, unless Redis too lost its data in between (the
- * one window left: the move is applied again, to the windows it names if they still exist).
+ * there (its units: what the inquiry counts after it, units or 0). So a resend after a Redis
+ * failure applies what was left (test/reconciliation.integration.spec.ts). A move sets what
+ * the inquiry counts rather than adding to it, and a store that lost its data has no held
+ * marker and moves nothing (budget/budget.store.ts): a move sent again, or after a crash
+ * between the Redis move and its row, changes nothing more.
  * Keyset batches (created_at, track_id, revision): memory holds one batch.
  */
 export class ResolutionMoves {
@@ -27,11 +27,9 @@ export class ResolutionMoves {
     let after: { createdAt: Date; trackId: string; revision: number } | null = null;
     for (;;) {
       const batch: MoveRow[] = await this.store.db.query<MoveRow>(
-        `SELECT e.track_id::text AS track_id, e.revision, e.created_at, e.charged, p.charged AS previous,
+        `SELECT e.track_id::text AS track_id, e.revision, e.created_at, e.charged,
            e.reserved_units, e.reserved_budgets, e.reserved_daily, e.reserved_monthly
          FROM ledger_entries e
-         LEFT JOIN ledger_entries p ON p.track_id = e.track_id AND p.created_at = e.created_at
-           AND p.kind = 'reconciled' AND p.revision = e.revision - 1
          WHERE e.kind = 'reconciled' AND e.created_at >= $1 AND e.created_at < $2 AND e.reserved_units IS NOT NULL
            AND NOT EXISTS (SELECT 1 FROM ledger_budget_moves m WHERE m.track_id = e.track_id AND m.revision = e.revision)
            AND ($3::timestamptz IS NULL OR (e.created_at, e.track_id, e.revision) > ($3, $4::uuid, $5::int))
@@ -66,7 +64,7 @@ export class ResolutionMoves {
           moves.map((move) => ({
             t: move.trackId,
             r: move.revision,
-            u: move.units,
+            u: move.charged ? move.units : 0,
             b: move.budgets,
             d: move.daily,
             m: move.monthly,
@@ -82,27 +80,22 @@ interface MoveRow {
   revision: number;
   created_at: Date;
   charged: Charged;
-  previous: Charged | null;
   reserved_units: number;
   reserved_budgets: string[];
   reserved_daily: string;
   reserved_monthly: string;
 }
 
-/** Spent counts `yes` and `possibly` (an unknown is kept as spent), not `no`. */
-const counted = (charged: Charged | null): number => (charged === 'no' ? 0 : 1);
-
 /**
- * A resolution's move: the difference its verdict makes to spent over the fact it follows (the
- * unknown, `possibly`, before revision 1), times exactly the units recorded with the inquiry.
+ * A resolution's move: its verdict and exactly the units recorded with the inquiry; the budget
+ * store sets what the inquiry counts to it (units or 0), whatever it counted before.
  */
 function moveOf(row: MoveRow): BudgetMove {
-  const before = row.revision === 1 ? 'possibly' : row.previous;
   return {
     trackId: row.track_id,
     revision: row.revision,
     charged: row.charged !== 'no',
-    units: row.reserved_units * (counted(row.charged) - counted(before)),
+    units: row.reserved_units,
     budgets: row.reserved_budgets,
     daily: row.reserved_daily,
     monthly: row.reserved_monthly,

@@ -73,9 +73,12 @@ export class RedisKeys {
     return this.accounting('budget:due');
   }
 
-  /** Marks a reconciliation's budget move as done: once per (trackId, revision). */
-  budgetResolved(trackId: string, revision: number): string {
-    return this.accounting(`budget:resolved:${trackId}:${revision}`);
+  /**
+   * An inquiry a reconciliation may still move: what its windows count for it and the last
+   * revision applied. Its scripts derive it from budgetReservations() (`…:budget:` + `held:<trackId>`).
+   */
+  budgetHeld(trackId: string): string {
+    return this.accounting(`budget:held:${trackId}`);
   }
 
   /** One idempotency claim: the caller scope (client, or client and hashed end user) and the SHA-256 of the key. */
