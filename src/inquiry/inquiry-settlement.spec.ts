@@ -47,8 +47,8 @@ describe('InquirySettlement', () => {
   it.each([
     ['succeeded', false, 'yes', 'commit', 'completed'],
     ['failed', false, 'no', 'release', 'completed'],
-    ['unknown', false, 'possibly', 'commit', 'completed'],
-    ['unknown', true, 'no', 'commit', 'released'],
+    ['unknown', false, 'possibly', 'unknown', 'completed'],
+    ['unknown', true, 'no', 'unknown', 'released'],
   ] as Array<[InquiryOutcome['status'], boolean, string, BudgetAction, string]>)(
     '%s (not charged: %s): charged %s, budget %s, key %s',
     async (status, notCharged, charged, budget, key) => {
