@@ -17,7 +17,7 @@
  * Not proven here: the real base image (its Node build and libraries), and container isolation
  * (namespaces, a read-only root) as Kubernetes applies it.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
@@ -225,12 +225,19 @@ describeWith(buildah(), "the Dockerfile, built with buildah on a base assembled 
   const COMMIT = '0123456789abcdef0123456789abcdef01234567';
   const CREATED = '2026-11-23T00:00:00Z';
 
+  // A chroot step gets 1 024 open files by default and npm ci sometimes needs more (EMFILE): this
+  // process's own hard limit (more is not permitted without CAP_SYS_RESOURCE).
+  const hardLimit = execFileSync('sh', ['-c', 'ulimit -Hn'], { encoding: 'utf8' }).trim();
+  const openFilesLimit = /^\d+$/.test(hardLimit) ? hardLimit : '1048576';
+
   /** `buildah bud` of the Dockerfile on the assembled base, with these build arguments. */
   const build = (args: Record<string, string>, ...options: string[]) =>
     run(
       'bud',
       '--isolation',
       'chroot',
+      '--ulimit',
+      `nofile=${openFilesLimit}:${openFilesLimit}`,
       ...Object.entries({ NODE_IMAGE: base, ...args }).flatMap(([name, value]) => ['--build-arg', `${name}=${value}`]),
       ...options,
       ROOT,
