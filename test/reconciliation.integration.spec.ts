@@ -4,8 +4,10 @@
  * a file without rows is refused before anything is written; a dry run writes nothing; a wrong
  * list is corrected by the right one (history kept, spent back to what it was); a resolution
  * gives back exactly the units recorded, to the budgets recorded, whatever the prices and
- * budgets are now; and what was applied is known from PostgreSQL, so a Redis that lost its
- * data replays nothing.
+ * budgets are now; a late failed settlement and a resolution give units back once, and a window
+ * Redis made afresh is given nothing back; and what was applied is known from PostgreSQL, so a
+ * Redis that lost its data replays nothing. Also: a failed settlement whose upstream message is
+ * cut inside a surrogate pair goes from the Redis queue to an entry, not parked.
  */
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -13,12 +15,13 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ConfigService } from '@nestjs/config';
 import { Redis } from 'ioredis';
 import { InquiryPrices } from '../src/accounting/inquiry-prices.js';
-import { reservationRecord, type BudgetStore } from '../src/budget/budget.store.js';
+import { BudgetCalendar } from '../src/budget/budget-windows.js';
+import { reservationRecord, type BudgetStore, type ReserveRequest } from '../src/budget/budget.store.js';
 import { RefusalTally } from '../src/caller-auth/refusal-tally.js';
 import { Budgets } from '../src/budget/budgets.js';
 import { RedisBudgetStore } from '../src/budget/redis-budget.store.js';
 import type { AppConfig } from '../src/config/app-config.js';
-import type { BudgetEntry } from '../src/config/budget-config.js';
+import { DEFAULT_INQUIRY_PRICES, type BudgetEntry } from '../src/config/budget-config.js';
 import { Secret } from '../src/config/secret.js';
 import type { LedgerDatabase } from '../src/ledger/ledger-database.js';
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
@@ -27,6 +30,7 @@ import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { usage } from '../src/ledger/ledger-usage.js';
 import { ParkedEntries } from '../src/ledger/parked-entries.js';
 import { Reconciliations } from '../src/ledger/reconciliation.js';
+import { RedisLedgerQueue } from '../src/ledger/redis-ledger.queue.js';
 import type { ProblemException } from '../src/problem/problem.js';
 import { GatewayMetrics } from '../src/observability/metrics.js';
 import { RedisKeys } from '../src/store/redis-keys.js';
@@ -39,6 +43,7 @@ import { RedisServer } from './support/redis-server.js';
 
 const cipher = new StoreCipher([{ id: 'k1', key: new Secret(Buffer.alloc(32, 7).toString('base64')) }]);
 const metrics = { unsentCharges: { inc: () => undefined } } as never;
+const prices = new InquiryPrices({ get: () => DEFAULT_INQUIRY_PRICES } as never);
 
 let postgres: PostgresServer;
 let redisServer: RedisServer;
@@ -80,12 +85,19 @@ describe.each(ledgerEngines(() => postgres.url, 'reconciliation'))('reconciliati
   });
   afterAll(() => closeLedger(db));
 
+  /** A budget store on a key prefix of its own (answered, for a test that empties it). */
+  function freshBudgetStore(): string {
+    const prefix = `reconcile-${++prefixes}`;
+    budgetStore = new RedisBudgetStore(redis, new RedisKeys(prefix));
+    return prefix;
+  }
+
   /**
    * A fresh budget prefix and a month of its own (2040-01, 2040-02, …) for each test's
    * inquiries: a named period resolves every unknown in it. Budgets then: client `svc-a`, daily 100.
    */
   function setting() {
-    budgetStore = new RedisBudgetStore(redis, new RedisKeys(`reconcile-${++prefixes}`));
+    freshBudgetStore();
     month += 1;
     const from = new Date(Date.UTC(2040, month - 1, 1));
     return {
@@ -209,6 +221,30 @@ describe.each(ledgerEngines(() => postgres.url, 'reconciliation'))('reconciliati
     expect(await counts()).toEqual({ ...before, unsent: before.unsent + 1 });
   });
 
+  it('writes a failed settlement whose upstream message is cut at 200 characters inside a surrogate pair (not parked)', async () => {
+    const queue = new RedisLedgerQueue(redis, new RedisKeys(`reconcile-${++prefixes}`), cipher, prices);
+    const now = new Date().toISOString();
+    // A provider's sentence with an emoji straddling the 200th UTF-16 unit: valid text, cut by the gateway.
+    const message = `${'x'.repeat(199)}😀 more`;
+    const trackId = randomUUID();
+    await queue.settled({
+      trackId,
+      clientId: 'svc-a',
+      operation: 'shahkar',
+      requestHandlingType: 'standard',
+      status: 'failed',
+      charged: 'no',
+      costUnits: 1,
+      createdAt: now,
+      completedAt: now,
+      upstream: { code: 500, message },
+    });
+    const [read] = await queue.read(10);
+    await store.insert([read.entry]);
+    const facts = await store.facts(trackId);
+    expect(facts?.entries.map((e) => [e.kind, e.status])).toEqual([['settled', 'failed']]);
+  });
+
   it('a wrong list then the right one: corrected, history kept, spent back to what it was; the same file again writes nothing', async () => {
     const period = setting();
     const budgets = budgetsWith(budgetStore, [{ clientId: 'svc-a', daily: 100 }], 2);
@@ -274,6 +310,102 @@ describe.each(ledgerEngines(() => postgres.url, 'reconciliation'))('reconciliati
       charged: 'no',
       reservation: { units: 1, budgets: ['svc-a'] },
     });
+  });
+
+  it('gives units back once when a late failed settlement released them before a reconciliation resolves the overdue entry', async () => {
+    freshBudgetStore();
+    const now = Date.now();
+    const windows = new BudgetCalendar('UTC', 'gregory').windowsAt(now);
+    const trackId = randomUUID();
+    // Reserved 2; the inquiry's deadline (concludeAt) passes with no settlement: concluded as spent.
+    const request: ReserveRequest = {
+      trackId,
+      units: 2,
+      now,
+      concludeAt: now + 1,
+      windows,
+      budgets: [{ name: 'svc-a', daily: 100, monthly: -1 }],
+    };
+    expect(await budgetStore.reserve(request)).toEqual({ admitted: true });
+    // Every later step runs a second on (the scripts take the clock as an argument): past concludeAt.
+    const later = now + 1_000;
+    const daily = async () => (await budgetStore.read(windows, ['svc-a'], later)).get('svc-a|daily');
+    expect(await daily()).toEqual({ spent: 2, reserved: 0 });
+    // Its overdue `unknown` entry is written; the owed settlement lands late as `failed`: released.
+    const overdue = queuedEntry({
+      trackId,
+      kind: 'overdue',
+      status: 'unknown',
+      charged: 'possibly',
+      completedAt: undefined,
+      costUnits: 2,
+      createdAt: new Date(now).toISOString(),
+      reservation: reservationRecord(request),
+    });
+    expect(await store.insert([overdue])).toBe(1);
+    await budgetStore.settle(trackId, 'release', later);
+    expect(await daily()).toEqual({ spent: 0, reserved: 0 });
+    // The settled (failed) entry is not in PostgreSQL yet (drainer backlog, or parked): a
+    // reconciliation of the period that does not list it resolves the overdue entry as not charged.
+    const period = { from: new Date(now - 60_000), to: new Date(now + 60_000) };
+    const reconciliations = new Reconciliations(store, metrics, {
+      resolved: async (move) => {
+        await budgetStore.resolve(move, later);
+      },
+    });
+    const report = await reconciliations.reconcile(list(randomUUID()), { period });
+    expect(report.resolvedNotCharged.trackIds).toEqual([trackId]);
+    // Not charged, given back once: spent 0, never below.
+    expect(await daily()).toEqual({ spent: 0, reserved: 0 });
+  });
+
+  it('gives nothing back to a window that forgot the units (Redis restarted empty) when a later resolution says not charged', async () => {
+    const prefix = freshBudgetStore();
+    const now = Date.now();
+    const windows = new BudgetCalendar('UTC', 'gregory').windowsAt(now);
+    const request = (trackId: string, units: number): ReserveRequest => ({
+      trackId,
+      units,
+      now,
+      concludeAt: now + 60_000,
+      windows,
+      budgets: [{ name: 'svc-a', daily: 100, monthly: -1 }],
+    });
+    const daily = async () => (await budgetStore.read(windows, ['svc-a'], now)).get('svc-a|daily');
+    // An inquiry spends 2 and settles `unknown` (committed); its entry reaches the ledger.
+    const lost = request(randomUUID(), 2);
+    await budgetStore.reserve(lost);
+    await budgetStore.settle(lost.trackId, 'commit', now);
+    const unknown = queuedEntry({
+      trackId: lost.trackId,
+      status: 'unknown',
+      charged: 'possibly',
+      costUnits: 2,
+      createdAt: new Date(now).toISOString(),
+      reservation: reservationRecord(lost),
+    });
+    expect(await store.insert([unknown])).toBe(1);
+    // Redis restarts empty (or the in-process store restarts): the window's counts are gone.
+    const kept = await redis.keys(`{${prefix}:acct}:*`);
+    await redis.del(...kept);
+    // The next inquiry of the day spends 1 in the window made afresh.
+    const next = request(randomUUID(), 1);
+    await budgetStore.reserve(next);
+    await budgetStore.settle(next.trackId, 'commit', now);
+    expect(await daily()).toEqual({ spent: 1, reserved: 0 });
+    // The provider's bill for the period does not list the unknown: resolved as not charged.
+    const period = { from: new Date(now - 60_000), to: new Date(now + 60_000) };
+    const outcomes: string[] = [];
+    const reconciliations = new Reconciliations(store, metrics, {
+      resolved: async (move) => {
+        outcomes.push(await budgetStore.resolve(move, now));
+      },
+    });
+    const report = await reconciliations.reconcile(list(randomUUID()), { period });
+    expect(report.resolvedNotCharged.trackIds).toEqual([lost.trackId]);
+    expect(outcomes).toEqual(['not_held']);
+    // The fresh window never counted those 2 units: it keeps the 1 it counted.
+    expect(await daily()).toEqual({ spent: 1, reserved: 0 });
   });
 
   it('after Redis lost its data, an unrelated reconciliation replays nothing; a failed move is applied by a resend', async () => {

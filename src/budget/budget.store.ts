@@ -102,7 +102,8 @@ export type BudgetAction = 'commit' | 'release' | 'unknown';
  * back) and the last revision applied, kept as long as its month window. A move sets that count
  * to its verdict, so moves and late settlements agree in any order, and a move without a
  * marker (the windows forgot the units: Redis restarted empty, the process restarted, the month
- * ended) changes nothing (test/money-audit.integration.spec.ts).
+ * ended) changes nothing (test/reconciliation.integration.spec.ts, 'gives units back once when a
+ * late failed settlement released them' and 'gives nothing back to a window that forgot the units').
  */
 /** What a move did: applied, already applied (its revision or a later one), or nothing held to move. */
 export type ResolveOutcome = 'moved' | 'applied_before' | 'not_held';

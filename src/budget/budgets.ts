@@ -196,7 +196,8 @@ export class Budgets implements OnModuleInit, OnApplicationShutdown {
    */
   async resolveUnknown(move: BudgetMove): Promise<void> {
     if ((await this.store.resolve(move, Date.now())) !== 'not_held') return;
-    // Redis emptied, the month ended, or an older build settled it (test/money-audit.integration.spec.ts).
+    // Redis emptied, the month ended, or an older build settled it
+    // (test/reconciliation.integration.spec.ts, 'gives nothing back to a window that forgot the units').
     this.movesNotHeld.inc();
     const msg = 'budget move not applied: the budget store no longer counts this inquiry';
     this.logger.warn({ msg, trackId: move.trackId, revision: move.revision });

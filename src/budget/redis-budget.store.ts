@@ -65,7 +65,8 @@ return finish(KEYS[1], KEYS[2], ARGV[2], ARGV[3]) and 1 or 0`;
  * order. A reservation still held is settled (released, then counted as the verdict says); one
  * concluded as spent is no longer released by a late settlement. Without a marker the windows
  * never counted the units or have forgotten them (Redis restarted empty, the month ended):
- * nothing moves (test/money-audit.integration.spec.ts).
+ * nothing moves (test/reconciliation.integration.spec.ts, 'gives units back once when a late failed
+ * settlement released them' and 'gives nothing back to a window that forgot the units').
  */
 const RESOLVE = `${COMMON_LUA}
 sweep(KEYS[1], KEYS[2], tonumber(ARGV[1]))

@@ -88,7 +88,8 @@ export function upstreamMessageOf(message: unknown): string | undefined {
       .replace(/\p{Cc}/gu, ' ')
       .slice(0, UPSTREAM_MESSAGE_MAX)
       // The provider's own, or the cut's through a pair (an emoji at 200): U+FFFD, so the entry is
-      // written, not parked (test/money-audit.integration.spec.ts).
+      // written, not parked (test/reconciliation.integration.spec.ts, 'writes a failed settlement
+      // whose upstream message is cut at 200 characters inside a surrogate pair').
       .replace(LONE_SURROGATE, '\ufffd')
   );
 }
