@@ -83,6 +83,8 @@ async function main(): Promise<void> {
     ...(process.env.REUSE_HMAC_KEY || process.env.REUSE_HMAC_KEY_FILE
       ? {}
       : { REUSE_HMAC_KEY: randomBytes(32).toString('base64url') }),
+    // Money beside units in usage and the console (an example price), unless the operator set one.
+    COST_UNIT_PRICE: process.env.COST_UNIT_PRICE ?? '{"amount":"25000","currency":"IRR"}',
     REDIS_URL: undefined,
     REDIS_SENTINELS: undefined,
     REDIS_CLUSTER_NODES: undefined,
