@@ -76,7 +76,7 @@ export async function trends(
     store.db,
     // Grouped by the local date (a date, not text: cheaper per row), and by the recorded price as
     // written (text: 7.5 and 7.50 are two groups, so a sum keeps the scale of the entries' own amounts,
-    // test/recorded-price-review.integration.spec.ts).
+    // test/recorded-price.integration.spec.ts).
     `SELECT to_char(day, 'YYYY-MM-DD') AS day, client_id, operation, status,
        CASE WHEN status = 'failed' THEN upstream_code END AS upstream_code,
        max(upstream_message) FILTER (WHERE status = 'failed') AS upstream_message,
