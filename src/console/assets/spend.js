@@ -1,7 +1,7 @@
 // Money panels: each budget with its bar and forecast, the company's month, and what each client
 // spent this month (GET /admin/budgets, GET /admin/forecast, GET /admin/usage for the money spent
 // and saved: each inquiry's units × the unit price recorded when it was made).
-import { addAmounts, amountText, display, moneyText, unitsText } from '/console/format.js';
+import { display, moneyText, recordedLines, recordedMoney, unitsText } from '/console/format.js';
 import { h, note, number, table, time } from '/console/views.js';
 
 /** Units, and under them each line of `money` (a text or lines of text), when there is any. */
@@ -13,53 +13,6 @@ function unitsWith(units, money, attributes = {}) {
     unitsText(units),
     ...lines.map((line) => h('span', { className: 'money' }, line)),
   );
-}
-
-const ZERO = /^0(\.0+)?$/;
-
-/**
- * The usage rows' money summed per client (or all together): `spent` and `saved` in today's
- * currency, the units no price was recorded for, and other currencies' amounts apart (never
- * converted). Empty without COST_UNIT_PRICE (the rows carry no money then).
- */
-export function recordedMoney(usageRows) {
-  const byClient = new Map();
-  const add = (sum, row) => {
-    sum.currency = row.currency;
-    sum.spent = addAmounts(sum.spent, row.spentAmount);
-    sum.saved = addAmounts(sum.saved, row.savedAmount ?? '0');
-    sum.unpriced.spent += row.unpricedUnits ?? 0;
-    sum.unpriced.saved += row.unpricedSavedUnits ?? 0;
-    for (const other of row.otherCurrencies ?? []) {
-      const before = sum.others.get(other.currency) ?? { spent: '0', saved: '0' };
-      sum.others.set(other.currency, {
-        spent: addAmounts(before.spent, other.spentAmount),
-        saved: addAmounts(before.saved, other.savedAmount ?? '0'),
-      });
-    }
-  };
-  const empty = () => ({ spent: '0', saved: '0', unpriced: { spent: 0, saved: 0 }, others: new Map() });
-  const all = empty();
-  for (const row of usageRows) {
-    if (row.spentAmount === undefined) continue;
-    if (!byClient.has(row.clientId)) byClient.set(row.clientId, empty());
-    add(byClient.get(row.clientId), row);
-    add(all, row);
-  }
-  return { byClient, all: all.currency ? all : undefined };
-}
-
-/**
- * `sum`'s spent or saved money, a line each: today's currency, other currencies (not converted),
- * and the units recorded without a price (never priced here).
- */
-function recordedLines(sum, which) {
-  if (!sum) return [];
-  const others = [...sum.others]
-    .filter(([, amounts]) => !ZERO.test(amounts[which]))
-    .map(([currency, amounts]) => `+ ${amountText(amounts[which], currency)}`);
-  const unpriced = sum.unpriced[which];
-  return [amountText(sum[which], sum.currency), ...others, ...(unpriced ? [`+ ${unpriced} units unpriced`] : [])];
 }
 
 const clientName = (clientId) => (clientId === '*' ? 'all clients (*)' : clientId);
