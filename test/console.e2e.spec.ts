@@ -403,6 +403,10 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     expect(await untilText(page, `#clients tr[data-client="${REPRICED}"] td[data-field="spent"]`, /IRR/)).toBe(
       '2\n20,000 IRR\n+ 1 units unpriced',
     );
+    // And over the forecast's last 7 days, the same two entries.
+    expect(await untilText(page, `#clients tr[data-client="${REPRICED}"] td[data-field="last-days"]`, /IRR/)).toBe(
+      '2\n20,000 IRR\n+ 1 units unpriced',
+    );
   }, 60_000);
 
   it("charts each day's spend as the sum of the amounts recorded, unpriced units apart as units", async () => {

@@ -116,16 +116,18 @@ export function companyView(forecast, usageRows = []) {
 }
 
 /**
- * What each client spent this month, from the ledger: its units (the forecast) and, once the
- * usage answer over the same month is in, their money at the prices recorded and the reuse
- * savings where that answer has `unitsSaved` (a gateway without reuse has none: no column).
+ * What each client spent this month and in the last 7 days, from the ledger: its units (the
+ * forecast) and, once the usage answers over the same spans are in, their money at the prices
+ * recorded and the reuse savings where the month's has `unitsSaved` (a gateway without reuse
+ * has none: no column).
  */
-export function clientsView(forecast, usageRows) {
+export function clientsView(forecast, usageRows, lastDaysRows = []) {
   const saved = new Map();
   for (const row of usageRows)
     if (typeof row.unitsSaved === 'number') saved.set(row.clientId, (saved.get(row.clientId) ?? 0) + row.unitsSaved);
   const withSavings = saved.size > 0;
   const money = recordedMoney(usageRows);
+  const lastDays = recordedMoney(lastDaysRows);
   const clients = [...forecast.clients].sort(
     (a, b) => b.spentUnits - a.spentUnits || a.clientId.localeCompare(b.clientId),
   );
@@ -138,7 +140,9 @@ export function clientsView(forecast, usageRows) {
       { 'data-client': client.clientId },
       h('th', { scope: 'row' }, client.clientId),
       unitsWith(client.spentUnits, recordedLines(sum, 'spent'), { 'data-field': 'spent' }),
-      unitsWith(client.lastDaysUnits, ''),
+      unitsWith(client.lastDaysUnits, recordedLines(lastDays.byClient.get(client.clientId), 'spent'), {
+        'data-field': 'last-days',
+      }),
       withSavings
         ? unitsWith(saved.get(client.clientId) ?? 0, recordedLines(sum, 'saved'), { 'data-field': 'saved' })
         : null,
@@ -150,7 +154,7 @@ export function clientsView(forecast, usageRows) {
       { className: 'total', 'data-client': '' },
       h('th', { scope: 'row' }, 'all clients'),
       unitsWith(total, recordedLines(money.all, 'spent'), { 'data-field': 'spent' }),
-      unitsWith(forecast.company.lastDaysUnits, ''),
+      unitsWith(forecast.company.lastDaysUnits, recordedLines(lastDays.all, 'spent'), { 'data-field': 'last-days' }),
       withSavings
         ? unitsWith(
             [...saved.values()].reduce((a, b) => a + b, 0),
@@ -162,7 +166,7 @@ export function clientsView(forecast, usageRows) {
   const headings = [
     'client',
     'spent this month',
-    `last ${forecast.rateDays} days (units)`,
+    `last ${forecast.rateDays} days`,
     ...(withSavings ? ['saved by reuse'] : []),
   ];
   return table(headings, rows, 'Spent this month per client');
