@@ -28,14 +28,23 @@ const MEASURES = {
 
 /**
  * The spend of `keys` on day `d` (all the days shown when undefined): their rows' `spentAmount`s
- * summed exactly, other currencies and unpriced units apart, the units (the bar) beside.
+ * summed exactly, other currencies and unpriced units apart, the units (the bar) beside. `rows`:
+ * the days shown only.
  */
-function spendText(rowsByClient, days, currency) {
+function spendText(rows, days, currency) {
+  const index = new Map(days.map((day, i) => [day, i]));
+  const cells = new Map();
+  for (const row of rows) {
+    if (!cells.has(row.clientId))
+      cells.set(
+        row.clientId,
+        days.map(() => []),
+      );
+    cells.get(row.clientId)[index.get(row.day)].push(row);
+  }
   return (units, keys, d) => {
-    const rows = keys
-      .flatMap((key) => rowsByClient.get(key) ?? [])
-      .filter((row) => d === undefined || row.day === days[d]);
-    return `${recordedLines(recordedMoney(rows, currency).all, 'spent').join(' ')} (${unitsText(units)} units)`;
+    const picked = keys.flatMap((key) => (d === undefined ? cells.get(key)?.flat() : cells.get(key)?.[d]) ?? []);
+    return `${recordedLines(recordedMoney(picked, currency).all, 'spent').join(' ')} (${unitsText(units)} units)`;
   };
 }
 
@@ -72,13 +81,7 @@ export function spendChart(answer, days, measureName) {
     days,
     series,
     dayLabel: (day) => dayText(day, true),
-    valueText: money
-      ? spendText(
-          Map.groupBy(shown, (row) => row.clientId),
-          days,
-          answer.currency,
-        )
-      : measure.text,
+    valueText: money ? spendText(shown, days, answer.currency) : measure.text,
     tickText: unitsText,
     summary: `${measure.label} per day (${answer.timeZone})${money ? ' and their money at the prices recorded' : ''}, top clients and the rest, last 30 days`,
   });
