@@ -430,6 +430,38 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     );
   });
 
+  it("a 503 from the last 7 days' usage read leaves the month's money and every client's units standing", async () => {
+    const forecast = await admin('/admin/forecast');
+    const monthFrom = forecast.company.startsAt as string;
+    // Only the second usage read (the forecast's 7 days) fails, as a replica behind a proxy might.
+    const lastDaysRead = (url: URL) => url.pathname === '/admin/usage' && url.searchParams.get('from') !== monthFrom;
+    await page.route(lastDaysRead, (route) =>
+      route.fulfill({
+        status: 503,
+        contentType: 'application/problem+json',
+        body: JSON.stringify({ type: 'about:blank', title: 'Unavailable', status: 503, code: 'ledger_unavailable' }),
+      }),
+    );
+    try {
+      const refused = page.waitForResponse((response) => lastDaysRead(new URL(response.url())));
+      await page.click('#money-refresh');
+      await refused;
+      await page.locator('#clients[data-savings="read"], #clients p.error').first().waitFor();
+      expect(await page.locator('#clients p.error').count()).toBe(0);
+      // The month's money (its read succeeded) and the 7 days in units (the forecast's) stay.
+      expect(await page.innerText(`#clients tr[data-client="${REPRICED}"] td[data-field="spent"]`)).toBe(
+        '2\n20,000 IRR\n+ 1 units unpriced',
+      );
+      expect(await page.innerText(`#clients tr[data-client="${REPRICED}"] td[data-field="last-days"]`)).toMatch(/^2\b/);
+    } finally {
+      await page.unroute(lastDaysRead);
+      // The page's own log of the refused load is this test's doing, not the page's.
+      pageErrors.splice(0, pageErrors.length, ...pageErrors.filter((text) => !/ 503 /.test(text)));
+      await page.click('#money-refresh');
+      await page.locator('#clients[data-savings="read"]').waitFor();
+    }
+  }, 60_000);
+
   it('lists inquiries filtered and paged, opens one, and downloads exactly the filtered rows', async () => {
     await page.fill('#list-clientId', LISTED);
     await page.selectOption('#list-status', '');
