@@ -80,11 +80,15 @@ async function loadSavings(forecast) {
   try {
     const to = forecast.checkedAt;
     const lastDays = new Date(Date.parse(to) - forecast.rateDays * 86_400_000).toISOString();
-    const [month, recent] = await Promise.all(
-      [forecast.company.startsAt, ...(display.price ? [lastDays] : [])].map((from) =>
-        getJson(`/admin/usage?${new URLSearchParams({ from, to, period: 'month' })}`),
-      ),
-    );
+    const read = (from) => getJson(`/admin/usage?${new URLSearchParams({ from, to, period: 'month' })}`);
+    // The 7 days' money is an extra: a failure leaves them in units (a 401 still asks for the key).
+    const unitsOnly = (error) => {
+      if (!(error instanceof ApiError) || error.status === 401) throw error;
+    };
+    const [month, recent] = await Promise.all([
+      read(forecast.company.startsAt),
+      display.price ? read(lastDays).catch(unitsOnly) : undefined,
+    ]);
     // Money spent and saved, at the prices recorded (the forecast reckons in units).
     showIn('company-view', companyView(forecast, month.usage ?? []));
     showIn('clients', clientsView(forecast, month.usage ?? [], recent?.usage ?? []));
