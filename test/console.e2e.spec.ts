@@ -4,10 +4,11 @@
  * PostgreSQL for its ledger (test/support/ledger-postgres.js), budgets, COST_UNIT_PRICE in rials,
  * the Persian calendar in Asia/Tehran, and the upstream simulator, on the ops listener. The key
  * is typed in, kept in sessionStorage and never in a URL or a log line; a budget bar moves after
- * inquiries; money per client equals the ledger's units × the price (and tomans are rials / 10);
- * the list filters and pages, opens an inquiry (a failure shows 0 spent and the upstream's
- * message) and downloads exactly its rows; the forecast matches a hand computation on seeded
- * entries; days either side of 1 Farvardin show their Persian months, UTC a click away; a
+ * inquiries; money per client equals the ledger's units × the price (and tomans are rials / 10),
+ * and the spend chart's day is the exact sum of the amounts recorded at two prices, unpriced
+ * units apart; the list filters and pages, opens an inquiry (a failure shows 0 spent and the
+ * upstream's message) and downloads exactly its rows; the forecast matches a hand computation on
+ * seeded entries; days either side of 1 Farvardin show their Persian months, UTC a click away; a
  * reconciliation CSV is sent and its report shown; the "Now" panel follows the token and the
  * breaker as the simulator fails; a wrong key is told so; no console error the test cannot
  * account for; axe-core finds no serious or critical fault at 1280×800 nor at 390 px.
@@ -57,6 +58,12 @@ const FORECAST = `console-forecast-${RUN}`;
 const REFUSED = `console-refused-${RUN}`;
 /** A client of two entries: one made when a unit cost 20 000 rials, one before prices were recorded. */
 const REPRICED = `console-repriced-${RUN}`;
+/**
+ * A client of one day at two recorded prices and one unpriced entry (10 days ago), and a million
+ * unpriced units the day before: its 30-day total keeps it among the chart's top clients whatever
+ * other specs write into the run's PostgreSQL.
+ */
+const TWO_PRICES = `console-two-prices-${RUN}`;
 const FORECAST_MONTHLY = 9;
 const FORECAST_DAILY = 3;
 const PRICE = { amount: '25000', currency: 'IRR' };
@@ -228,6 +235,10 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
       ...forecasted,
       seeded(REPRICED, seededAt - 3_600_000, { unitPrice: '20000' }),
       seeded(REPRICED, seededAt - 3_600_000, { unitPrice: undefined, currency: undefined }),
+      seeded(TWO_PRICES, seededAt - 10 * DAY_MS, { costUnits: 2 }),
+      seeded(TWO_PRICES, seededAt - 10 * DAY_MS, { unitPrice: '30000.5' }),
+      seeded(TWO_PRICES, seededAt - 10 * DAY_MS, { unitPrice: undefined, currency: undefined }),
+      seeded(TWO_PRICES, seededAt - 11 * DAY_MS, { costUnits: 1_000_000, unitPrice: undefined, currency: undefined }),
     ]);
     // Refusals of yesterday in Tehran, as a replica's flush adds them (by BUDGET_TIMEZONE day only).
     const yesterday = new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Tehran' }).format(seededAt - DAY_MS);
@@ -392,6 +403,63 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     expect(await untilText(page, `#clients tr[data-client="${REPRICED}"] td[data-field="spent"]`, /IRR/)).toBe(
       '2\n20,000 IRR\n+ 1 units unpriced',
     );
+    // And over the forecast's last 7 days, the same two entries.
+    expect(await untilText(page, `#clients tr[data-client="${REPRICED}"] td[data-field="last-days"]`, /IRR/)).toBe(
+      '2\n20,000 IRR\n+ 1 units unpriced',
+    );
+  }, 60_000);
+
+  it("charts each day's spend as the sum of the amounts recorded, unpriced units apart as units", async () => {
+    await page.locator('#spend-chart svg rect').first().waitFor();
+    // Each stack's tooltip: `<day>, <client>: <spend>` (and the day's total on a line of its own).
+    const stacks = (await page.locator('#spend-chart svg title').allTextContents())
+      .map((text) => text.split('\n')[0])
+      .filter((text) => text.includes(`, ${TWO_PRICES}: `))
+      .map((text) => text.slice(text.indexOf(TWO_PRICES)));
+    // Day by day: the million unpriced units, then 2 × 25 000 + 1 × 30 000.5 rials exactly and the
+    // unpriced unit beside, never at today's price.
+    expect(stacks).toEqual([
+      `${TWO_PRICES}: 0 IRR + 1,000,000 units unpriced (1,000,000 units)`,
+      `${TWO_PRICES}: 80,000.5 IRR + 1 units unpriced (4 units)`,
+    ]);
+    expect(await page.innerText(`#spend-chart li[data-series="${TWO_PRICES}"]`)).toBe(
+      `${TWO_PRICES}: 80,000.5 IRR + 1,000,001 units unpriced (1,000,004 units)`,
+    );
+    expect(await untilText(page, '#spend-trend p.note', /recorded no price/, 5_000)).toMatch(
+      /^[\d,]+ units spent in these 30 days recorded no price/,
+    );
+  });
+
+  it("a 503 from the last 7 days' usage read leaves the month's money and every client's units standing", async () => {
+    const forecast = await admin('/admin/forecast');
+    const monthFrom = forecast.company.startsAt as string;
+    // Only the second usage read (the forecast's 7 days) fails, as a replica behind a proxy might.
+    const lastDaysRead = (url: URL) => url.pathname === '/admin/usage' && url.searchParams.get('from') !== monthFrom;
+    await page.route(lastDaysRead, (route) =>
+      route.fulfill({
+        status: 503,
+        contentType: 'application/problem+json',
+        body: JSON.stringify({ type: 'about:blank', title: 'Unavailable', status: 503, code: 'ledger_unavailable' }),
+      }),
+    );
+    try {
+      const refused = page.waitForResponse((response) => lastDaysRead(new URL(response.url())));
+      await page.click('#money-refresh');
+      await refused;
+      await page.locator('#clients[data-savings="read"], #clients p.error').first().waitFor();
+      expect(await page.locator('#clients p.error').count()).toBe(0);
+      // The month's money (its read succeeded) and the 7 days in units (the forecast's) stay.
+      expect(await page.innerText(`#clients tr[data-client="${REPRICED}"] td[data-field="spent"]`)).toBe(
+        '2\n20,000 IRR\n+ 1 units unpriced',
+      );
+      expect(await page.innerText(`#clients tr[data-client="${REPRICED}"] td[data-field="last-days"]`)).toMatch(/^2\b/);
+    } finally {
+      await page.unroute(lastDaysRead);
+      // The page's own log of the refused load is this test's doing, not the page's.
+      pageErrors.splice(0, pageErrors.length, ...pageErrors.filter((text) => !/ 503 /.test(text)));
+      await page.click('#money-refresh');
+      await page.locator('#clients[data-savings="read"]').waitFor();
+    }
   }, 60_000);
 
   it('lists inquiries filtered and paged, opens one, and downloads exactly the filtered rows', async () => {

@@ -20,19 +20,21 @@ function svg(tag, attributes = {}, ...children) {
 
 /**
  * `byKey`: Map key → per-day values; the `top` keys with the largest totals keep their own series,
- * the others are summed into "the rest". Returns [{ label, values, total, colour }].
+ * the others are summed into "the rest". Returns [{ label, keys, values, total, colour }], `keys`
+ * the keys each series adds up.
  */
 export function topAndRest(byKey, days, top = COLOURS.length - 1) {
   const ranked = [...byKey]
     .map(([label, values]) => ({ label, values, total: values.reduce((a, b) => a + b, 0) }))
     .filter((series) => series.total > 0)
     .sort((a, b) => b.total - a.total || a.label.localeCompare(b.label));
-  const kept = ranked.slice(0, top).map((series, i) => ({ ...series, colour: COLOURS[i] }));
+  const kept = ranked.slice(0, top).map((series, i) => ({ ...series, keys: [series.label], colour: COLOURS[i] }));
   const others = ranked.slice(top);
   if (others.length > 0) {
     const values = days.map((_, d) => others.reduce((sum, series) => sum + series.values[d], 0));
     kept.push({
       label: `the rest (${others.length} clients)`,
+      keys: others.map((series) => series.label),
       values,
       total: values.reduce((a, b) => a + b, 0),
       colour: REST_COLOUR,
@@ -43,7 +45,9 @@ export function topAndRest(byKey, days, top = COLOURS.length - 1) {
 
 /**
  * A stacked bar chart: `days` (civil dates), `series` from topAndRest, `dayLabel(day)` for the axis,
- * `valueText(n)` for the legend's totals, `tickText(n)` for the axis (short). role=img with a summary; the legend is the text alternative.
+ * `valueText(n, keys, d)` for the tooltips and the legend's totals (the series' keys; `d` the day's
+ * index, undefined for all days), `tickText(n)` for the axis (short). role=img with a summary; the
+ * legend is the text alternative. A day of more than one stack has its total in each tooltip.
  */
 export function stackedBars({ days, series, dayLabel, valueText, tickText = valueText, summary, id }) {
   const totals = days.map((_, d) => series.reduce((sum, s) => sum + s.values[d], 0));
@@ -62,7 +66,10 @@ export function stackedBars({ days, series, dayLabel, valueText, tickText = valu
     svg('text', { x: LEFT - 4, y: 10, class: 'tick', 'text-anchor': 'end' }, tickText(max)),
     svg('text', { x: LEFT - 4, y: plotHeight, class: 'tick', 'text-anchor': 'end' }, '0'),
   );
+  const allKeys = series.flatMap((s) => s.keys);
   days.forEach((day, d) => {
+    const stacks = series.filter((s) => s.values[d] > 0).length;
+    const dayTotal = stacks > 1 ? `\n${dayLabel(day)}, all: ${valueText(totals[d], allKeys, d)}` : '';
     let base = plotHeight;
     for (const s of series) {
       const height = (s.values[d] / max) * (plotHeight - 12);
@@ -72,7 +79,7 @@ export function stackedBars({ days, series, dayLabel, valueText, tickText = valu
         svg(
           'rect',
           { x: LEFT + d * slot + slot * 0.15, y: base, width: slot * 0.7, height, fill: s.colour },
-          svg('title', {}, `${dayLabel(day)}, ${s.label}: ${valueText(s.values[d])}`),
+          svg('title', {}, `${dayLabel(day)}, ${s.label}: ${valueText(s.values[d], s.keys, d)}${dayTotal}`),
         ),
       );
     }
@@ -91,7 +98,7 @@ export function stackedBars({ days, series, dayLabel, valueText, tickText = valu
     series.map((s) => {
       const swatch = h('span', { className: 'swatch', 'aria-hidden': 'true' });
       swatch.style.background = s.colour;
-      return h('li', { 'data-series': s.label }, swatch, `${s.label}: ${valueText(s.total)}`);
+      return h('li', { 'data-series': s.label }, swatch, `${s.label}: ${valueText(s.total, s.keys)}`);
     }),
   );
   return h('figure', { className: 'chart', id }, chart, legend);

@@ -69,19 +69,29 @@ async function loadMoney() {
 }
 
 /**
- * Money spent and reuse savings over exactly this budget month (GET /admin/usage: each inquiry at
- * the unit price it recorded), asked once the month is known, the company's month and the table
- * drawn again with them; savings where the answer has `unitsSaved` (a missing field shows
- * nothing); `data-savings` says the answer is in (the bench waits for it).
+ * Money spent and reuse savings over exactly this budget month, and (with a price: else no money)
+ * spent over exactly the forecast's last 7 days, checkedAt − rateDays to checkedAt as its
+ * `lastDaysUnits` (GET /admin/usage: each inquiry at the unit price it recorded); the company's
+ * month and the table drawn again with them; savings where the answer has `unitsSaved` (a
+ * missing field shows nothing); `data-savings` says the answers are in (the bench waits for it).
  */
 async function loadSavings(forecast) {
   if (!routes.usage) return;
   try {
-    const month = { from: forecast.company.startsAt, to: forecast.checkedAt, period: 'month' };
-    const usage = await getJson(`/admin/usage?${new URLSearchParams(month)}`);
-    // Money spent and saved this month, at the prices recorded (the forecast reckons in units).
-    showIn('company-view', companyView(forecast, usage.usage ?? []));
-    showIn('clients', clientsView(forecast, usage.usage ?? []));
+    const to = forecast.checkedAt;
+    const lastDays = new Date(Date.parse(to) - forecast.rateDays * 86_400_000).toISOString();
+    const read = (from) => getJson(`/admin/usage?${new URLSearchParams({ from, to, period: 'month' })}`);
+    // The 7 days' money is an extra: a failure leaves them in units (a 401 still asks for the key).
+    const unitsOnly = (error) => {
+      if (!(error instanceof ApiError) || error.status === 401) throw error;
+    };
+    const [month, recent] = await Promise.all([
+      read(forecast.company.startsAt),
+      display.price ? read(lastDays).catch(unitsOnly) : undefined,
+    ]);
+    // Money spent and saved, at the prices recorded (the forecast reckons in units).
+    showIn('company-view', companyView(forecast, month.usage ?? []));
+    showIn('clients', clientsView(forecast, month.usage ?? [], recent?.usage ?? []));
     $('clients').dataset.savings = 'read';
   } catch (error) {
     failed('clients', error);

@@ -125,3 +125,55 @@ export function recordedMoneyText(units, entry) {
 
 /** Units in plain digits with separators. */
 export const unitsText = (units) => grouped(String(units));
+
+const ZERO = /^0(\.0+)?$/;
+
+/**
+ * Usage or trends rows' money summed per client (or all together): `spent` and `saved` in today's
+ * currency (a usage row's `currency`, else the answer's: `currency`), the units no price was
+ * recorded for, and other currencies' amounts apart (never converted). Empty without
+ * COST_UNIT_PRICE (the rows carry no money then).
+ */
+export function recordedMoney(rows, currency = undefined) {
+  const byClient = new Map();
+  const add = (sum, row) => {
+    sum.currency = row.currency ?? currency;
+    sum.spent = addAmounts(sum.spent, row.spentAmount);
+    sum.saved = addAmounts(sum.saved, row.savedAmount ?? '0');
+    sum.unpriced.spent += row.unpricedUnits ?? 0;
+    sum.unpriced.saved += row.unpricedSavedUnits ?? 0;
+    for (const other of row.otherCurrencies ?? []) {
+      const before = sum.others.get(other.currency) ?? { spent: '0', saved: '0' };
+      sum.others.set(other.currency, {
+        spent: addAmounts(before.spent, other.spentAmount),
+        saved: addAmounts(before.saved, other.savedAmount ?? '0'),
+      });
+    }
+  };
+  const empty = () => ({ spent: '0', saved: '0', unpriced: { spent: 0, saved: 0 }, others: new Map() });
+  const all = empty();
+  for (const row of rows) {
+    if (row.spentAmount === undefined) continue;
+    if (!byClient.has(row.clientId)) byClient.set(row.clientId, empty());
+    add(byClient.get(row.clientId), row);
+    add(all, row);
+  }
+  return { byClient, all: all.currency ? all : undefined };
+}
+
+/**
+ * `sum`'s spent or saved money, a line each: today's currency, other currencies (not converted),
+ * and the units recorded without a price (never priced here).
+ */
+export function recordedLines(sum, which) {
+  if (!sum) return [];
+  const others = [...sum.others]
+    .filter(([, amounts]) => !ZERO.test(amounts[which]))
+    .map(([currency, amounts]) => `+ ${amountText(amounts[which], currency)}`);
+  const unpriced = sum.unpriced[which];
+  return [
+    amountText(sum[which], sum.currency),
+    ...others,
+    ...(unpriced ? [`+ ${unitsText(unpriced)} units unpriced`] : []),
+  ];
+}

@@ -1,7 +1,7 @@
 // Money panels: each budget with its bar and forecast, the company's month, and what each client
 // spent this month (GET /admin/budgets, GET /admin/forecast, GET /admin/usage for the money spent
 // and saved: each inquiry's units × the unit price recorded when it was made).
-import { addAmounts, amountText, display, moneyText, unitsText } from '/console/format.js';
+import { display, moneyText, recordedLines, recordedMoney, unitsText } from '/console/format.js';
 import { h, note, number, table, time } from '/console/views.js';
 
 /** Units, and under them each line of `money` (a text or lines of text), when there is any. */
@@ -13,53 +13,6 @@ function unitsWith(units, money, attributes = {}) {
     unitsText(units),
     ...lines.map((line) => h('span', { className: 'money' }, line)),
   );
-}
-
-const ZERO = /^0(\.0+)?$/;
-
-/**
- * The usage rows' money summed per client (or all together): `spent` and `saved` in today's
- * currency, the units no price was recorded for, and other currencies' amounts apart (never
- * converted). Empty without COST_UNIT_PRICE (the rows carry no money then).
- */
-export function recordedMoney(usageRows) {
-  const byClient = new Map();
-  const add = (sum, row) => {
-    sum.currency = row.currency;
-    sum.spent = addAmounts(sum.spent, row.spentAmount);
-    sum.saved = addAmounts(sum.saved, row.savedAmount ?? '0');
-    sum.unpriced.spent += row.unpricedUnits ?? 0;
-    sum.unpriced.saved += row.unpricedSavedUnits ?? 0;
-    for (const other of row.otherCurrencies ?? []) {
-      const before = sum.others.get(other.currency) ?? { spent: '0', saved: '0' };
-      sum.others.set(other.currency, {
-        spent: addAmounts(before.spent, other.spentAmount),
-        saved: addAmounts(before.saved, other.savedAmount ?? '0'),
-      });
-    }
-  };
-  const empty = () => ({ spent: '0', saved: '0', unpriced: { spent: 0, saved: 0 }, others: new Map() });
-  const all = empty();
-  for (const row of usageRows) {
-    if (row.spentAmount === undefined) continue;
-    if (!byClient.has(row.clientId)) byClient.set(row.clientId, empty());
-    add(byClient.get(row.clientId), row);
-    add(all, row);
-  }
-  return { byClient, all: all.currency ? all : undefined };
-}
-
-/**
- * `sum`'s spent or saved money, a line each: today's currency, other currencies (not converted),
- * and the units recorded without a price (never priced here).
- */
-function recordedLines(sum, which) {
-  if (!sum) return [];
-  const others = [...sum.others]
-    .filter(([, amounts]) => !ZERO.test(amounts[which]))
-    .map(([currency, amounts]) => `+ ${amountText(amounts[which], currency)}`);
-  const unpriced = sum.unpriced[which];
-  return [amountText(sum[which], sum.currency), ...others, ...(unpriced ? [`+ ${unpriced} units unpriced`] : [])];
 }
 
 const clientName = (clientId) => (clientId === '*' ? 'all clients (*)' : clientId);
@@ -163,16 +116,18 @@ export function companyView(forecast, usageRows = []) {
 }
 
 /**
- * What each client spent this month, from the ledger: its units (the forecast) and, once the
- * usage answer over the same month is in, their money at the prices recorded and the reuse
- * savings where that answer has `unitsSaved` (a gateway without reuse has none: no column).
+ * What each client spent this month and in the last 7 days, from the ledger: its units (the
+ * forecast) and, once the usage answers over the same spans are in, their money at the prices
+ * recorded and the reuse savings where the month's has `unitsSaved` (a gateway without reuse
+ * has none: no column).
  */
-export function clientsView(forecast, usageRows) {
+export function clientsView(forecast, usageRows, lastDaysRows = []) {
   const saved = new Map();
   for (const row of usageRows)
     if (typeof row.unitsSaved === 'number') saved.set(row.clientId, (saved.get(row.clientId) ?? 0) + row.unitsSaved);
   const withSavings = saved.size > 0;
   const money = recordedMoney(usageRows);
+  const lastDays = recordedMoney(lastDaysRows);
   const clients = [...forecast.clients].sort(
     (a, b) => b.spentUnits - a.spentUnits || a.clientId.localeCompare(b.clientId),
   );
@@ -185,7 +140,9 @@ export function clientsView(forecast, usageRows) {
       { 'data-client': client.clientId },
       h('th', { scope: 'row' }, client.clientId),
       unitsWith(client.spentUnits, recordedLines(sum, 'spent'), { 'data-field': 'spent' }),
-      unitsWith(client.lastDaysUnits, ''),
+      unitsWith(client.lastDaysUnits, recordedLines(lastDays.byClient.get(client.clientId), 'spent'), {
+        'data-field': 'last-days',
+      }),
       withSavings
         ? unitsWith(saved.get(client.clientId) ?? 0, recordedLines(sum, 'saved'), { 'data-field': 'saved' })
         : null,
@@ -197,7 +154,7 @@ export function clientsView(forecast, usageRows) {
       { className: 'total', 'data-client': '' },
       h('th', { scope: 'row' }, 'all clients'),
       unitsWith(total, recordedLines(money.all, 'spent'), { 'data-field': 'spent' }),
-      unitsWith(forecast.company.lastDaysUnits, ''),
+      unitsWith(forecast.company.lastDaysUnits, recordedLines(lastDays.all, 'spent'), { 'data-field': 'last-days' }),
       withSavings
         ? unitsWith(
             [...saved.values()].reduce((a, b) => a + b, 0),
@@ -209,7 +166,7 @@ export function clientsView(forecast, usageRows) {
   const headings = [
     'client',
     'spent this month',
-    `last ${forecast.rateDays} days (units)`,
+    `last ${forecast.rateDays} days`,
     ...(withSavings ? ['saved by reuse'] : []),
   ];
   return table(headings, rows, 'Spent this month per client');

@@ -3,7 +3,7 @@
 // per day the same way; and, for one day, who had which failure, the upstream's code beside its
 // message, and who was refused why.
 import { stackedBars, topAndRest } from '/console/charts.js';
-import { addDays, dayText, display, unitsText } from '/console/format.js';
+import { addDays, dayText, display, recordedLines, recordedMoney, unitsText } from '/console/format.js';
 import { h, note, number, table } from '/console/views.js';
 
 /** Per key, a value per day from the rows. */
@@ -21,18 +21,52 @@ function perDay(rows, days, keyOf, valueOf) {
 }
 
 const MEASURES = {
-  spend: {
-    label: 'units spent',
-    value: (row) => row.unitsSpent,
-    // Units: a day's money is the sum of its rows' `spentAmount`, each at the prices recorded, and
-    // the chart's stacks add units only (the Money panel and usage show what they cost).
-    text: unitsText,
-  },
+  spend: { label: 'units spent', value: (row) => row.unitsSpent, text: unitsText },
   inquiries: { label: 'inquiries', value: (row) => row.inquiries, text: (n) => unitsText(n) },
   reused: { label: 'reused answers', value: (row) => row.reused, text: (n) => unitsText(n) },
 };
 
-/** The spend (or inquiries, or reused) chart: top clients and the rest. */
+/**
+ * The spend of `keys` on day `d` (all the days shown when undefined): their rows' `spentAmount`s
+ * summed exactly, other currencies and unpriced units apart, the units (the bar) beside. `rows`:
+ * the days shown only.
+ */
+function spendText(rows, days, currency) {
+  const index = new Map(days.map((day, i) => [day, i]));
+  const cells = new Map();
+  for (const row of rows) {
+    if (!cells.has(row.clientId))
+      cells.set(
+        row.clientId,
+        days.map(() => []),
+      );
+    cells.get(row.clientId)[index.get(row.day)].push(row);
+  }
+  return (units, keys, d) => {
+    const picked = keys.flatMap((key) => (d === undefined ? cells.get(key)?.flat() : cells.get(key)?.[d]) ?? []);
+    return `${recordedLines(recordedMoney(picked, currency).all, 'spent').join(' ')} (${unitsText(units)} units)`;
+  };
+}
+
+/** What the money leaves out, said once: units without a recorded price, other currencies. */
+function apartNote(all) {
+  const others = recordedLines(all, 'spent')
+    .slice(1)
+    .filter((line) => !line.endsWith(' units unpriced'));
+  const said = [
+    all.unpriced.spent
+      ? `${unitsText(all.unpriced.spent)} units spent in these 30 days recorded no price: shown as units, never priced at today’s price.`
+      : '',
+    others.length ? `Spent in other currencies (${others.join(' ')}): as recorded, not converted.` : '',
+  ].filter(Boolean);
+  return said.length ? note(said.join(' ')) : null;
+}
+
+/**
+ * The spend (or inquiries, or reused) chart: top clients and the rest. Bars in units (every unit
+ * spent is drawn, priced or not); with COST_UNIT_PRICE set, the spend's tooltips and legend say
+ * its money at the prices recorded (never today's), unpriced units and other currencies apart.
+ */
 export function spendChart(answer, days, measureName) {
   const measure = MEASURES[measureName] ?? MEASURES.spend;
   const series = topAndRest(
@@ -40,15 +74,19 @@ export function spendChart(answer, days, measureName) {
     days,
   );
   if (series.length === 0) return note(`No ${measure.label} in these 30 days.`);
-  return stackedBars({
+  const shown = answer.rows.filter((row) => days.includes(row.day));
+  const money = measure === MEASURES.spend ? recordedMoney(shown, answer.currency).all : undefined;
+  const chart = stackedBars({
     id: 'spend-chart',
     days,
     series,
     dayLabel: (day) => dayText(day, true),
-    valueText: measure.text,
+    valueText: money ? spendText(shown, days, answer.currency) : measure.text,
     tickText: unitsText,
-    summary: `${measure.label} per day (${answer.timeZone}), top clients and the rest, last 30 days`,
+    summary: `${measure.label} per day (${answer.timeZone})${money ? ' and their money at the prices recorded' : ''}, top clients and the rest, last 30 days`,
   });
+  const apart = money ? apartNote(money) : null;
+  return apart ? h('div', {}, apart, chart) : chart;
 }
 
 /** Failed and unknown inquiries per day, stacked by client (top and the rest). */
