@@ -24,59 +24,18 @@ export class RedisCluster {
   static async start(size = 3, secure?: { password: string; tls: TestCertificates }): Promise<RedisCluster> {
     const cli = secure ? ['-a', secure.password, '--no-auth-warning', ...redisCliTlsArgs(secure.tls)] : [];
     const dir = mkdtempSync(join(tmpdir(), 'vgw-cluster-'));
-    const ports: number[] = [];
-    // Each node's bus gets its own free port: the default (port + 10 000) can be taken, or past
-    // 65 535 when the client port is high in the ephemeral range, and the node exits with 1.
-    const busPorts: number[] = [];
-    for (let i = 0; i < size; i++) {
-      ports.push(await freePort());
-      busPorts.push(await freePort());
+    // A node can exit before it is ready when one of its ports is taken between freePort's close and
+    // its bind (another spec file starts servers meanwhile): the nodes start again on fresh ports,
+    // at most 3 times; the last error carries the node's last lines.
+    let started: { ports: number[]; processes: ChildProcess[] } | undefined;
+    for (let attempt = 1; !started; attempt++) {
+      try {
+        started = await RedisCluster.startNodes(size, dir, secure);
+      } catch (error) {
+        if (attempt >= 3) throw error;
+      }
     }
-    const processes = await Promise.all(
-      ports.map(async (port, i) => {
-        const child = spawn(
-          'redis-server',
-          [
-            ...(secure
-              ? [
-                  ...redisTlsArgs(secure.tls, port),
-                  '--tls-cluster',
-                  'yes',
-                  '--requirepass',
-                  secure.password,
-                  '--masterauth',
-                  secure.password,
-                ]
-              : ['--port', String(port)]),
-            '--bind',
-            '127.0.0.1',
-            '--cluster-enabled',
-            'yes',
-            '--cluster-port',
-            String(busPorts[i]),
-            '--cluster-config-file',
-            `nodes-${port}.conf`,
-            '--dir',
-            dir,
-            '--save',
-            '',
-            '--appendonly',
-            'no',
-          ],
-          { stdio: ['ignore', 'pipe', 'ignore'] },
-        );
-        let output = '';
-        await new Promise<void>((resolve, reject) => {
-          child.stdout?.on('data', (chunk: Buffer) => {
-            output += chunk.toString();
-            if (output.includes('Ready to accept connections')) resolve();
-          });
-          child.once('exit', (code) => reject(new Error(`redis-server (cluster node) exited with ${code}`)));
-        });
-        child.stdout?.resume();
-        return child;
-      }),
-    );
+    const { ports, processes } = started;
     const cluster = new RedisCluster(ports, processes, dir);
     await run('redis-cli', [
       ...cli,
@@ -97,6 +56,94 @@ export class RedisCluster {
       }
     }
     return cluster;
+  }
+
+  /** `size` nodes on fresh ports: each node's client port and bus port its own (`--cluster-port`;
+   * the default, port + 10 000, can be taken or past 65 535). Any node failing stops them all. */
+  private static async startNodes(
+    size: number,
+    dir: string,
+    secure?: { password: string; tls: TestCertificates },
+  ): Promise<{ ports: number[]; processes: ChildProcess[] }> {
+    const taken = new Set<number>();
+    const fresh = async () => {
+      for (;;) {
+        const port = await freePort();
+        if (!taken.has(port)) return (taken.add(port), port);
+      }
+    };
+    const ports: number[] = [];
+    const busPorts: number[] = [];
+    for (let i = 0; i < size; i++) {
+      ports.push(await fresh());
+      busPorts.push(await fresh());
+    }
+    const children: ChildProcess[] = [];
+    const ready = ports.map(async (port, i) => {
+      const child = spawn(
+        'redis-server',
+        [
+          ...(secure
+            ? [
+                ...redisTlsArgs(secure.tls, port),
+                '--tls-cluster',
+                'yes',
+                '--requirepass',
+                secure.password,
+                '--masterauth',
+                secure.password,
+              ]
+            : ['--port', String(port)]),
+          '--bind',
+          '127.0.0.1',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-port',
+          String(busPorts[i]),
+          '--cluster-config-file',
+          `nodes-${port}.conf`,
+          '--dir',
+          dir,
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+        ],
+        { stdio: ['ignore', 'pipe', 'ignore'] },
+      );
+      children.push(child);
+      let output = '';
+      await new Promise<void>((resolve, reject) => {
+        child.stdout?.on('data', (chunk: Buffer) => {
+          output += chunk.toString();
+          if (output.includes('Ready to accept connections')) resolve();
+        });
+        child.once('exit', (code) =>
+          reject(
+            new Error(
+              `redis-server (cluster node) exited with ${code}: ${output.trim().split('\n').slice(-3).join(' | ')}`,
+            ),
+          ),
+        );
+      });
+      child.stdout?.resume();
+      return child;
+    });
+    try {
+      return { ports, processes: await Promise.all(ready) };
+    } catch (error) {
+      await Promise.allSettled(ready);
+      await Promise.all(
+        children
+          .filter((child) => child.exitCode === null && child.signalCode === null)
+          .map(async (child) => {
+            const exited = once(child, 'exit');
+            child.kill('SIGKILL');
+            await exited;
+          }),
+      );
+      throw error;
+    }
   }
 
   /** `host:port,host:port` for REDIS_CLUSTER_NODES. */
