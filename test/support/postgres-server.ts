@@ -55,8 +55,18 @@ export class PostgresServer extends ServerProcess {
       { encoding: 'utf8', ...server.user },
     );
     if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr.slice(-500)}`);
-    await server.launch();
-    return server;
+    // A port taken between freePort's close and the server's bind (another spec file starts servers
+    // meanwhile) ends it at once: it starts again, on the same data, on a fresh port, at most 3 times.
+    for (let attempt = 1; ; attempt++) {
+      const candidate = attempt === 1 ? server : new PostgresServer(await freePort(), dir);
+      try {
+        await candidate.launch();
+        return candidate;
+      } catch (error) {
+        // launch rejects only once the postmaster has exited (or never started): nothing to kill.
+        if (attempt >= 3) throw error;
+      }
+    }
   }
 
   /** `postgres://postgres@127.0.0.1:<port>/postgres` (trust authentication on loopback). */

@@ -44,9 +44,19 @@ export class RedisServer extends ServerProcess {
   }
 
   static async start(options: RedisServerOptions = {}): Promise<RedisServer> {
-    const server = new RedisServer(await freePort(), options);
-    await server.launch();
-    return server;
+    // A port taken between freePort's close and the server's bind (another spec file starts servers
+    // meanwhile) ends it at once: it starts again on a fresh port, at most 3 times.
+    for (let attempt = 1; ; attempt++) {
+      const server = new RedisServer(await freePort(), options);
+      try {
+        await server.launch();
+        return server;
+      } catch (error) {
+        // launch rejects only once the process has exited (or never started): nothing to kill.
+        rmSync(server.dir, { recursive: true, force: true });
+        if (attempt >= 3) throw error;
+      }
+    }
   }
 
   /** `redis://` (or `rediss://` with TLS) to 127.0.0.1, without credentials. */
