@@ -48,7 +48,7 @@ describe('InquirySettlement', () => {
     ['succeeded', false, 'yes', 'commit', 'completed'],
     ['failed', false, 'no', 'release', 'completed'],
     ['unknown', false, 'possibly', 'unknown', 'completed'],
-    ['unknown', true, 'no', 'unknown', 'released'],
+    ['unknown', true, 'no', 'release', 'released'],
   ] as Array<[InquiryOutcome['status'], boolean, string, BudgetAction, string]>)(
     '%s (not charged: %s): charged %s, budget %s, key %s',
     async (status, notCharged, charged, budget, key) => {

@@ -55,7 +55,7 @@ export class InquirySettlement {
         : { ...outcome.response, trackId };
     // `failed` was not charged (docs/upstream-api.md §4.4 rule 9): its reservation is released;
     // `unknown` stays spent, held for a reconciliation to move.
-    const budget = record.reservation ? budgetAction(outcome.status) : undefined;
+    const budget = record.reservation ? budgetAction(outcome) : undefined;
     await Promise.all([
       // One owed write: the record and its ledger entry stored, or retried, together; waiters
       // on any replica are told once it is written.
@@ -85,9 +85,11 @@ export class InquirySettlement {
   }
 }
 
-/** A reservation's settlement by the inquiry's status: `unknown` is kept as spent, held for a reconciliation. */
-function budgetAction(status: InquiryOutcome['status']): BudgetAction {
-  return status === 'failed' ? 'release' : status === 'unknown' ? 'unknown' : 'commit';
+/** A reservation's settlement by the inquiry's outcome (its record's `charged`): `possibly` is kept as spent, held for a reconciliation. */
+function budgetAction({ status, notCharged }: InquiryOutcome): BudgetAction {
+  if (status === 'succeeded') return 'commit';
+  // Charged `no` gives the units back; `possibly` keeps them, held for a reconciliation's move.
+  return status === 'failed' || notCharged ? 'release' : 'unknown';
 }
 
 /** The record as the outcome settles it; field by field rather than spread: this runs once per inquiry (docs/performance.md). */
