@@ -13,6 +13,7 @@ import { SHAHKAR } from './support/fixtures.js';
 import { apiKeysWith, callGateway, startGateway, TEST_CLIENTS, type RunningGateway } from './support/gateway.js';
 import { PostgresServer } from './support/postgres-server.js';
 import { freePort } from './support/redis-server.js';
+import { untilEntriesWritten } from './support/ledger-entries.js';
 import { CHECK_SHAHKAR_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 
 const ADMIN = { clientId: 'finance', key: 'key-finance-0123456789', scopes: ['ledger:read', 'ledger:reconcile'] };
@@ -42,18 +43,6 @@ async function gatewayAt(price: { amount: string; currency: string }, env: Recor
 
 const admin = (path: string, init: RequestInit = {}) =>
   fetch(`${ops}${path}`, { ...init, headers: { 'x-api-key': ADMIN.key, ...(init.headers ?? {}) } });
-
-/** Resolves once the drainer has written `n` entries of these inquiries (the queue drains every few ms). */
-async function untilWritten(trackIds: string[], n: number): Promise<void> {
-  for (;;) {
-    const [row] = await db.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM ledger_entries WHERE track_id = ANY($1::uuid[])',
-      [trackIds],
-    );
-    if (row.n >= n) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /** This client's spend over the hour around now, summed over its rows (a month may turn within it). */
 async function spent(): Promise<{ units: number; amount: string; currencies: string[] }> {
@@ -104,7 +93,7 @@ describe('a change of COST_UNIT_PRICE between inquiries', () => {
     const lost = await shahkar();
     expect(lost.status).toBe(502);
     unknown = String(lost.body.trackId);
-    await untilWritten([String(paid.body.trackId), unknown], 2);
+    await untilEntriesWritten(db, [String(paid.body.trackId), unknown], { entries: 2 });
     await gateway!.close();
 
     await gatewayAt(AFTER, {
@@ -112,7 +101,7 @@ describe('a change of COST_UNIT_PRICE between inquiries', () => {
     });
     const later = await shahkar();
     expect(later.status).toBe(200);
-    await untilWritten([String(later.body.trackId)], 1);
+    await untilEntriesWritten(db, [String(later.body.trackId)], { entries: 1 });
     // 2 × 25000 (the paid one and the unknown) + 3 × 30000.5: never 5 × today's price (150002.5).
     expect(await spent()).toEqual({ units: 5, amount: '140001.5', currencies: ['IRR'] });
   }, 60_000);

@@ -11,6 +11,7 @@ import { SHAHKAR } from './support/fixtures.js';
 import { apiKeysWith, callGateway, startGateway, TEST_CLIENTS, type RunningGateway } from './support/gateway.js';
 import { PostgresServer } from './support/postgres-server.js';
 import { freePort, RedisServer } from './support/redis-server.js';
+import { untilEntriesWritten } from './support/ledger-entries.js';
 import { CHECK_SHAHKAR_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 
 const ADMIN = { clientId: 'finance', key: 'key-finance-0123456789', scopes: ['ledger:read', 'ledger:reconcile'] };
@@ -32,17 +33,6 @@ afterAll(async () => {
   await sim?.stop();
   await Promise.all([postgres?.stop(), redis?.stop()]);
 });
-
-async function untilWritten(trackIds: string[]): Promise<void> {
-  for (;;) {
-    const [row] = await db.query<{ n: number }>(
-      'SELECT count(DISTINCT track_id)::int AS n FROM ledger_entries WHERE track_id = ANY($1::uuid[])',
-      [trackIds],
-    );
-    if (row.n >= trackIds.length) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe.each([
   ['in-process', {}],
@@ -86,7 +76,7 @@ describe.each([
     const asynchronous = await shahkar({ prefer: 'respond-async' });
     expect([202, 502]).toContain(asynchronous.status);
     const trackIds = [paid, lost, asynchronous].map((r) => String(r.body.trackId));
-    await untilWritten(trackIds);
+    await untilEntriesWritten(db, trackIds, { inquiries: trackIds.length });
     expect(await spent()).toMatchObject({ spentUnits: before + 3, reservedUnits: 0 });
 
     const today = new Date().toISOString().slice(0, 10);
