@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './redis-server.js';
 import { untilProcessReady } from './events.js';
-import { ServerProcess } from './server-process.js';
+import { ServerProcess, startOnFreshPorts } from './server-process.js';
 
 /** Debian's server binaries (`postgresql` package): the newest major installed. */
 function binDir(): string {
@@ -55,18 +55,12 @@ export class PostgresServer extends ServerProcess {
       { encoding: 'utf8', ...server.user },
     );
     if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr.slice(-500)}`);
-    // A port taken between freePort's close and the server's bind (another spec file starts servers
-    // meanwhile) ends it at once: it starts again, on the same data, on a fresh port, at most 3 times.
-    for (let attempt = 1; ; attempt++) {
+    // On the same data, a fresh port for each try.
+    return startOnFreshPorts(async (attempt) => {
       const candidate = attempt === 1 ? server : new PostgresServer(await freePort(), dir);
-      try {
-        await candidate.launch();
-        return candidate;
-      } catch (error) {
-        // launch rejects only once the postmaster has exited (or never started): nothing to kill.
-        if (attempt >= 3) throw error;
-      }
-    }
+      await candidate.launch();
+      return candidate;
+    });
   }
 
   /** `postgres://postgres@127.0.0.1:<port>/postgres` (trust authentication on loopback). */

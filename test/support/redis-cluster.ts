@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './redis-server.js';
+import { startOnFreshPorts } from './server-process.js';
 import { redisCliTlsArgs, redisTlsArgs, type TestCertificates } from './tls-certificates.js';
 
 const run = promisify(execFile);
@@ -24,18 +25,8 @@ export class RedisCluster {
   static async start(size = 3, secure?: { password: string; tls: TestCertificates }): Promise<RedisCluster> {
     const cli = secure ? ['-a', secure.password, '--no-auth-warning', ...redisCliTlsArgs(secure.tls)] : [];
     const dir = mkdtempSync(join(tmpdir(), 'vgw-cluster-'));
-    // A node can exit before it is ready when one of its ports is taken between freePort's close and
-    // its bind (another spec file starts servers meanwhile): the nodes start again on fresh ports,
-    // at most 3 times; the last error carries the node's last lines.
-    let started: { ports: number[]; processes: ChildProcess[] } | undefined;
-    for (let attempt = 1; !started; attempt++) {
-      try {
-        started = await RedisCluster.startNodes(size, dir, secure);
-      } catch (error) {
-        if (attempt >= 3) throw error;
-      }
-    }
-    const { ports, processes } = started;
+    // Fresh ports for each try (a node whose port was taken exits with 1); the error carries its last lines.
+    const { ports, processes } = await startOnFreshPorts(() => RedisCluster.startNodes(size, dir, secure));
     const cluster = new RedisCluster(ports, processes, dir);
     await run('redis-cli', [
       ...cli,

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { redisTlsArgs, type TestCertificates } from './tls-certificates.js';
 import { untilProcessReady } from './events.js';
-import { ServerProcess } from './server-process.js';
+import { ServerProcess, startOnFreshPorts } from './server-process.js';
 
 /** A free loopback TCP port, as the OS hands it out. */
 export async function freePort(): Promise<number> {
@@ -44,19 +44,16 @@ export class RedisServer extends ServerProcess {
   }
 
   static async start(options: RedisServerOptions = {}): Promise<RedisServer> {
-    // A port taken between freePort's close and the server's bind (another spec file starts servers
-    // meanwhile) ends it at once: it starts again on a fresh port, at most 3 times.
-    for (let attempt = 1; ; attempt++) {
+    return startOnFreshPorts(async () => {
       const server = new RedisServer(await freePort(), options);
       try {
         await server.launch();
-        return server;
       } catch (error) {
-        // launch rejects only once the process has exited (or never started): nothing to kill.
         rmSync(server.dir, { recursive: true, force: true });
-        if (attempt >= 3) throw error;
+        throw error;
       }
-    }
+      return server;
+    });
   }
 
   /** `redis://` (or `rediss://` with TLS) to 127.0.0.1, without credentials. */

@@ -37,3 +37,19 @@ export abstract class ServerProcess {
     return child;
   }
 }
+
+/**
+ * `start` again, at most 3 times, while it fails: a server handed a port by freePort exits at
+ * once when the port was taken between freePort's close and its own bind (another spec file
+ * starts servers meanwhile), so each try takes a fresh port. `start` rejects only once what it
+ * spawned has exited, so nothing is left running; the last failure is thrown.
+ */
+export async function startOnFreshPorts<T>(start: (attempt: number) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start(attempt);
+    } catch (error) {
+      if (attempt >= 3) throw error;
+    }
+  }
+}
