@@ -81,6 +81,9 @@ export const WINDOW_GRACE_MS = 2 * 24 * 3_600_000;
 /** A held marker lives as long as its month window, at most this (the longest month, 31 days, and the grace). */
 export const HELD_MAX_MS = 35 * DAY_MS;
 
+/** What a move did: applied, already applied (its revision or a later one), or nothing held to move. */
+export type ResolveOutcome = 'moved' | 'applied_before' | 'not_held';
+
 /**
  * What settling does to a reservation: commit (spent), release (given back), or unknown
  * (spent, possibly charged: a reconciliation may move it later, so it is marked as held).
@@ -105,9 +108,6 @@ export type BudgetAction = 'commit' | 'release' | 'unknown';
  * ended) changes nothing (test/reconciliation.integration.spec.ts, 'gives units back once when a
  * late failed settlement released them' and 'gives nothing back to a window that forgot the units').
  */
-/** What a move did: applied, already applied (its revision or a later one), or nothing held to move. */
-export type ResolveOutcome = 'moved' | 'applied_before' | 'not_held';
-
 export abstract class BudgetStore {
   abstract reserve(request: ReserveRequest): Promise<ReserveResult>;
   abstract settle(trackId: string, action: BudgetAction, now: number): Promise<void>;

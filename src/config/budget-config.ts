@@ -54,8 +54,15 @@ export interface RecordedPrice {
   currency?: string;
 }
 
-/** A recorded amount: ≥ 0, no leading zero (canonicalAmount), at most MAX_PRICE_DECIMALS decimals. */
-const RECORDED_AMOUNT = /^(0|[1-9]\d{0,17})(\.\d{1,6})?$/;
+/** Fractional digits a unit price may have: enough for any currency's minor unit and a fraction of it. */
+export const MAX_PRICE_DECIMALS = 6;
+const PRICE_FRACTION = `(\\.\\d{1,${MAX_PRICE_DECIMALS}})?`;
+/** A configured amount: up to 18 whole digits, at most MAX_PRICE_DECIMALS decimals. */
+const PRICE_AMOUNT = new RegExp(`^\\d{1,18}${PRICE_FRACTION}$`);
+/** A recorded amount: the same, without leading zeros (canonicalAmount). */
+const RECORDED_AMOUNT = new RegExp(`^(0|[1-9]\\d{0,17})${PRICE_FRACTION}$`);
+/** An ISO 4217 code. */
+const CURRENCY_CODE = /^[A-Z]{3}$/;
 
 /**
  * A record's price as its ledger entry keeps it: only a well-formed pair (what COST_UNIT_PRICE
@@ -68,14 +75,10 @@ export function recordedPriceOf(record: { unitPrice?: unknown; currency?: unknow
   return typeof unitPrice === 'string' &&
     typeof currency === 'string' &&
     RECORDED_AMOUNT.test(unitPrice) &&
-    /^[A-Z]{3}$/.test(currency)
+    CURRENCY_CODE.test(currency)
     ? { unitPrice, currency }
     : undefined;
 }
-
-/** Fractional digits a unit price may have: enough for any currency's minor unit and a fraction of it. */
-export const MAX_PRICE_DECIMALS = 6;
-const PRICE_AMOUNT = new RegExp(`^\\d{1,18}(\\.\\d{1,${MAX_PRICE_DECIMALS}})?$`);
 
 /** Largest limit or price accepted: far above any real budget, well inside Lua's exact integers. */
 const MAX_UNITS = 1_000_000_000;
@@ -200,7 +203,7 @@ export function parseUnitPrice(raw: string | undefined, problems: string[]): Uni
       `COST_UNIT_PRICE.amount: must be a decimal string ≥ 0 with at most ${MAX_PRICE_DECIMALS} fractional digits, such as "25000" or "0.75"`,
     );
   }
-  if (typeof price.currency !== 'string' || !/^[A-Z]{3}$/.test(price.currency)) {
+  if (typeof price.currency !== 'string' || !CURRENCY_CODE.test(price.currency)) {
     problems.push('COST_UNIT_PRICE.currency: must be an ISO 4217 code of three capital letters, such as IRR');
   }
   if (problems.length > before) return undefined;
