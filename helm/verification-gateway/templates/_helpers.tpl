@@ -365,7 +365,7 @@ would otherwise surface only as exit code 78 and a CrashLoopBackOff).
 {{- if not (kindIs "slice" .Values.apiKeys.entries) }}
 {{- fail "apiKeys.entries must be a list of {clientId, keySha256, scopes}" }}
 {{- end }}
-{{- $allowedScopes := list "kyc:shahkar" "kyc:iban" "inquiries:read" "kyc:advanced" }}
+{{- $allowedScopes := list "kyc:shahkar" "kyc:iban" "inquiries:read" "kyc:advanced" "ledger:read" "ledger:reconcile" }}
 {{- range .Values.operations }}{{ $allowedScopes = append $allowedScopes (printf "kyc:%s" .name) }}{{ end }}
 {{- $seen := dict }}
 {{- range $i, $entry := .Values.apiKeys.entries }}
