@@ -101,7 +101,7 @@ beforeAll(async () => {
 afterEach(() => sim.setLatency(0));
 
 afterAll(async () => {
-  await Promise.all(started.map((g) => g.close().catch(() => undefined)));
+  await Promise.all(started.map((g) => g.close()));
   admin?.disconnect();
   await sim?.stop();
   await redis?.stop();
@@ -120,6 +120,7 @@ describe.each(['redis', 'memory'] as const)('a joined waiter (%s store)', (store
     await until('the waiter has joined', async () => (await held(waiterSide)) === 1);
 
     // The waiter's replica shuts down (the sequence a SIGTERM runs).
+    started.splice(started.indexOf(waiterSide), 1);
     const closed = waiterSide.close();
     const [led, joined] = await Promise.all([leader, waiter]);
     await closed;

@@ -53,6 +53,7 @@ export class ReusedAnswers {
       status: 'pending',
       createdAt: new Date().toISOString(),
       deadlineAt: new Date(deadlineMs).toISOString(),
+      joined: true,
       requestId: inquiry.facts?.requestId,
       costUnits: this.prices.unitsOf(request.operation, request.requestHandlingType),
       ...this.prices.recordedPrice,
