@@ -62,7 +62,7 @@ export class ReuseStep {
     const ownBudget = inquiryBudget(this.upstreamSettings, request.requestHandlingType, arrivedAt);
     const ownDeadline = ownBudget.deadline;
     inquiry.deadline = ownDeadline;
-    // An asynchronous caller has no record of its own to answer 202 about while it waits: it never joins.
+    // An asynchronous caller never joins (docs/api.md §2): it leads, or is answered from a stored answer.
     const asked: ReuseAllowance = inquiry.prefer ? { ...allowance, join: false } : allowance;
     let found: ReuseLookup;
     try {
