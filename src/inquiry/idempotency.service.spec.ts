@@ -146,6 +146,13 @@ describe('IdempotencyService', () => {
       expect(held(await service.claim(CALLER, 'key', T2, FINGERPRINT)).claim.trackId).toBe(T2);
     });
 
+    it("with a waiter's pending record (joined, nothing sent): the claim is released, the record left as it is", async () => {
+      await abandonedClaim();
+      await records.createJoined({ ...record(T1, 'pending'), joined: true }, 3600);
+      expect(held(await service.claim(CALLER, 'key', T2, FINGERPRINT)).claim.trackId).toBe(T2);
+      expect((await records.get(T1))?.status).toBe('pending');
+    });
+
     it('with a succeeded record, the answer is rebuilt from it and kept for later retries', async () => {
       await abandonedClaim();
       await records.create(record(T1, 'succeeded', { isMatch: true }), 3600);

@@ -152,12 +152,13 @@ export class IdempotencyService {
 
   /**
    * The request that claimed this key died before storing its answer (its process crashed,
-   * or the store failed just then). Without a record it never reached the upstream (the record
-   * is written first): the claim is released. Otherwise it is never sent again: the answer is
-   * made from its record (a success replayed, a failure 502, anything unfinished 504 and the
-   * record `unknown`, as it may have been charged) and stored for every later retry. When an
-   * answer was stored first (the writer's owed complete() landed meanwhile), that one is the
-   * answer: null, and the next claim round reads and replays it.
+   * or the store failed just then). Without a record, or with a waiter's that was never sent
+   * (`joined`), it never reached the upstream (the record is written first): the claim is
+   * released. Otherwise it is never sent again: the answer is made from its record (a success
+   * replayed, a failure 502, anything unfinished 504 and the record `unknown`, as it may have
+   * been charged) and stored for every later retry. When an answer was stored first (the
+   * writer's owed complete() landed meanwhile), that one is the answer: null, and the next claim
+   * round reads and replays it.
    */
   private async concludeAbandoned(
     scope: string,
@@ -166,7 +167,8 @@ export class IdempotencyService {
   ): Promise<StoredResponse | null> {
     const { trackId } = claim;
     const read = await this.records.get(trackId);
-    if (!read) {
+    // A waiter's record (`joined`) is no more than none: it died waiting, before sending anything.
+    if (!read || (read.status === 'pending' && read.joined)) {
       this.logger.warn(`idempotency claim for ${trackId} abandoned before anything was sent; released`);
       await this.claims.release(scope, keySha256, trackId);
       return null;

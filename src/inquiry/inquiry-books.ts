@@ -26,6 +26,20 @@ export abstract class InquiryBooks {
     reservation?: ReserveRequest,
   ): Promise<ReserveResult | undefined>;
 
+  /**
+   * Writes the `pending` record of a waiter (docs/api.md §2, "Joins"): no duty, no reservation,
+   * as nothing is sent under it while it waits. Settled by `settle` when it is answered from its
+   * leader; discarded (`discardJoined`) when it goes on alone, just before `open`.
+   */
+  openJoined(record: InquiryRecord, ttlSeconds: number): Promise<void> {
+    return this.records.createJoined(record, ttlSeconds);
+  }
+
+  /** Deletes a waiter's record that `openJoined` wrote (nothing was sent, nothing owed). */
+  discardJoined(trackId: string): Promise<void> {
+    return this.records.discard(trackId);
+  }
+
   /** Writes the settled record (again, with `ttlSeconds`, if it is gone), its entry, and the budget move. */
   abstract settle(record: InquiryRecord, ttlSeconds: number, budget?: BudgetAction): Promise<void>;
 

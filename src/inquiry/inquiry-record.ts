@@ -31,6 +31,11 @@ export interface InquiryRecord {
    * `pending` after it (and a margin) reads `unknown`.
    */
   deadlineAt?: string;
+  /**
+   * A waiter's record while it waits for an identical inquiry in flight (docs/api.md §2,
+   * "Joins"): nothing was sent under this trackId. Gone once it settles or goes on alone.
+   */
+  joined?: true;
   completedAt?: string;
   upstream?: { code?: number; message?: string };
   data?: unknown;

@@ -104,11 +104,30 @@ describe('InquiryWaits', () => {
     expect(await waits.hold('y')).not.toBeNull();
   });
 
-  it('at shutdown wakes every held wait, and later ones do not wait', async () => {
+  it('at shutdown wakes every held long-poll, and later ones do not wait', async () => {
     const { waits } = waitsWith(1);
     const held = (await waits.hold('x'))!.until(60_000);
     waits.releaseAll();
     expect(await held).toBe(true);
     expect(await (await waits.hold('y'))!.until(60_000)).toBe(false);
+  });
+
+  it("at shutdown a join's wait goes on, held or new, until its leader's notice or its own time", async () => {
+    const { waits, notices } = waitsWith(3);
+    const joined = (await waits.hold('leader', { join: true }))!;
+    let wokenEarly = false;
+    const waiting = joined.until(60_000).then((woken) => (wokenEarly = woken));
+    waits.releaseAll();
+    const late = (await waits.hold('leader', { join: true }))!;
+    const startedAt = Date.now();
+    expect(await late.until(100)).toBe(false);
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(90);
+    expect(wokenEarly).toBe(false);
+    const lateWoken = late.until(60_000);
+    await notices.publish('leader');
+    expect(await waiting).toBe(true);
+    expect(await lateWoken).toBe(true);
+    joined.release();
+    late.release();
   });
 });

@@ -35,13 +35,17 @@ const REFUSED_RETRY_AFTER_SECONDS = '1';
  * settlement notices from any replica (settled-notices.ts): a waiter costs a closure and a
  * timer here, and no Redis connection or command until it wakes. At most `INQUIRY_MAX_HELD_WAITS`
  * are held; one more that would have to wait is refused (429 `rate_limited`, `Retry-After: 1`)
- * rather than let a burst of idle connections grow the heap without bound. At shutdown every held wait is woken, so its
- * caller is answered with the record as it stands instead of delaying the drain.
+ * rather than let a burst of idle connections grow the heap without bound. At shutdown every held
+ * long-poll is woken, so its caller is answered with the record as it stands instead of delaying
+ * the drain; a join's wait (LeaderWait) is not: it is part of an inquiry the drain waits for, and
+ * its answer is its leader's (test/join-edges.e2e.spec.ts).
  */
 @Injectable()
 export class InquiryWaits implements OnModuleInit {
   /** Waiters by trackId; a trackId is watched (subscribed) while it has one. */
   private readonly waiting = new Map<string, Watched>();
+  /** The wakes of held long-polls (not joins): what shutdown wakes. */
+  private readonly longPolls = new Set<() => void>();
   private readonly maxHeld: number;
   private held = 0;
   private closing = false;
@@ -68,10 +72,12 @@ export class InquiryWaits implements OnModuleInit {
   /**
    * Takes a slot and listens for `trackId` (resolving once subscribed): hold first, then read
    * the record, so a settlement between the read and the wait still wakes it. Null when every
-   * slot is taken: the caller answers at once if it can, else throws `refusal()`.
+   * slot is taken: the caller answers at once if it can, else throws `refusal()`. `join`: the
+   * wait of a joined inquiry for its leader, which shutdown neither ends nor refuses (the drain
+   * waits for its inquiry); a long-poll held once shutdown has begun ends at once.
    */
-  async hold(trackId: string): Promise<HeldWait | null> {
-    if (this.closing) return { until: () => Promise.resolve(false), release: () => undefined };
+  async hold(trackId: string, { join = false } = {}): Promise<HeldWait | null> {
+    if (this.closing && !join) return { until: () => Promise.resolve(false), release: () => undefined };
     if (this.held >= this.maxHeld) return null;
     let wake!: () => void;
     const woken = new Promise<void>((resolve) => (wake = resolve));
@@ -82,6 +88,7 @@ export class InquiryWaits implements OnModuleInit {
     if (entry.failed) entry.watching = this.watch(trackId, entry);
     const { waiters } = entry;
     waiters.add(wake);
+    if (!join) this.longPolls.add(wake);
     this.held += 1;
     this.metrics.inquiryWaitsHeld.set(this.held);
     let released = false;
@@ -117,6 +124,7 @@ export class InquiryWaits implements OnModuleInit {
         if (released) return;
         released = true;
         waiters.delete(wake);
+        this.longPolls.delete(wake);
         if (waiters.size === 0 && this.waiting.get(trackId) === entry) {
           this.waiting.delete(trackId);
           this.notices.unwatch(trackId);
@@ -151,10 +159,11 @@ export class InquiryWaits implements OnModuleInit {
 
   /**
    * A step of the shutdown sequence (src/http/shutdown-sequence.ts), before the drain: held
-   * long-polls answer now with the record as it stands; new ones do not wait.
+   * long-polls answer now with the record as it stands; new ones do not wait. Joins wait on:
+   * the drain waits for them, and their leaders' settlements still wake them.
    */
   releaseAll(): void {
     this.closing = true;
-    for (const { waiters } of this.waiting.values()) for (const wake of waiters) wake();
+    for (const wake of this.longPolls) wake();
   }
 }

@@ -22,6 +22,12 @@ export abstract class InquiryStore {
     reservation?: ReserveRequest,
   ): Promise<ReserveResult | undefined>;
   /**
+   * Writes the `pending` record of an inquiry that joined an identical one in flight (docs/api.md
+   * §2, "Joins"): nothing is sent under it while it waits, so it owes the ledger nothing and
+   * reserves nothing; plain, even when `accountsWithRecord`. Fails as `create` does.
+   */
+  abstract createJoined(record: InquiryRecord, ttlSeconds: number): Promise<void>;
+  /**
    * Replaces an existing record with its settled state (keeping its expiry); one round trip.
    * With `ttlSeconds`, a record that is gone (a Redis restart without persistence lost it) is
    * written again with that expiry, so a settlement owed across an outage still lands. When

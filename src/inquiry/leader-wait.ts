@@ -11,6 +11,8 @@ const LEASE_LOOK_MIN_MS = 50;
  * notice (from any replica) before its record is read, as a long-poll is, so a settlement just
  * before the hold is seen at once. While it waits, Redis is asked only when the leader's lease
  * ends (a few seconds apart, AnswerStore.keepAlive), so a dead leader holds it one lease at most.
+ * Shutdown does not end it: the drain waits for the joined inquiry, which is answered from its
+ * leader (test/join-edges.e2e.spec.ts, 'a joined waiter is answered from its leader during the drain').
  */
 @Injectable()
 export class LeaderWait {
@@ -31,13 +33,14 @@ export class LeaderWait {
     untilMs: number,
     leaseLeft: () => Promise<number>,
   ): Promise<InquiryRecord | undefined> {
-    const wait = await this.waits.hold(leader.trackId);
+    const wait = await this.waits.hold(leader.trackId, { join: true });
     if (!wait) return undefined;
     try {
       const now = await this.read(leader.trackId);
       if (now && now.status !== 'pending') return now;
       let lookAt = leader.leaseEndsMs;
-      // Each turn waits (at least LEASE_LOOK_MIN_MS) and untilMs ends the loop.
+      // Each turn after the first waits at least LEASE_LOOK_MIN_MS, shutdown or not, and untilMs
+      // ends the loop (test/join-edges.e2e.spec.ts, 'a waiter that joins once shutdown began').
       while (!(await wait.until(Math.min(lookAt, untilMs) - Date.now()))) {
         if (Date.now() >= untilMs) return undefined;
         const left = await leaseLeft().catch(() => 0);

@@ -67,6 +67,11 @@ export class MemoryInquiryStore extends InquiryStore {
     });
   }
 
+  /** No ledger is written here either: the same as `create`. */
+  createJoined(record: InquiryRecord, ttlSeconds: number): Promise<void> {
+    return this.create(record, ttlSeconds);
+  }
+
   settle(record: InquiryRecord, ttlSeconds?: number): Promise<void> {
     return settled(() => {
       if (this.records.has(record.trackId)) this.records.set(record.trackId, { ...record }, { noUpdateTTL: true });

@@ -47,11 +47,11 @@ export class RedisInquiryStore extends InquiryStore {
     if (this.fused) {
       return this.fused.createWithRecord(key, this.sealed(record, key), ttlSeconds, record, reservation);
     }
-    return storeCall('inquiry create', async () => {
-      const done = await this.client.set(key, this.sealed(record, key), 'EX', ttlSeconds, 'NX');
-      if (done !== 'OK') throw new Error('trackId collision');
-      return undefined;
-    });
+    return this.createPlain(key, record, ttlSeconds).then(() => undefined);
+  }
+
+  createJoined(record: InquiryRecord, ttlSeconds: number): Promise<void> {
+    return this.createPlain(this.keys.inquiry(record.trackId), record, ttlSeconds);
   }
 
   settle(record: InquiryRecord, ttlSeconds?: number, budget?: BudgetAction): Promise<void> {
@@ -96,6 +96,14 @@ export class RedisInquiryStore extends InquiryStore {
       const key = this.keys.inquiry(trackId);
       const value = await this.client.get(key);
       return value ? (JSON.parse(this.cipher.open(value, key)) as InquiryRecord) : null;
+    });
+  }
+
+  /** The record alone, only if none is stored under its trackId. */
+  private createPlain(key: string, record: InquiryRecord, ttlSeconds: number): Promise<void> {
+    return storeCall('inquiry create', async () => {
+      const done = await this.client.set(key, this.sealed(record, key), 'EX', ttlSeconds, 'NX');
+      if (done !== 'OK') throw new Error('trackId collision');
     });
   }
 

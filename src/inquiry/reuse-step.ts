@@ -10,6 +10,7 @@ import { ReuseQuestions } from '../reuse/reuse-key.js';
 import type { StaleAnswer } from '../reuse/reused-answer.js';
 import { inquiryBudget } from './inquiry-deadline.js';
 import type { InquiryInFlight, InquiryResponse } from './inquiry-in-flight.js';
+import type { InquiryRecord } from './inquiry-record.js';
 import { LeaderWait } from './leader-wait.js';
 import { ReusedAnswers, type ReusedSource } from './reused-answers.js';
 
@@ -61,7 +62,7 @@ export class ReuseStep {
     const ownBudget = inquiryBudget(this.upstreamSettings, request.requestHandlingType, arrivedAt);
     const ownDeadline = ownBudget.deadline;
     inquiry.deadline = ownDeadline;
-    // An asynchronous caller has no record of its own to answer 202 about while it waits: it never joins.
+    // An asynchronous caller never joins (docs/api.md §2): it leads, or is answered from a stored answer.
     const asked: ReuseAllowance = inquiry.prefer ? { ...allowance, join: false } : allowance;
     let found: ReuseLookup;
     try {
@@ -93,17 +94,25 @@ export class ReuseStep {
       // (test/reuse-path.e2e.spec.ts, 'a dead leader's lease lapses and its waiter goes on at once, long before its deadline').
       const { trackId: leaderId } = found.leader;
       const leaseLeft = () => this.store.leaseLeft(question.key, request.requestHandlingType, leaderId);
+      // Recorded `pending` before it waits, its claim kept: a keyed retry's Location reads it.
+      const joined = await this.reused.join(inquiry, ownDeadline);
       const leader = await this.leaders.settled(found.leader, waitUntil, leaseLeft);
       if (leader?.status === 'succeeded') {
         // Joined while the leader was in flight (its answer and its registration end in one
         // script), so it arrived before the leader completed: `collapsed`, Age 0.
         const { trackId, clientId, data, upstream } = leader;
-        return this.reuse(inquiry, { trackId, clientId, data, upstream }, 0, 'join');
+        const response = await this.reuse(inquiry, { trackId, clientId, data, upstream }, 0, 'join', joined);
+        // Its long-polls (a keyed retry's included), on any replica, wake to the settled record.
+        await this.leaders.announce(inquiry.trackId);
+        return response;
       }
       // Its failure is never handed on: the waiter sends its own, never joining again, after a
       // random delay so that the waiters of one failed leader do not all call at once
       // (test/reuse-path.e2e.spec.ts, 'a failed leader's waiters each send their own, spread').
       await delay(randomInt(JOIN_FALLBACK_JITTER_MS + 1));
+      // Its own record is the opening's to write, with its duty and reservation; a store that
+      // cannot delete this one fails the opening as well (503, nothing sent).
+      await this.reused.leave(inquiry).catch(() => undefined);
       inquiry.reuse = { question, directives, leading: false, forwardedByRequest: false, stale };
       return undefined;
     }
@@ -142,11 +151,16 @@ export class ReuseStep {
     source: ReusedSource,
     ageMs: number,
     result: 'hit' | 'join',
+    joined?: InquiryRecord,
   ): Promise<InquiryResponse> {
     const { operation } = inquiry.request;
-    const { response, unitsSaved } = await this.reused.answer(inquiry, source, ageMs, {
-      kind: result === 'hit' ? 'hit' : 'collapsed',
-    });
+    const { response, unitsSaved } = await this.reused.answer(
+      inquiry,
+      source,
+      ageMs,
+      { kind: result === 'hit' ? 'hit' : 'collapsed' },
+      joined,
+    );
     this.counters.count(operation, result);
     this.counters.saved(operation, unitsSaved);
     return response;

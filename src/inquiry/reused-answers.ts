@@ -3,6 +3,7 @@ import { ConfigService } from '@nestjs/config';
 import { InquiryPrices } from '../accounting/inquiry-prices.js';
 import type { AppConfig } from '../config/app-config.js';
 import { SubjectHasher } from '../crypto/subject-hash.js';
+import { ProblemException } from '../problem/problem.js';
 import type { StoredAnswer } from '../reuse/answer-store.js';
 import { ageSeconds, cacheStatus, reusedBody, type CacheOutcome } from '../reuse/reused-answer.js';
 import { AGE_HEADER, CACHE_STATUS_HEADER } from '../vocabulary/headers.js';
@@ -39,12 +40,51 @@ export class ReusedAnswers {
     this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
   }
 
-  /** The answer, and the units it saved. */
+  /**
+   * Writes the `pending` record of an inquiry that joins one in flight, before it waits: its
+   * trackId (named by a 409, or a keyed async retry's 202 `Location`) reads `pending`, not 404,
+   * while it waits (test/join-edges.e2e.spec.ts). Its claim is kept all along. Rejects when the
+   * store cannot write it (nothing sent: the claim is undone).
+   */
+  async join(inquiry: InquiryInFlight, deadlineMs: number): Promise<InquiryRecord> {
+    const { request } = inquiry;
+    const record: InquiryRecord = {
+      ...recordIdentity(inquiry, this.subjects),
+      status: 'pending',
+      createdAt: new Date().toISOString(),
+      deadlineAt: new Date(deadlineMs).toISOString(),
+      joined: true,
+      requestId: inquiry.facts?.requestId,
+      costUnits: this.prices.unitsOf(request.operation, request.requestHandlingType),
+      ...this.prices.recordedPrice,
+    };
+    try {
+      await this.books.openJoined(record, this.ttlSeconds);
+    } catch (error) {
+      // A write that timed out may land later: its delete is owed, as an opening's (503 names the trackId).
+      const discard = () => this.books.discardJoined(record.trackId);
+      void this.settlements.write(`discard of ${record.trackId}`, discard, recordExpiry(record, this.ttlSeconds));
+      if (error instanceof ProblemException) error.trackId = record.trackId;
+      throw error;
+    }
+    return record;
+  }
+
+  /** A waiter goes on alone: its `join` record is deleted, for the opening to write its own. */
+  leave(inquiry: InquiryInFlight): Promise<void> {
+    return this.books.discardJoined(inquiry.trackId);
+  }
+
+  /**
+   * The answer, and the units it saved. `joined`: the waiter's record (`join`), settled now
+   * (its createdAt kept); the caller announces it to the record's long-polls.
+   */
   async answer(
     inquiry: InquiryInFlight,
     source: ReusedSource,
     ageMs: number,
     outcome: CacheOutcome,
+    joined?: InquiryRecord,
   ): Promise<{ response: InquiryResponse; unitsSaved: number }> {
     const { caller, request, trackId, key } = inquiry;
     const now = new Date().toISOString();
@@ -54,7 +94,7 @@ export class ReusedAnswers {
     const record: InquiryRecord = {
       ...recordIdentity(inquiry, this.subjects),
       status: 'succeeded',
-      createdAt: now,
+      createdAt: joined?.createdAt ?? now,
       completedAt: now,
       upstream: source.upstream,
       data: source.data,
