@@ -110,6 +110,7 @@ import { EventEmitter } from 'node:events';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { TrackingService } from './tracking-service.js';
 
 export interface Supplier {
   name: string;
@@ -465,6 +466,13 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
   private readonly waits = new Set<() => void>();
   private readonly responseInfo = new WeakMap<IncomingMessage, ResponseInfo>();
 
+  /** The request-tracking services (tracking-service.ts), answering from the charges below. */
+  readonly tracking = new TrackingService({
+    acceptsBearer: (authorization) => this.acceptsBearer(authorization),
+    received: (trackId) => this.usedTrackIds.has(trackId.toLowerCase()),
+    chargeCount: (trackId) => this.chargeCount(trackId),
+  });
+
   constructor(options: Partial<SimulatorOptions> = {}) {
     super();
     const { now, ...rest } = options;
@@ -625,6 +633,14 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     this._attemptLog = [];
     this._issuedAccessTokens = 0;
     this._rejectedExpiredTokens = 0;
+    this.tracking.reset();
+  }
+
+  /** §5.1: a Bearer token this simulator issued and that has not expired. */
+  acceptsBearer(authorization: string | undefined): boolean {
+    const match = BEARER_RE.exec(authorization ?? '');
+    const token = match ? this.accessTokens.get(match[1]) : undefined;
+    return token !== undefined && this.now() < token.expiresAt && !this.disabled;
   }
 
   // ---------------------------------------------------------------- observations
@@ -679,6 +695,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
       issuedAccessTokens: this._issuedAccessTokens,
       rejectedExpiredTokens: this._rejectedExpiredTokens,
       charges: Object.fromEntries(this._charges),
+      trackingQuestions: this.tracking.questions.map((q) => ({ ...q })),
       attemptLog: this._attemptLog.map((a) => ({ ...a })),
       requests: this._requests.map((r) => ({ ...r })),
     };
@@ -735,6 +752,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     app.post(IBAN_INQUIRY_PATH, (request, reply) => this.handleApi('inquiry', request, reply));
 
     this.registerControl(app);
+    this.tracking.register(app, CONTROL_PREFIX);
     return app;
   }
 
