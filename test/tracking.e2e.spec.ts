@@ -127,10 +127,7 @@ describe('GET with the trackId in the path, a boolean', () => {
   beforeAll(async () => {
     await processes.killAll();
     before = sim.tracking.questions.length;
-    gateways = await replicas(
-      { ...TRACKING_SHAPES.booleanInPath, afterSeconds: 1, perMinute: PER_MINUTE },
-      'track-b',
-    );
+    gateways = await replicas({ ...TRACKING_SHAPES.booleanInPath, afterSeconds: 1, perMinute: PER_MINUTE }, 'track-b');
   }, 120_000);
 
   it('resolves an unknown end to end', async () => {

@@ -89,7 +89,11 @@ export class Tracker implements OnApplicationBootstrap {
     } catch (error) {
       // The ledger or Redis unreachable: the next round tries again; said once per outage.
       if (!this.failing) {
-        this.logger.warn({ msg: 'a tracking round failed; retried next round', event: 'tracking_round_failed', cause: String(error) });
+        this.logger.warn({
+          msg: 'a tracking round failed; retried next round',
+          event: 'tracking_round_failed',
+          cause: String(error),
+        });
       }
       this.failing = true;
     }
@@ -124,7 +128,12 @@ export class Tracker implements OnApplicationBootstrap {
       return;
     }
     if (await this.book.learned(candidate.trackId, answer.result, answer.learned === 'yes')) {
-      this.logger.log({ msg: 'unknown inquiry resolved by the tracking service', event: 'tracking_resolved', trackId: candidate.trackId, charged: answer.learned });
+      this.logger.log({
+        msg: 'unknown inquiry resolved by the tracking service',
+        event: 'tracking_resolved',
+        trackId: candidate.trackId,
+        charged: answer.learned,
+      });
     }
     const at = candidate.createdAt.getTime();
     await this.moves.tell({ from: new Date(at), to: new Date(at + 1) });

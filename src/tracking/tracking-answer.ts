@@ -32,7 +32,8 @@ export interface TrackingAnswer {
  * covers each case.
  */
 export function readAnswer(config: TrackingConfig, status: number, body: string): TrackingAnswer {
-  if (status === 404) return config.notFound === 'no' ? { result: 'not_found', learned: 'no' } : { result: 'not_found' };
+  if (status === 404)
+    return config.notFound === 'no' ? { result: 'not_found', learned: 'no' } : { result: 'not_found' };
   if (status < 200 || status > 299) return { result: 'error' };
   let parsed: unknown;
   try {

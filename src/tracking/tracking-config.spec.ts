@@ -73,7 +73,11 @@ describe('UPSTREAM_TRACKING', () => {
       { ...POST_BODY, charged: { ...POST_BODY.charged, pointer: '/data/~2' } },
       'UPSTREAM_TRACKING.charged.pointer',
     ],
-    ['an empty yes list', { ...POST_BODY, charged: { ...POST_BODY.charged, yes: [] } }, 'UPSTREAM_TRACKING.charged.yes'],
+    [
+      'an empty yes list',
+      { ...POST_BODY, charged: { ...POST_BODY.charged, yes: [] } },
+      'UPSTREAM_TRACKING.charged.yes',
+    ],
     [
       'an object in a list',
       { ...POST_BODY, charged: { ...POST_BODY.charged, no: [{}] } },

@@ -51,7 +51,9 @@ export function trackingConfigFrom(
     return undefined;
   }
   if (!isObject(parsed)) {
-    problems.push(`${WHERE}: must be an object {path, method, trackIdAt, charged, notFound?, afterSeconds?, perMinute?}`);
+    problems.push(
+      `${WHERE}: must be an object {path, method, trackIdAt, charged, notFound?, afterSeconds?, perMinute?}`,
+    );
     return undefined;
   }
   const before = problems.length;

@@ -81,7 +81,10 @@ export class TrackingService {
     });
     app.get(TRACKING_LOOKUP_PATH, (request, reply) => {
       const trackId = String((request.params as { trackId: string }).trackId).toLowerCase();
-      return this.answer(request, reply, trackId, (charged, fault) => ({ trackId, charged: fault ? 'maybe' : charged }));
+      return this.answer(request, reply, trackId, (charged, fault) => ({
+        trackId,
+        charged: fault ? 'maybe' : charged,
+      }));
     });
     app.post(`${controlPrefix}/tracking-fault`, async (request, reply) => {
       const { kind, times = 1 } = (request.body ?? {}) as { kind?: unknown; times?: unknown };
@@ -101,14 +104,20 @@ export class TrackingService {
   ): unknown {
     this.asked.push({ path: request.url, trackId, at: Date.now() });
     if (!this.books.acceptsBearer(request.headers.authorization)) {
-      return reply.code(401).send({ meta: { trackId: randomUUID(), status: 'Unauthorized', code: 1, message: 'Access token is invalid' } });
+      return reply
+        .code(401)
+        .send({ meta: { trackId: randomUUID(), status: 'Unauthorized', code: 1, message: 'Access token is invalid' } });
     }
     const fault = this.takeFault();
     if (fault === 'http500') {
-      return reply.code(500).send({ meta: { trackId: randomUUID(), status: 'ServerError', code: 99, message: 'Internal error' } });
+      return reply
+        .code(500)
+        .send({ meta: { trackId: randomUUID(), status: 'ServerError', code: 99, message: 'Internal error' } });
     }
     if (!this.books.received(trackId)) {
-      return reply.code(404).send({ meta: { trackId: randomUUID(), status: 'NotFound', code: 4, message: 'Not found' } });
+      return reply
+        .code(404)
+        .send({ meta: { trackId: randomUUID(), status: 'NotFound', code: 4, message: 'Not found' } });
     }
     return reply.send(shape(this.books.chargeCount(trackId) > 0, fault === 'unknown-value'));
   }

@@ -105,7 +105,7 @@ export class InquiryRecordDto {
   @ApiPropertyOptional({
     enum: ['reconciliation', 'tracking'],
     description:
-      'On an `unknown` inquiry resolved since: who learned whether it was charged, the provider\'s list ' +
+      "On an `unknown` inquiry resolved since: who learned whether it was charged, the provider's list " +
       '(`reconciliation`) or its tracking service (`tracking`, docs/api.md §8). `status` is then `succeeded` ' +
       '(charged) or `failed` (not charged).',
   })
