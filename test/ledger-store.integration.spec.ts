@@ -180,7 +180,14 @@ describe.each(ledgerEngines(() => server.url, 'ledger-store'))('the ledger store
     });
     expect(await reads.inquiry(paid.trackId)).not.toHaveProperty('reusedFrom');
 
-    expect(ENTRY_FIELDS.slice(-5)).toEqual(['reusedFrom', 'unitsSaved', 'upstreamMessage', 'unitPrice', 'currency']);
+    expect(ENTRY_FIELDS.slice(-6)).toEqual([
+      'reusedFrom',
+      'unitsSaved',
+      'upstreamMessage',
+      'unitPrice',
+      'currency',
+      'resolvedBy',
+    ]);
     const exported = await store.page({ from: new Date(at), to: new Date('2033-02-04T00:00:00Z'), clientId: 'svc-a' });
     expect(exported.map((e) => [e.reusedFrom, e.unitsSaved])).toEqual(
       [paid, sameClient].sort((a, b) => a.trackId.localeCompare(b.trackId)).map((e) => [e.reusedFrom, e.unitsSaved]),
