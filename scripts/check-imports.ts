@@ -24,7 +24,15 @@ import ts from 'typescript';
  */
 const LAYERS: ReadonlyArray<{ name: string; paths: readonly string[] }> = [
   { name: 'vocabulary', paths: ['src/crypto/', 'src/vocabulary/'] },
-  { name: 'config', paths: ['src/config/', 'src/ledger/ledger-config.ts', 'src/reuse/reuse-config.ts'] },
+  {
+    name: 'config',
+    paths: [
+      'src/config/',
+      'src/ledger/ledger-config.ts',
+      'src/reuse/reuse-config.ts',
+      'src/tracking/tracking-config.ts',
+    ],
+  },
   { name: 'problem', paths: ['src/problem/'] },
   { name: 'openapi', paths: ['src/openapi.ts'] },
   { name: 'observability', paths: ['src/observability/'] },
@@ -34,6 +42,7 @@ const LAYERS: ReadonlyArray<{ name: string; paths: readonly string[] }> = [
   { name: 'caller-auth', paths: ['src/caller-auth/'] },
   { name: 'budget', paths: ['src/budget/', 'src/accounting/inquiry-prices.ts'] },
   { name: 'ledger', paths: ['src/ledger/'] },
+  { name: 'tracking', paths: ['src/tracking/'] },
   { name: 'reuse', paths: ['src/reuse/'] },
   { name: 'inquiry', paths: ['src/inquiry/'] },
   { name: 'accounting', paths: ['src/accounting/'] },

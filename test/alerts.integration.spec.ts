@@ -221,6 +221,17 @@ const CASES: Array<{
     fires: fires as boolean,
   })),
   ...[
+    ['two unknowns older than a day for 30 minutes', '2x40', true],
+    ['none', '0x40', false],
+    ['one that a reconciliation resolved within 30 minutes', '1x20 0x20', false],
+  ].map(([name, series, fires]) => ({
+    alert: 'LedgerUnknownsOlderThanADay',
+    name: name as string,
+    series: { [`vgw_ledger_unknowns_older_than_a_day{${L}, pod="a"}`]: series as string },
+    at: '35m',
+    fires: fires as boolean,
+  })),
+  ...[
     ['one unsent charge found', '0 0 1 1 1', true],
     ['none found', '0x10', false],
   ].map(([name, series, fires]) => ({

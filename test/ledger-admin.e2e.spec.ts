@@ -161,7 +161,7 @@ describe('GET /admin/ledger', () => {
     expect(res.headers.get('content-type')).toContain('text/csv');
     const [header, row, end] = (await res.text()).split('\r\n');
     expect(header).toBe(
-      'trackId,kind,clientId,subjectSha256,operation,requestHandlingType,status,charged,costUnits,createdAt,completedAt,upstreamCode,requestId,revision,reusedFrom,unitsSaved,upstreamMessage,unitPrice,currency',
+      'trackId,kind,clientId,subjectSha256,operation,requestHandlingType,status,charged,costUnits,createdAt,completedAt,upstreamCode,requestId,revision,reusedFrom,unitsSaved,upstreamMessage,unitPrice,currency,resolvedBy',
     );
     expect(row.startsWith(`${advanced.trackId},settled,svc-b,,shahkar,advanced,succeeded,yes,3,`)).toBe(true);
     expect(end).toBe('');

@@ -38,9 +38,9 @@ describe('migrations', () => {
     const dbs = Array.from({ length: 5 }, () => new PgLedgerDatabase(server.url, { max: 1 }));
     try {
       const applied = await Promise.all(dbs.map((db) => migrate(db)));
-      expect(applied.flat().sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      expect(applied.flat().sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
       const rows = await dbs[0].query<{ version: number }>('SELECT version FROM ledger_migrations ORDER BY version');
-      expect(rows).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9].map((version) => ({ version })));
+      expect(rows).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((version) => ({ version })));
     } finally {
       await Promise.all(dbs.map((db) => db.close()));
     }
@@ -180,7 +180,14 @@ describe.each(ledgerEngines(() => server.url, 'ledger-store'))('the ledger store
     });
     expect(await reads.inquiry(paid.trackId)).not.toHaveProperty('reusedFrom');
 
-    expect(ENTRY_FIELDS.slice(-5)).toEqual(['reusedFrom', 'unitsSaved', 'upstreamMessage', 'unitPrice', 'currency']);
+    expect(ENTRY_FIELDS.slice(-6)).toEqual([
+      'reusedFrom',
+      'unitsSaved',
+      'upstreamMessage',
+      'unitPrice',
+      'currency',
+      'resolvedBy',
+    ]);
     const exported = await store.page({ from: new Date(at), to: new Date('2033-02-04T00:00:00Z'), clientId: 'svc-a' });
     expect(exported.map((e) => [e.reusedFrom, e.unitsSaved])).toEqual(
       [paid, sameClient].sort((a, b) => a.trackId.localeCompare(b.trackId)).map((e) => [e.reusedFrom, e.unitsSaved]),

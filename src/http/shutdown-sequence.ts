@@ -12,6 +12,7 @@ import { RunningInquiries } from '../inquiry/running-inquiries.js';
 import { Settlements } from '../inquiry/settlements.js';
 import { LedgerDrainer } from '../ledger/ledger-drainer.js';
 import { RefusalFlusher } from '../ledger/refusal-flusher.js';
+import { Tracker } from '../tracking/tracker.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { TokenProvider } from '../token/token.provider.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
@@ -44,6 +45,8 @@ export const AFTER_SERVER_CLOSED: readonly ShutdownStep[] = [
   { name: 'flush owed settlements', run: (get) => get(Settlements).flushOwed() },
   // Before the ledger's database closes (the drainer's stop closes it): this replica's refusal
   // counts, for at most 5 s (src/ledger/refusal-flusher.spec.ts, "stop() ends within a bound").
+  // Before the ledger's database closes: the round under way (at most one question) ends.
+  { name: 'stop the tracker', run: (get) => get(Tracker).stop() },
   { name: 'flush refusal counts', run: (get) => get(RefusalFlusher).stop() },
   // After the settlements (they put the last entries on the queue), before Redis closes: what
   // is queued is written to PostgreSQL for a few seconds; the rest waits for another replica.

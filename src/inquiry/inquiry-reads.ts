@@ -47,7 +47,7 @@ export class InquiryReads {
     const wait = waitMs > 0 ? await this.waits.hold(id) : undefined;
     try {
       // Once the Redis record has expired, the ledger answers for years (docs/api.md §6).
-      let record = this.visible(caller, (await this.records.get(id)) ?? (await this.ledgerReads.inquiry(id)));
+      let record = this.visible(caller, await this.current(id));
       if (waitMs <= 0 || statusNow(record) !== 'pending') return { view: publicView(record) };
       if (!wait) throw this.waits.refusal();
       const started = Date.now();
@@ -69,6 +69,20 @@ export class InquiryReads {
     } finally {
       wait?.release();
     }
+  }
+
+  /**
+   * The Redis record, or the ledger's once it is gone. An `unknown` record may have been resolved
+   * since by the provider's tracking service or list (docs/api.md §8): the ledger's resolution is
+   * read over it; the ledger unreachable, the record answers as it stands.
+   */
+  private async current(id: string): Promise<InquiryRecord | null> {
+    const record = await this.records.get(id);
+    if (record === null) return this.ledgerReads.inquiry(id);
+    if (statusNow(record) !== 'unknown') return record;
+    const resolved = await this.ledgerReads.inquiry(id).catch(() => null);
+    if (resolved?.resolvedBy === undefined || resolved.clientId !== record.clientId) return record;
+    return { ...record, status: resolved.status, resolvedBy: resolved.resolvedBy };
   }
 
   private visible(caller: Caller, record: InquiryRecord | null): InquiryRecord {

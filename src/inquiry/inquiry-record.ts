@@ -49,6 +49,8 @@ export interface InquiryRecord {
   reservation?: ReservationRecord;
   /** The trackId of the answer reused for this inquiry (docs/api.md §2, "Reusing answers"); the ledger keeps it always. */
   reusedFrom?: string;
+  /** An unknown resolved since (docs/api.md §8): the ledger's resolution, read over the record. */
+  resolvedBy?: 'reconciliation' | 'tracking';
   /** Under `company`, an answer another client paid for: `reusedFrom` is then left out of what this caller reads. */
   reusedFromHidden?: boolean;
   /** For the ledger: what a reused inquiry would have cost at its own type and price then (its costUnits are 0). */
@@ -73,6 +75,7 @@ export function publicView(record: InquiryRecord) {
     ...(record.upstream ? { upstream: record.upstream } : {}),
     ...(record.data !== undefined ? { data: record.data } : {}),
     ...(record.reusedFrom !== undefined && !record.reusedFromHidden ? { reusedFrom: record.reusedFrom } : {}),
+    ...(record.resolvedBy !== undefined ? { resolvedBy: record.resolvedBy } : {}),
   };
 }
 

@@ -54,6 +54,12 @@ export const ENTRY = {
       minimum: 1,
       description: "A `reconciled` entry's place among the inquiry's resolutions: 1, then 2, 3, … per correction.",
     },
+    resolvedBy: {
+      type: 'string',
+      enum: ['reconciliation', 'tracking'],
+      description:
+        "A `reconciled` entry's source: the provider's list (`reconciliation`) or its tracking service (`tracking`, docs/api.md §8).",
+    },
     reservation: {
       type: 'object',
       description: 'What the budget reservation counted (NDJSON only): a resolution moves exactly this.',

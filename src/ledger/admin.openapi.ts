@@ -9,7 +9,7 @@ export function ApiLedgerExport(): MethodDecorator {
       'Ledger entries, streamed',
       'Needs an API key with `ledger:read`. NDJSON by default, CSV (a header row, RFC 4180) on `Accept: text/csv`; ' +
         'in (createdAt, trackId, kind) order, in bounded memory whatever the number of rows. The CSV columns end ' +
-        'with `unitPrice,currency` (the price recorded with the inquiry; empty when none).',
+        'with `unitPrice,currency,resolvedBy` (the price recorded with the inquiry, empty when none; who learned a resolution).',
     ),
     FROM,
     TO,

@@ -42,6 +42,8 @@ export interface LedgerEntry {
    */
   unitPrice?: string;
   currency?: string;
+  /** A `reconciled` entry's source (docs/api.md §8): the provider's list, or its tracking service. */
+  resolvedBy?: 'reconciliation' | 'tracking';
 }
 
 export type { RecordedPrice } from '../config/budget-config.js';

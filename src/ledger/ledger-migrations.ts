@@ -180,4 +180,34 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
           AND currency ~ '^[A-Z]{3}$')));
     `,
   },
+  {
+    version: 10,
+    name: 'resolutions say who learned them; the questions to the tracking service',
+    sql: `
+      -- Who learned a resolution (docs/api.md §8): the provider's list ('reconciliation') or its
+      -- tracking service ('tracking'). Every earlier resolution was a list's. NULL on settled and
+      -- overdue entries.
+      ALTER TABLE ledger_entries ADD COLUMN resolved_by text
+        CHECK (resolved_by IS NULL OR resolved_by IN ('reconciliation', 'tracking'));
+      UPDATE ledger_entries SET resolved_by = 'reconciliation' WHERE kind = 'reconciled';
+      -- The few unknown entries found without a scan of the settled ones: the tracker's
+      -- candidates and the gauge of unknowns older than a day (src/tracking/tracking-book.ts).
+      CREATE INDEX ledger_entries_unknown ON ledger_entries (created_at, track_id) WHERE status = 'unknown';
+      -- One row per unknown inquiry asked about: its lease (one replica asks at a time, until
+      -- leased_until), its backoff (not before next_at), how often and when it was last asked,
+      -- and the last answer (a vgw_tracking_questions_total result), shown in the console.
+      -- Small (the unknowns of a day), not partitioned; a row is never deleted before the
+      -- inquiry's entries (kept as the history of the questions).
+      CREATE TABLE ledger_tracking (
+        track_id uuid PRIMARY KEY,
+        created_at timestamptz NOT NULL,
+        questions integer NOT NULL DEFAULT 0,
+        last_asked_at timestamptz,
+        last_answer text,
+        next_at timestamptz NOT NULL DEFAULT now(),
+        leased_until timestamptz NOT NULL DEFAULT '-infinity',
+        done boolean NOT NULL DEFAULT false
+      );
+    `,
+  },
 ];

@@ -20,6 +20,8 @@ export interface LedgerInquiry {
   /** A reused inquiry's source (docs/api.md §2), and whether another client paid for it (then not shown). */
   reusedFrom?: string;
   reusedFromHidden?: boolean;
+  /** Its latest fact a resolution: who learned it (docs/api.md §8). */
+  resolvedBy?: 'reconciliation' | 'tracking';
 }
 
 /**
@@ -63,6 +65,7 @@ export class LedgerReads {
             }
           : {}),
         ...(facts.data !== undefined ? { data: facts.data } : {}),
+        ...(latest.resolvedBy !== undefined ? { resolvedBy: latest.resolvedBy } : {}),
         ...(first.reusedFrom !== undefined
           ? {
               reusedFrom: first.reusedFrom,

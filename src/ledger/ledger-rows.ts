@@ -25,12 +25,13 @@ export interface EntryRow {
   units_saved: number | null;
   unit_price: string | null;
   currency: string | null;
+  resolved_by: LedgerEntry['resolvedBy'] | null;
 }
 
 export const ENTRY_COLUMNS = `track_id::text AS track_id, kind, client_id, subject_sha256, operation, request_handling_type,
   status, charged, cost_units, created_at, completed_at, upstream_code, upstream_message, request_id, revision,
   reserved_units, reserved_budgets, reserved_daily, reserved_monthly, reused_from::text AS reused_from, units_saved,
-  unit_price::text AS unit_price, currency`;
+  unit_price::text AS unit_price, currency, resolved_by`;
 
 /** Of one inquiry's entries, the latest fact first: reconciled (highest revision) > settled > overdue. */
 export const LATEST_FIRST = `CASE kind WHEN 'reconciled' THEN 2 WHEN 'settled' THEN 1 ELSE 0 END DESC, revision DESC`;
@@ -93,6 +94,7 @@ export function toEntry(row: EntryRow): LedgerEntry {
     ...(row.reused_from !== null ? { reusedFrom: row.reused_from } : {}),
     ...(row.units_saved !== null ? { unitsSaved: row.units_saved } : {}),
     ...(row.unit_price !== null && row.currency !== null ? { unitPrice: row.unit_price, currency: row.currency } : {}),
+    ...(row.resolved_by !== null ? { resolvedBy: row.resolved_by } : {}),
   };
 }
 
@@ -122,6 +124,8 @@ export const ENTRY_FIELDS: ReadonlyArray<Exclude<keyof LedgerEntry, 'reservation
   // Migration 9, at the end: other teams parse the columns before by position.
   'unitPrice',
   'currency',
+  // Migration 10.
+  'resolvedBy',
 ];
 
 /**
@@ -152,6 +156,7 @@ export function entryRow(entry: QueuedEntry): Record<keyof LedgerEntry, unknown>
     unitsSaved: entry.unitsSaved,
     unitPrice: entry.unitPrice,
     currency: entry.currency,
+    resolvedBy: entry.resolvedBy,
   };
 }
 

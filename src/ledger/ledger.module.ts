@@ -109,6 +109,7 @@ import { RefusalFlusher } from './refusal-flusher.js';
     LedgerStartup,
     LEDGER_STATUS,
     RefusalFlusher,
+    RESOLUTION_LISTENER,
   ],
 })
 export class LedgerModule {}

@@ -93,17 +93,18 @@ export class LedgerStore {
          INSERT INTO ledger_entries (track_id, kind, client_id, subject_sha256, operation, request_handling_type,
            status, charged, cost_units, created_at, completed_at, upstream_code, upstream_message, request_id, revision,
            reserved_units, reserved_budgets, reserved_daily, reserved_monthly, reused_from, units_saved,
-           unit_price, currency)
+           unit_price, currency, resolved_by)
          SELECT "trackId", kind, "clientId", "subjectSha256", operation, "requestHandlingType", status, charged,
            "costUnits", "createdAt", "completedAt", "upstreamCode", "upstreamMessage", "requestId",
            coalesce(revision, CASE kind WHEN 'reconciled' THEN 1 ELSE 0 END),
            (reservation->>'units')::int,
            CASE WHEN reservation IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(reservation->'budgets')) END,
-           reservation->>'daily', reservation->>'monthly', "reusedFrom", "unitsSaved", "unitPrice", currency
+           reservation->>'daily', reservation->>'monthly', "reusedFrom", "unitsSaved", "unitPrice", currency,
+           CASE WHEN kind = 'reconciled' THEN coalesce("resolvedBy", 'reconciliation') END
          FROM json_to_recordset($1::json) AS x("trackId" uuid, kind text, "clientId" text, "subjectSha256" text,
            operation text, "requestHandlingType" text, status text, charged text, "costUnits" int,
            "createdAt" timestamptz, "completedAt" timestamptz, "upstreamCode" int, "upstreamMessage" text, "requestId" text, revision int, reservation json,
-           "reusedFrom" uuid, "unitsSaved" int, "unitPrice" numeric, currency text)
+           "reusedFrom" uuid, "unitsSaved" int, "unitPrice" numeric, currency text, "resolvedBy" text)
          ON CONFLICT DO NOTHING RETURNING 1)
        SELECT count(*)::int AS n FROM written`,
       [JSON.stringify(entries.map(entryRow))],

@@ -1,6 +1,7 @@
 import type { SqlQueries } from './ledger-database.js';
 import type { Charged } from './ledger-entry.js';
 import { LATEST_FIRST } from './ledger.store.js';
+import { appendResolutions } from './resolution-append.js';
 
 /** Each list in the answer names at most this many trackIds (`truncated` says when more). */
 export const LIST_CAP = 1_000;
@@ -84,23 +85,8 @@ export async function compareWithLedger(
   // entry's text) or never sent by this gateway.
   const notInLedger = 'NOT EXISTS (SELECT 1 FROM ledger_entries e WHERE e.track_id = p.track_id)';
   const parkedHere = 'EXISTS (SELECT 1 FROM ledger_parked k WHERE lower(k.track_id) = p.track_id::text)';
-  // A resolution (revision 1 after an unknown) or a correction (the next revision), with the
-  // inquiry's facts, its recorded reservation and its recorded unit price copied from the entry
-  // it follows: never today's prices (test/recorded-price.e2e.spec.ts).
   const append = (status: 'succeeded' | 'failed', charged: Charged, source: string, params: unknown[]) =>
-    tx.query(
-      `INSERT INTO ledger_entries (track_id, kind, revision, client_id, subject_sha256, operation,
-         request_handling_type, status, charged, cost_units, created_at, completed_at, upstream_code, request_id,
-         reserved_units, reserved_budgets, reserved_daily, reserved_monthly, reused_from, units_saved,
-         unit_price, currency)
-       SELECT l.track_id, 'reconciled', l.revision + 1, l.client_id, l.subject_sha256, l.operation,
-         l.request_handling_type, '${status}', '${charged}', l.cost_units, l.created_at, l.completed_at,
-         l.upstream_code, $${params.length + 1}, l.reserved_units, l.reserved_budgets, l.reserved_daily,
-         l.reserved_monthly, l.reused_from, l.units_saved, l.unit_price, l.currency
-       FROM (${source}) l
-       ON CONFLICT DO NOTHING`,
-      [...params, requestId],
-    );
+    appendResolutions(tx, { status, charged }, source, params, requestId, 'reconciliation');
 
   // Read before anything is appended: an unknown resolved now is listed as resolved only
   // (the same file again finds it charged and recorded).

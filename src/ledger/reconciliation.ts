@@ -14,7 +14,7 @@ export { MAX_ROWS } from './provider-list.js';
 export { LIST_CAP, type ReconciliationList, type ReconciliationReport } from './reconciliation-comparison.js';
 
 /** pg_advisory_xact_lock key ('vgw-reco'): replicas compare and append one list at a time. */
-const RECONCILE_LOCK = 0x7667772d7265636fn;
+export const RECONCILE_LOCK = 0x7667772d7265636fn;
 /** Seconds a refused concurrent upload is told to wait (Retry-After). */
 const BUSY_RETRY_SECONDS = 5;
 

@@ -44,6 +44,11 @@ export class RedisKeys {
     return `${this.prefix}:inq:settled:`;
   }
 
+  /** Prefix of the tracking service's question counter, shared by every replica (docs/api.md §8, perMinute). */
+  trackingQuestionsPrefix(): string {
+    return `${this.prefix}:tracking:questions`;
+  }
+
   /** Prefix of the quota counters (`<prefix>:<size>:{client:<id>}`, one key per counter). */
   quotaPrefix(): string {
     return `${this.prefix}:quota`;

@@ -117,6 +117,7 @@ import {
   addedOperationInputs,
   isAddedOperationPath,
 } from './added-operations.js';
+import { TrackingService } from './tracking-service.js';
 
 export interface Supplier {
   name: string;
@@ -479,6 +480,13 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
   private readonly waits = new Set<() => void>();
   private readonly responseInfo = new WeakMap<IncomingMessage, ResponseInfo>();
 
+  /** The request-tracking services (tracking-service.ts), answering from the charges below. */
+  readonly tracking = new TrackingService({
+    acceptsBearer: (authorization) => this.acceptsBearer(authorization),
+    received: (trackId) => this.usedTrackIds.has(trackId.toLowerCase()),
+    chargeCount: (trackId) => this.chargeCount(trackId),
+  });
+
   constructor(options: Partial<SimulatorOptions> = {}) {
     super();
     const { now, ...rest } = options;
@@ -639,6 +647,14 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     this._attemptLog = [];
     this._issuedAccessTokens = 0;
     this._rejectedExpiredTokens = 0;
+    this.tracking.reset();
+  }
+
+  /** §5.1: a Bearer token this simulator issued and that has not expired. */
+  acceptsBearer(authorization: string | undefined): boolean {
+    const match = BEARER_RE.exec(authorization ?? '');
+    const token = match ? this.accessTokens.get(match[1]) : undefined;
+    return token !== undefined && this.now() < token.expiresAt && !this.disabled;
   }
 
   // ---------------------------------------------------------------- observations
@@ -693,6 +709,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
       issuedAccessTokens: this._issuedAccessTokens,
       rejectedExpiredTokens: this._rejectedExpiredTokens,
       charges: Object.fromEntries(this._charges),
+      trackingQuestions: this.tracking.questions.map((q) => ({ ...q })),
       attemptLog: this._attemptLog.map((a) => ({ ...a })),
       requests: this._requests.map((r) => ({ ...r })),
     };
@@ -754,6 +771,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     );
 
     this.registerControl(app);
+    this.tracking.register(app, CONTROL_PREFIX);
     return app;
   }
 

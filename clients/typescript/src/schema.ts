@@ -161,7 +161,7 @@ export interface paths {
         };
         /**
          * Ledger entries, streamed
-         * @description Needs an API key with `ledger:read`. NDJSON by default, CSV (a header row, RFC 4180) on `Accept: text/csv`; in (createdAt, trackId, kind) order, in bounded memory whatever the number of rows. The CSV columns end with `unitPrice,currency` (the price recorded with the inquiry; empty when none).
+         * @description Needs an API key with `ledger:read`. NDJSON by default, CSV (a header row, RFC 4180) on `Accept: text/csv`; in (createdAt, trackId, kind) order, in bounded memory whatever the number of rows. The CSV columns end with `unitPrice,currency,resolvedBy` (the price recorded with the inquiry, empty when none; who learned a resolution).
          */
         get: operations["AdminController_exportLedger"];
         put?: never;
@@ -539,6 +539,11 @@ export interface components {
              * @description On a reused answer: the trackId of the inquiry whose answer was reused (docs/api.md §2, "Reusing answers"); left out when another client paid for it (under `share: company`).
              */
             reusedFrom?: string;
+            /**
+             * @description On an `unknown` inquiry resolved since: who learned whether it was charged, the provider's list (`reconciliation`) or its tracking service (`tracking`, docs/api.md §8). `status` is then `succeeded` (charged) or `failed` (not charged).
+             * @enum {string}
+             */
+            resolvedBy?: "reconciliation" | "tracking";
         };
         /** @description The running build (as `vgw_build_info`). */
         StatusBuild: {
@@ -1730,6 +1735,11 @@ export interface operations {
                         requestId?: string;
                         /** @description A `reconciled` entry's place among the inquiry's resolutions: 1, then 2, 3, … per correction. */
                         revision?: number;
+                        /**
+                         * @description A `reconciled` entry's source: the provider's list (`reconciliation`) or its tracking service (`tracking`, docs/api.md §8).
+                         * @enum {string}
+                         */
+                        resolvedBy?: "reconciliation" | "tracking";
                         /** @description What the budget reservation counted (NDJSON only): a resolution moves exactly this. */
                         reservation?: {
                             units: number;
@@ -2351,6 +2361,11 @@ export interface operations {
                             requestId?: string;
                             /** @description A `reconciled` entry's place among the inquiry's resolutions: 1, then 2, 3, … per correction. */
                             revision?: number;
+                            /**
+                             * @description A `reconciled` entry's source: the provider's list (`reconciliation`) or its tracking service (`tracking`, docs/api.md §8).
+                             * @enum {string}
+                             */
+                            resolvedBy?: "reconciliation" | "tracking";
                             /** @description What the budget reservation counted (NDJSON only): a resolution moves exactly this. */
                             reservation?: {
                                 units: number;

@@ -101,4 +101,13 @@ export class InquiryRecordDto {
 
   @ApiPropertyOptional(REUSED_FROM)
   reusedFrom?: string;
+
+  @ApiPropertyOptional({
+    enum: ['reconciliation', 'tracking'],
+    description:
+      "On an `unknown` inquiry resolved since: who learned whether it was charged, the provider's list " +
+      '(`reconciliation`) or its tracking service (`tracking`, docs/api.md §8). `status` is then `succeeded` ' +
+      '(charged) or `failed` (not charged).',
+  })
+  resolvedBy?: 'reconciliation' | 'tracking';
 }
