@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import pg from 'pg';
 import { IN_MEMORY } from './ledger-config.js';
 import { DataDirLock } from './data-dir-lock.js';
-import { PgliteConnection, type ConnectionRequest } from './pglite-connection.js';
+import { PgliteConnection, settledOk, type ConnectionRequest } from './pglite-connection.js';
 
 /** One connection's queries: plain SQL with `$1` parameters, the same text on both engines. */
 export interface SqlQueries {
@@ -179,14 +179,19 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
     this.workerGeneration += 1;
     const [began, first] = [Date.now(), this.workerGeneration === 1];
     void connection.ended.then(async (error) => {
+      const hadOpened = await settledOk(connection.opened);
       // Asked (close), or the first worker never opened: a directory PGlite cannot open does not
       // mend itself (LedgerStartup reports it; the startup probe restarts the pod).
-      if (this.closing || (first && !(await settledOk(connection.opened)))) return;
+      if (this.closing || (first && !hadOpened)) return;
       if (Date.now() - began >= RESPAWN_MS.max) this.respawns = 0;
-      this.lost ??= error;
-      this.logger.error(`${error.message}; the ledger is not ready until a new worker is open (entries wait queued)`);
-      this.events.lost?.(error);
       const delay = Math.min(RESPAWN_MS.first * 2 ** Math.min(this.respawns, 16), RESPAWN_MS.max);
+      this.lost ??= error;
+      if (hadOpened) {
+        this.logger.error(`${error.message}; the ledger is not ready until a new worker is open (entries wait queued)`);
+        this.events.lost?.(error);
+      } else {
+        this.logger.warn(`a new embedded ledger worker could not be opened (${error.message}); again in ${delay} ms`);
+      }
       this.respawns += 1;
       this.respawnTimer = setTimeout(() => this.respawn(), delay);
       // Never keeps the process alive by itself (a shutdown cancels it).
@@ -289,12 +294,4 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
     })();
     return this.closing;
   }
-}
-
-/** Whether `promise` resolves (false when it rejects). */
-function settledOk(promise: Promise<unknown>): Promise<boolean> {
-  return promise.then(
-    () => true,
-    () => false,
-  );
 }

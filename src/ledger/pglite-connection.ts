@@ -92,3 +92,11 @@ export class PgliteConnection {
     await this.ended;
   }
 }
+
+/** Whether `promise` resolves (false when it rejects). */
+export function settledOk(promise: Promise<unknown>): Promise<boolean> {
+  return promise.then(
+    () => true,
+    () => false,
+  );
+}
