@@ -207,6 +207,16 @@ const CASES: Array<{
     fires: fires as boolean,
   })),
   ...[
+    ['a worker re-created', '0 0 1 1 1', true],
+    ['none re-created', '0x10', false],
+  ].map(([name, series, fires]) => ({
+    alert: 'LedgerWorkerRestarted',
+    name: name as string,
+    series: { [`vgw_ledger_worker_restarts_total{${L}, pod="a"}`]: series as string },
+    at: '4m',
+    fires: fires as boolean,
+  })),
+  ...[
     ['no drainer pod up', '0x10', true],
     ['one drainer pod up', '1x10', false],
   ].map(([name, up, fires]) => ({

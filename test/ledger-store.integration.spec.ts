@@ -16,6 +16,8 @@ import { Reconciliations } from '../src/ledger/reconciliation.js';
 import { ProblemException } from '../src/problem/problem.js';
 import { ENTRY_FIELDS, LedgerStore } from '../src/ledger/ledger.store.js';
 import { usage } from '../src/ledger/ledger-usage.js';
+import { trends } from '../src/ledger/ledger-trends.js';
+import { InquiryList } from '../src/ledger/inquiry-list.js';
 import type { ResolutionListener } from '../src/ledger/resolution-listener.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { closeLedger, ledgerEngines } from './support/ledger-engines.js';
@@ -219,6 +221,33 @@ describe.each(ledgerEngines(() => server.url, 'ledger-store'))('the ledger store
     ]);
   });
 
+  it('counts as reused only answers that bought nothing, not stale answers served after a fresh attempt (issue 43)', async () => {
+    const at = '2033-04-03T10:00:00.000Z';
+    const paid = entry({ createdAt: at, clientId: 'svc-stale', costUnits: 2 });
+    const reuse = { createdAt: at, clientId: 'svc-stale', reusedFrom: paid.trackId };
+    const reservation = { units: 2, budgets: ['svc-stale'], daily: 'd2033-04-03', monthly: 'm2033-04' };
+    // The reuse path: nothing sent under it, costUnits 0, its saving recorded.
+    const reused = entry({ ...reuse, charged: 'no', costUnits: 0, unitsSaved: 2 });
+    // Fresh attempts under stale-if-error, sent upstream and failed, answered from `paid`: each
+    // reserved its units and may have been charged; neither saved anything.
+    const failed = entry({ ...reuse, status: 'failed', charged: 'no', costUnits: 2, reservation, upstreamCode: 500 });
+    const timedOut = entry({ ...reuse, status: 'unknown', charged: 'possibly', costUnits: 2, reservation });
+    await store.insert([paid, reused, failed, timedOut]);
+    const [from, to] = [new Date('2033-04-01T00:00:00Z'), new Date('2033-05-01T00:00:00Z')];
+
+    const [row] = await usage(store, from, to, 'month');
+    expect(row).toMatchObject({ inquiries: 4, failed: 1, unknown: 1, unitsSpent: 4n, reused: 1, unitsSaved: 2n });
+    const { rows } = await trends(store, from, to, 'UTC');
+    expect(rows.filter((r) => r.clientId === 'svc-stale').map((r) => r.reused)).toEqual([1]);
+    const list = new InquiryList(store);
+    const listed = await list.page({ from, to, clientId: 'svc-stale', reused: true }, undefined, 10);
+    expect(listed.inquiries.map((e) => e.trackId)).toEqual([reused.trackId]);
+    const notReused = await list.page({ from, to, clientId: 'svc-stale', reused: false }, undefined, 10);
+    expect(notReused.inquiries.map((e) => e.trackId).sort()).toEqual(
+      [paid.trackId, failed.trackId, timedOut.trackId].sort(),
+    );
+  });
+
   it('refuses one overlong CSV record with a validation problem, not held whole (64 KiB field)', async () => {
     const reconciliations = new Reconciliations(store, { unsentCharges: { inc: () => undefined } } as never);
     const body = Readable.from([`trackId\n"${'a'.repeat(64 * 1024)}`, '"\n']);
@@ -274,7 +303,8 @@ describe.each(ledgerEngines(() => server.url, 'ledger-store'))('the ledger store
       // No reservation recorded with it (no budget applied): no budget move.
       expect(told).toEqual([]);
       const [row] = await usage(store, period.from, period.to, 'month');
-      expect(row).toMatchObject({ inquiries: 2, failed: 1, unknown: 0, unitsSpent: 1n, reused: 1, unitsSaved: 1n });
+      // A fresh attempt (sent, its units reserved) saved nothing: not reused, whatever it was answered with.
+      expect(row).toMatchObject({ inquiries: 2, failed: 1, unknown: 0, unitsSpent: 1n, reused: 0, unitsSaved: 0n });
     });
 
     it('tells the resolutions a failed listener missed when the same file is sent again', async () => {

@@ -174,6 +174,7 @@ describe('metrics after a scripted mix of requests', () => {
       vgw_ledger_entries_parked_total: 'counter',
       vgw_ledger_entries_written_total: 'counter',
       vgw_ledger_write_failures_total: 'counter',
+      vgw_ledger_worker_restarts_total: 'counter',
       vgw_reconciliation_unsent_charges_total: 'counter',
       vgw_reuse_total: 'counter',
       vgw_reuse_units_saved_total: 'counter',

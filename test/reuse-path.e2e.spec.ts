@@ -35,6 +35,9 @@ const POOR = {
   scopes: ['kyc:shahkar', 'kyc:iban', 'inquiries:read'],
 };
 
+/** A client of its own for the usage test: its rows hold only that test's inquiries. */
+const STALE = { clientId: 'app-stale', key: 'key-stale-0123456789', scopes: ['kyc:iban', 'inquiries:read'] };
+
 const HMAC = 'reuse-hmac-key-of-this-test-0123456789';
 /** bySubject's upstream timeout, and so its inquiries' own deadline (inquiryBudget: 2 calls + 4 timeouts + 2 s). */
 const SHORT_TIMEOUT_MS = 300;
@@ -121,7 +124,7 @@ beforeAll(async () => {
   const common = {
     REDIS_URL: redis.url,
     UPSTREAM_BASE_URL: sim.baseUrl,
-    API_KEYS: apiKeysWith(OPS, POOR),
+    API_KEYS: apiKeysWith(OPS, POOR, STALE),
     BUDGETS: JSON.stringify([{ clientId: POOR.clientId, daily: 1 }]),
     JWT_PUBLIC_KEY: await exportSPKI(keys.publicKey),
     JWT_ISSUER: ISSUER,
@@ -380,6 +383,38 @@ describe('stale-if-error', () => {
     const retry = await ask(replicas[1], '/v1/kyc/shahkar', question, headers);
     expect(retry.headers.get('idempotent-replayed')).toBe('true');
     expect(retry.body).toEqual(stale.body);
+  });
+
+  it('usage counts the stale answer as the attempt it was, not as reused (issue 43)', async () => {
+    const account = { iban: iban() };
+    const fresh = { 'cache-control': 'max-age=600' };
+    const paid = await ask(replicas[0], '/v1/kyc/iban', account, fresh, STALE.key);
+    const hit = await ask(replicas[0], '/v1/kyc/iban', account, fresh, STALE.key);
+    expect(cacheStatus(hit)).toBe('verification-gateway; hit');
+    sim.injectFault({ path: IBAN_INQUIRY_PATH, kind: 'http500', times: 2 });
+    const staleHeaders = { 'cache-control': 'max-age=0, stale-if-error=600' };
+    const stale = await ask(replicas[0], '/v1/kyc/iban', account, staleHeaders, STALE.key);
+    expect(cacheStatus(stale)).toBe('verification-gateway; fwd=stale; fwd-status=500');
+
+    const [day, tomorrow] = [0, 1].map((d) => new Date(Date.now() + d * 86_400_000).toISOString().slice(0, 10));
+    const period = `from=${day}&to=${tomorrow}`;
+    await until(async () => {
+      const res = await callGateway(replicas[0].url, 'GET', `/admin/ledger?${period}&clientId=${STALE.clientId}`, {
+        apiKey: OPS.key,
+      });
+      return res.text.split('\n').filter(Boolean).length >= 3;
+    });
+    const res = await callGateway(replicas[0].url, 'GET', `/admin/usage?${period}`, { apiKey: OPS.key });
+    const rows = (res.body as { usage: Array<Record<string, unknown>> }).usage;
+    // Three inquiries: the paid one, the hit (bought nothing) and the stale-served attempt (sent, failed).
+    expect(rows.filter((row) => row.clientId === STALE.clientId)).toEqual([
+      expect.objectContaining({ inquiries: 3, succeeded: 2, failed: 1, reused: 1, unitsSaved: 1 }),
+    ]);
+    expect([paid.status, hit.body.reusedFrom, stale.body.reusedFrom]).toEqual([
+      200,
+      paid.body.trackId,
+      paid.body.trackId,
+    ]);
   });
 });
 

@@ -1,6 +1,6 @@
 import type { Charged, EntryStatus, LedgerEntry } from './ledger-entry.js';
 import { ledgerDate } from './ledger-dates.js';
-import { ENTRY_COLUMNS, FACT_RANK, toEntry, type EntryRow } from './ledger-rows.js';
+import { ENTRY_COLUMNS, FACT_RANK, REUSED_ANSWER, toEntry, type EntryRow } from './ledger-rows.js';
 import type { LedgerStore } from './ledger.store.js';
 import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-operation.js';
 
@@ -13,7 +13,7 @@ export interface InquiryFilter {
   handling?: RequestHandlingType;
   status?: EntryStatus;
   charged?: Charged;
-  /** An answer reused from an earlier inquiry (the `reused_from` column). */
+  /** A reused answer that bought nothing (ledger-rows.ts, REUSED_ANSWER); not a stale answer served after an attempt. */
   reused?: boolean;
 }
 
@@ -58,7 +58,7 @@ export class InquiryList {
          AND ($7::text IS NULL OR e.request_handling_type = $7)
          AND NOT EXISTS (SELECT 1 FROM ledger_entries l WHERE l.track_id = e.track_id
            AND l.created_at = e.created_at AND ${FACT_RANK('l')} > ${FACT_RANK('e')})
-         AND ($8::text IS NULL OR e.status = $8) AND ($9::text IS NULL OR e.charged = $9) AND ($11::boolean IS NULL OR (e.reused_from IS NOT NULL) = $11)
+         AND ($8::text IS NULL OR e.status = $8) AND ($9::text IS NULL OR e.charged = $9) AND ($11::boolean IS NULL OR ${REUSED_ANSWER('e')} = $11)
        ORDER BY e.created_at DESC, e.track_id DESC
        LIMIT $10`,
       [

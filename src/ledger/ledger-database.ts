@@ -1,10 +1,9 @@
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { Logger } from '@nestjs/common';
 import pg from 'pg';
 import { IN_MEMORY } from './ledger-config.js';
 import { DataDirLock } from './data-dir-lock.js';
-import type { WorkerError, WorkerOptions, WorkerReply, WorkerRequest } from './pglite-worker.js';
+import { PgliteConnection, settledOk, type ConnectionRequest } from './pglite-connection.js';
 
 /** One connection's queries: plain SQL with `$1` parameters, the same text on both engines. */
 export interface SqlQueries {
@@ -22,6 +21,16 @@ export abstract class LedgerDatabase implements SqlQueries {
   /** Runs `work` in one transaction on one connection (committed if it resolves). */
   abstract transaction<T>(work: (tx: SqlQueries) => Promise<T>): Promise<T>;
   abstract close(): Promise<void>;
+
+  /** Why the database cannot serve now while it mends by itself (the embedded ledger's worker re-created); null when it can. */
+  get outage(): string | null {
+    return null;
+  }
+
+  /** Changes when the database behind may have been replaced (a new embedded worker: `memory://` then starts empty). */
+  get generation(): number {
+    return 0;
+  }
 }
 
 /** PostgreSQL server through node-postgres (`pg`): a small pool; no query waits long for a connection. */
@@ -73,41 +82,50 @@ export class PgLedgerDatabase extends LedgerDatabase {
   }
 }
 
-/** The worker's file beside this one: `.ts` under the sources (tests), `.js` once built. */
-const WORKER_FILE = new URL(
-  import.meta.url.endsWith('.ts') ? './pglite-worker.ts' : './pglite-worker.js',
-  import.meta.url,
-);
-
 /** PGlite's own files: a folder inside LEDGER_DATA_DIR, beside the lock (initdb wants it empty). */
 const PGDATA = 'pglite';
 
-/** A failed statement as the caller would get it in the thread: PostgreSQL's fields (`code`) kept. */
-function restored(fields: WorkerError): Error {
-  const { name, message, ...rest } = fields;
-  return Object.assign(new Error(message), rest, { name });
+/**
+ * A worker that died is re-created after 0.5 s, then 1, 2, … up to 30 s while re-creations keep
+ * failing or dying young (each open costs seconds of CPU); one that had been up for the
+ * longest wait starts again at 0.5 s. Constants: no outside number feeds these timers.
+ */
+export const RESPAWN_MS = { first: 500, max: 30_000 };
+
+/** What the owner of the embedded ledger hears about its worker (metrics, logs). */
+export interface WorkerEvents {
+  /** The worker ended unasked: calls fail until a new one is open. */
+  lost?(error: Error): void;
+  /** A new worker is open in its place. */
+  replaced?(): void;
 }
 
 /**
  * PGlite, one connection, for one replica (the sandbox, a single-node install): an RPC client
- * over the port of the worker thread that runs it (pglite-worker.ts; decision 0013). Nothing
- * PGlite does (its start, every statement) runs on the gateway's event loop. Statements are
- * sent in call order; a transaction has the connection to itself: its BEGIN, statements and
- * COMMIT (or ROLLBACK) go in a row while other calls wait their turn. So a transaction's `work`
- * must use its `tx`: a call on the database itself inside it would wait for ever.
+ * over the port of the worker thread that runs it (pglite-connection.ts, pglite-worker.ts;
+ * decision 0013). Nothing PGlite does (its start, every statement) runs on the gateway's event
+ * loop. Statements are sent in call order; a transaction has the connection to itself: its
+ * BEGIN, statements and COMMIT (or ROLLBACK) go in a row while other calls wait their turn. So a
+ * transaction's `work` must use its `tx`: a call on the database itself inside it would wait for ever.
+ *
+ * A worker that ends unasked after it had opened (a crash, an out-of-memory) is re-created with
+ * a bounded backoff (RESPAWN_MS); meanwhile `outage` says why and every call fails at once (the
+ * drainer's entries stay queued, readiness is 503). The directory's lock belongs to this process,
+ * not to the worker: it stays held across the re-creation, so no other process can take the
+ * directory between the death and the new worker (test/ledger-worker-crash.e2e.spec.ts).
  */
 export class PgliteLedgerDatabase extends LedgerDatabase {
   readonly embedded = true;
-  /** Resolves once PGlite is open in its worker; rejects if it could not be opened. */
+  /** Resolves once PGlite is open in its first worker; rejects if it could not be opened. */
   readonly opened: Promise<void>;
-  private readonly worker: Worker;
-  private readonly pending = new Map<
-    number,
-    { rows: unknown[]; resolve: (rows: unknown[]) => void; reject: (error: Error) => void }
-  >();
-  private nextId = 1;
-  /** Set once the database is closed or its worker is gone: every later call fails with it. */
-  private failure: Error | null = null;
+  private connection: PgliteConnection;
+  private readonly pgdata: string;
+  private readonly logger = new Logger('LedgerDatabase');
+  /** Set while the worker is gone and its successor not yet open. */
+  private lost: Error | null = null;
+  private respawns = 0;
+  private respawnTimer: NodeJS.Timeout | undefined;
+  private workerGeneration = 0;
   /** The connection's turn: held by a transaction (or a call queued behind one). */
   private held = false;
   private readonly waiting: Array<() => void> = [];
@@ -117,40 +135,12 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
     /** An absolute directory, or `memory://`. */
     readonly dataDir: string,
     private readonly lock: DataDirLock | null,
+    private readonly events: WorkerEvents,
   ) {
     super();
-    this.worker = new Worker(WORKER_FILE, {
-      workerData: {
-        dataDir: dataDir === IN_MEMORY ? IN_MEMORY : join(dataDir, PGDATA),
-      } satisfies WorkerOptions,
-    });
-    let open!: () => void;
-    let failed!: (error: Error) => void;
-    this.opened = new Promise<void>((resolve, reject) => ((open = resolve), (failed = reject)));
-    // Awaited by the caller that needs it; never an unhandled rejection here.
-    this.opened.catch(() => undefined);
-    this.worker.on('message', (reply: WorkerReply) => {
-      if (reply.id === 0) return 'error' in reply ? failed(restored(reply.error)) : open();
-      const call = this.pending.get(reply.id);
-      if (!call) return;
-      if ('error' in reply) {
-        this.pending.delete(reply.id);
-        call.reject(restored(reply.error));
-      } else if (reply.more) {
-        call.rows.push(...reply.rows);
-      } else {
-        this.pending.delete(reply.id);
-        call.resolve(call.rows.length === 0 ? reply.rows : [...call.rows, ...reply.rows]);
-      }
-    });
-    const gone = (error: Error) => {
-      this.failure ??= error;
-      failed(error);
-      for (const call of this.pending.values()) call.reject(error);
-      this.pending.clear();
-    };
-    this.worker.on('error', gone);
-    this.worker.on('exit', (code) => gone(new Error(`the embedded ledger's worker exited (code ${code})`)));
+    this.pgdata = dataDir === IN_MEMORY ? IN_MEMORY : join(dataDir, PGDATA);
+    this.connection = this.connect();
+    this.opened = this.connection.opened;
   }
 
   /**
@@ -158,9 +148,9 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
    * it) and starts PGlite's worker; resolves before PGlite is open (`opened`): calls made
    * meanwhile wait for it.
    */
-  static async start(dataDir: string = IN_MEMORY): Promise<PgliteLedgerDatabase> {
+  static async start(dataDir: string = IN_MEMORY, events: WorkerEvents = {}): Promise<PgliteLedgerDatabase> {
     const lock = dataDir === IN_MEMORY ? null : await DataDirLock.take(dataDir);
-    return new PgliteLedgerDatabase(dataDir, lock);
+    return new PgliteLedgerDatabase(dataDir, lock, events);
   }
 
   /** start(), then waits until PGlite is open (tests, benches). */
@@ -175,13 +165,68 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
     return db;
   }
 
-  private send<R>(request: { op: 'query'; sql: string; params?: unknown[] } | { op: 'close' }): Promise<R[]> {
-    if (this.failure) return Promise.reject(this.failure);
-    const id = this.nextId++;
-    return new Promise<R[]>((resolve, reject) => {
-      this.pending.set(id, { rows: [], resolve: resolve as (rows: unknown[]) => void, reject });
-      this.worker.postMessage({ ...request, id } satisfies WorkerRequest);
+  override get outage(): string | null {
+    return this.lost && !this.closing ? this.lost.message : null;
+  }
+
+  override get generation(): number {
+    return this.workerGeneration;
+  }
+
+  /** A worker, watched: one that ends unasked once it had opened is replaced. */
+  private connect(): PgliteConnection {
+    const connection = new PgliteConnection(this.pgdata);
+    this.workerGeneration += 1;
+    const [began, first] = [Date.now(), this.workerGeneration === 1];
+    void connection.ended.then(async (error) => {
+      const hadOpened = await settledOk(connection.opened);
+      // Asked (close), or the first worker never opened: a directory PGlite cannot open does not
+      // mend itself (LedgerStartup reports it; the startup probe restarts the pod).
+      if (this.closing || (first && !hadOpened)) return;
+      if (Date.now() - began >= RESPAWN_MS.max) this.respawns = 0;
+      const delay = Math.min(RESPAWN_MS.first * 2 ** Math.min(this.respawns, 16), RESPAWN_MS.max);
+      this.lost ??= error;
+      if (hadOpened) {
+        this.logger.error(`${error.message}; the ledger is not ready until a new worker is open (entries wait queued)`);
+        this.events.lost?.(error);
+      } else {
+        this.logger.warn(`a new embedded ledger worker could not be opened (${error.message}); again in ${delay} ms`);
+      }
+      this.respawns += 1;
+      this.respawnTimer = setTimeout(() => this.respawn(), delay);
+      // Never keeps the process alive by itself (a shutdown cancels it).
+      this.respawnTimer.unref();
     });
+    return connection;
+  }
+
+  private respawn(): void {
+    if (this.closing) return;
+    const connection = this.connect();
+    this.connection = connection;
+    connection.opened.then(
+      () => {
+        if (this.connection !== connection || this.closing) return;
+        this.lost = null;
+        if (this.dataDir === IN_MEMORY) {
+          this.logger.error(
+            "LEDGER_DATA_DIR=memory://: the new worker's ledger is empty, the entries written before are lost",
+          );
+        }
+        this.logger.log("the embedded ledger's worker was re-created; the ledger is ready");
+        this.events.replaced?.();
+      },
+      // Its end follows (terminated here): connect()'s watch schedules the next attempt.
+      (error: unknown) => {
+        const reason = error instanceof Error ? error : new Error(String(error));
+        void connection.terminate(reason);
+      },
+    );
+  }
+
+  private send<R>(request: ConnectionRequest): Promise<R[]> {
+    if (this.lost) return Promise.reject(this.lost);
+    return this.connection.send<R>(request);
   }
 
   /** Resolves when it is the caller's turn (at once when nobody holds it); release() passes it on. */
@@ -235,15 +280,13 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
   /** Waits for the transaction in progress, closes PGlite (its files consistent), ends the worker, frees the directory. */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      clearTimeout(this.respawnTimer);
       await this.turn();
       try {
-        const opened = await this.opened.then(
-          () => true,
-          () => false,
-        );
-        if (opened) await this.send({ op: 'close' }).catch(() => undefined);
-        this.failure ??= new Error('the embedded ledger is closed');
-        await this.worker.terminate();
+        const connection = this.connection;
+        if (await settledOk(connection.opened)) await connection.send({ op: 'close' }).catch(() => undefined);
+        this.lost ??= new Error('the embedded ledger is closed');
+        await connection.terminate(this.lost);
         await this.lock?.release();
       } finally {
         this.release();

@@ -18,7 +18,7 @@ function parts(drain: boolean) {
       throw new Error('PostgreSQL down');
     },
   };
-  const db = { close: () => Promise.resolve() };
+  const db = { close: () => Promise.resolve(), outage: null };
   const metrics = new LedgerMetrics(new GatewayMetrics());
   const config = { get: () => ({ retentionDays: 1826, resultRetentionDays: 90, drain }) };
   const drainer = new LedgerDrainer(config as never, db as never, queue as never, {} as never, metrics);

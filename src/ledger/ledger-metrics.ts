@@ -16,6 +16,7 @@ export class LedgerMetrics {
   readonly writeFailures: Counter;
   readonly entriesParked: Counter;
   readonly unsentCharges: Counter;
+  readonly workerRestarts: Counter;
 
   constructor(metrics: GatewayMetrics) {
     const registers = [metrics.registry];
@@ -48,6 +49,11 @@ export class LedgerMetrics {
     this.unsentCharges = new Counter({
       name: 'vgw_reconciliation_unsent_charges_total',
       help: 'trackIds the provider charged that this gateway never sent (credentials used elsewhere)',
+      registers,
+    });
+    this.workerRestarts = new Counter({
+      name: 'vgw_ledger_worker_restarts_total',
+      help: "Times the embedded ledger's worker thread died after opening and was re-created (counted at the death; readiness is 503 until the new one is open)",
       registers,
     });
     for (const kind of ['settled', 'overdue', 'reconciled']) this.entriesWritten.inc({ kind }, 0);

@@ -60,6 +60,16 @@ export function latestFacts(columns: string): string {
 ) latest`;
 }
 
+/**
+ * Whether the entry of alias `alias` is a reused answer that bought nothing: the reuse path's
+ * (nothing sent under it: costUnits 0, its unitsSaved recorded; docs/api.md §2). A stale answer
+ * served after a fresh attempt failed keeps `reused_from` too, but that attempt was sent, may
+ * have been charged and saved nothing: usage, trends and the list's `reused` leave it out
+ * (issue 43; test/ledger-store.integration.spec.ts, 'counts as reused only answers…').
+ */
+export const REUSED_ANSWER = (alias: string) =>
+  `(${alias}.reused_from IS NOT NULL AND ${alias}.units_saved IS NOT NULL AND ${alias}.cost_units = 0)`;
+
 /** The rank of an entry's fact for LATEST_FIRST, as a row value to compare: (kind, revision). */
 export const FACT_RANK = (alias: string) =>
   `(CASE ${alias}.kind WHEN 'reconciled' THEN 2 WHEN 'settled' THEN 1 ELSE 0 END, ${alias}.revision)`;

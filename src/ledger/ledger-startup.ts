@@ -4,14 +4,20 @@ import { LedgerDatabase } from './ledger-database.js';
 import { LedgerStore } from './ledger.store.js';
 
 /** Where the embedded ledger stands, for readiness (health/ledger.health.ts). */
-export type LedgerStartupState = { phase: 'opening' } | { phase: 'ready' } | { phase: 'failed'; reason: string };
+export type LedgerStartupState =
+  | { phase: 'opening' }
+  | { phase: 'ready' }
+  | { phase: 'failed'; reason: string }
+  /** Its worker died after start; a new one is being made (ledger-database.ts, RESPAWN_MS). */
+  | { phase: 'recovering'; reason: string };
 
 /**
  * Opens and migrates the embedded ledger at start-up, in the background: never on the first
  * request (whose caller would wait seconds), and without holding up `/health/live` (PGlite
  * opens in its worker thread). `/health/ready` and `/health/startup` stay 503 until it is done.
  * If it fails, the error is logged and the gateway stays not ready (the startup probe restarts
- * the pod); nothing retries it: a directory PGlite cannot open does not mend itself.
+ * the pod); nothing retries it: a directory PGlite cannot open does not mend itself. A worker
+ * that dies later makes the gateway not ready until its successor is open (`recovering`).
  * A server (LEDGER_DATABASE_URL) does not hold readiness: while PostgreSQL is down, entries
  * wait in the queue and inquiries go on (docs/operations.md, "Ledger").
  */
@@ -33,7 +39,8 @@ export class LedgerStartup implements OnModuleInit {
   }
 
   get state(): LedgerStartupState {
-    return this.current;
+    const outage = this.current.phase === 'ready' ? this.db.outage : null;
+    return outage === null ? this.current : { phase: 'recovering', reason: outage };
   }
 
   onModuleInit(): void {

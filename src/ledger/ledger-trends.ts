@@ -1,5 +1,5 @@
 import { byCodeUnits, refusalsBetween } from './ledger-refusals.js';
-import { aggregate, latestFacts } from './ledger-rows.js';
+import { aggregate, latestFacts, REUSED_ANSWER } from './ledger-rows.js';
 import type { LedgerStore } from './ledger.store.js';
 import { RecordedMoney } from './recorded-money.js';
 import { unitSum } from './unit-sums.js';
@@ -14,7 +14,7 @@ export interface TrendRow {
   succeeded: number;
   failed: number;
   unknown: number;
-  /** Answers reused from an earlier inquiry (0 until this ledger records reuse). */
+  /** Reused answers that bought nothing (ledger-rows.ts, REUSED_ANSWER; 0 until this ledger records reuse). */
   reused: number;
   /** Cost units of inquiries charged or possibly charged: what was spent, never a failed inquiry's price. Exact (unit-sums.ts). */
   unitsSpent: bigint;
@@ -85,7 +85,7 @@ export async function trends(
        unit_price::text AS unit_price, currency
      FROM ${latestFacts(
        `(e.created_at AT TIME ZONE $3)::date AS day, e.client_id, e.operation, e.status, e.charged, e.cost_units,
-        e.upstream_code, e.upstream_message, e.reused_from IS NOT NULL AS reused, e.unit_price, e.currency`,
+        e.upstream_code, e.upstream_message, ${REUSED_ANSWER('e')} AS reused, e.unit_price, e.currency`,
      )}
      GROUP BY latest.day, 2, 3, 4, 5, 7, latest.unit_price::text, latest.currency ORDER BY 1, 2, 3`,
     [from, to, timeZone],

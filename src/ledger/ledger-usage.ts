@@ -1,5 +1,5 @@
 import type { LedgerStore } from './ledger.store.js';
-import { aggregate, latestFacts } from './ledger-rows.js';
+import { aggregate, latestFacts, REUSED_ANSWER } from './ledger-rows.js';
 import { RecordedMoney } from './recorded-money.js';
 import { unitSum } from './unit-sums.js';
 
@@ -14,7 +14,10 @@ export interface UsageRow {
   unknown: number;
   /** Cost units of inquiries charged or possibly charged (an `unknown` is kept as spent). Exact (unit-sums.ts). */
   unitsSpent: bigint;
-  /** Inquiries answered with a reused answer (docs/api.md §2), and the units that saved. */
+  /**
+   * Inquiries answered with a reused answer that bought nothing (docs/api.md §2), and the units
+   * that saved; not a stale answer served after a fresh attempt (ledger-rows.ts, REUSED_ANSWER).
+   */
   reused: number;
   unitsSaved: bigint;
   /** unitsSpent and unitsSaved × the price each entry recorded (recorded-money.ts). */
@@ -51,10 +54,10 @@ export async function usage(store: LedgerStore, from: Date, to: Date, period: 'd
        (count(*) FILTER (WHERE status = 'failed'))::int AS failed,
        (count(*) FILTER (WHERE status = 'unknown'))::int AS unknown,
        (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::bigint AS units_spent,
-       (count(*) FILTER (WHERE reused_from IS NOT NULL))::int AS reused,
-       (coalesce(sum(units_saved) FILTER (WHERE reused_from IS NOT NULL), 0))::bigint AS units_saved
+       (count(*) FILTER (WHERE reused))::int AS reused,
+       (coalesce(sum(units_saved) FILTER (WHERE reused), 0))::bigint AS units_saved
      FROM ${latestFacts(
-       'e.client_id, e.created_at, e.status, e.charged, e.cost_units, e.reused_from, e.units_saved, e.unit_price, e.currency',
+       `e.client_id, e.created_at, e.status, e.charged, e.cost_units, ${REUSED_ANSWER('e')} AS reused, e.units_saved, e.unit_price, e.currency`,
      )} GROUP BY 1, 2, latest.unit_price::text, latest.currency ORDER BY 1, 2`,
     [from, to, period, period === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM'],
   );

@@ -38,8 +38,8 @@ import { RefusalFlusher } from './refusal-flusher.js';
     Reconciliations,
     {
       provide: LedgerDatabase,
-      inject: [ConfigService],
-      useFactory: async (config: ConfigService<AppConfig, true>): Promise<LedgerDatabase> => {
+      inject: [ConfigService, LedgerMetrics],
+      useFactory: async (config: ConfigService<AppConfig, true>, metrics: LedgerMetrics): Promise<LedgerDatabase> => {
         const { databaseUrl, dataDir } = config.get('ledger', { infer: true });
         if (databaseUrl) return new PgLedgerDatabase(databaseUrl.reveal());
         new Logger('LedgerDatabase').warn(
@@ -49,7 +49,8 @@ import { RefusalFlusher } from './refusal-flusher.js';
         );
         // The directory and its lock now (start fails while another process holds it); PGlite
         // opens in its worker meanwhile, and LedgerStartup migrates it before readiness.
-        return PgliteLedgerDatabase.start(dataDir);
+        // A worker that dies later is re-created by the database itself; counted here.
+        return PgliteLedgerDatabase.start(dataDir, { lost: () => metrics.workerRestarts.inc() });
       },
     },
     {

@@ -47,6 +47,7 @@ export const PAGE_ROWS = 5_000;
 export class LedgerStore {
   private readonly logger = new Logger('LedgerStore');
   private migrated: Promise<unknown> | null = null;
+  private migratedGeneration = 0;
   private unopenableReported = false;
 
   constructor(
@@ -55,12 +56,19 @@ export class LedgerStore {
     private readonly resultRetentionDays: number,
   ) {}
 
-  /** The schema, migrated once per process before the first statement (again after a failure). */
+  /**
+   * The schema, migrated once per database before the first statement (again after a failure,
+   * and after the embedded ledger's worker was re-created: in `memory://` it starts empty).
+   */
   ready(): Promise<unknown> {
-    this.migrated ??= migrate(this.db).catch((error: unknown) => {
-      this.migrated = null;
-      throw error;
-    });
+    if (this.migratedGeneration !== this.db.generation) this.migrated = null;
+    if (!this.migrated) {
+      this.migratedGeneration = this.db.generation;
+      this.migrated = migrate(this.db).catch((error: unknown) => {
+        this.migrated = null;
+        throw error;
+      });
+    }
     return this.migrated;
   }
 

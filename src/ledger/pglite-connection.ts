@@ -1,0 +1,102 @@
+import { Worker } from 'node:worker_threads';
+import type { WorkerError, WorkerOptions, WorkerReply, WorkerRequest } from './pglite-worker.js';
+
+/** The worker's file beside this one: `.ts` under the sources (tests), `.js` once built. */
+const WORKER_FILE = new URL(
+  import.meta.url.endsWith('.ts') ? './pglite-worker.ts' : './pglite-worker.js',
+  import.meta.url,
+);
+
+/** A failed statement as the caller would get it in the thread: PostgreSQL's fields (`code`) kept. */
+function restored(fields: WorkerError): Error {
+  const { name, message, ...rest } = fields;
+  return Object.assign(new Error(message), rest, { name });
+}
+
+/** What one request asks the worker. */
+export type ConnectionRequest = { op: 'query'; sql: string; params?: unknown[] } | { op: 'close' };
+
+/**
+ * One PGlite worker thread (pglite-worker.ts) and the RPC over its port: requests numbered,
+ * replies (sliced rows, errors as data) matched to them. When the thread ends (an exit, an
+ * uncaught error, terminate()), every call waiting on it fails and `ended` resolves: the
+ * thread's calls can never be answered any more. PgliteLedgerDatabase (ledger-database.ts)
+ * runs one at a time and replaces one that ended unasked.
+ */
+export class PgliteConnection {
+  /** Resolves once PGlite is open in the worker; rejects if it could not be opened (or the worker ended first). */
+  readonly opened: Promise<void>;
+  /** Resolves, with why, once the worker thread has ended (never rejects). */
+  readonly ended: Promise<Error>;
+  private readonly worker: Worker;
+  private readonly pending = new Map<
+    number,
+    { rows: unknown[]; resolve: (rows: unknown[]) => void; reject: (error: Error) => void }
+  >();
+  private nextId = 1;
+  private failure: Error | null = null;
+
+  /** `pgdata`: PGlite's own directory, or `memory://`. */
+  constructor(pgdata: string) {
+    this.worker = new Worker(WORKER_FILE, { workerData: { dataDir: pgdata } satisfies WorkerOptions });
+    let open!: () => void;
+    let failed!: (error: Error) => void;
+    this.opened = new Promise<void>((resolve, reject) => ((open = resolve), (failed = reject)));
+    // Awaited by the caller that needs it; never an unhandled rejection here.
+    this.opened.catch(() => undefined);
+    this.worker.on('message', (reply: WorkerReply) => {
+      if (reply.id === 0) return 'error' in reply ? failed(restored(reply.error)) : open();
+      const call = this.pending.get(reply.id);
+      if (!call) return;
+      if ('error' in reply) {
+        this.pending.delete(reply.id);
+        call.reject(restored(reply.error));
+      } else if (reply.more) {
+        call.rows.push(...reply.rows);
+      } else {
+        this.pending.delete(reply.id);
+        call.resolve(call.rows.length === 0 ? reply.rows : [...call.rows, ...reply.rows]);
+      }
+    });
+    const gone = (error: Error) => {
+      this.failure ??= error;
+      failed(this.failure);
+      // A write among them may have committed before the thread ended: its caller retries it,
+      // and the ledger's writes are idempotent by trackId (ON CONFLICT DO NOTHING).
+      for (const call of this.pending.values()) call.reject(this.failure);
+      this.pending.clear();
+    };
+    this.worker.on('error', gone);
+    this.ended = new Promise((resolve) =>
+      this.worker.once('exit', (code) => {
+        gone(new Error(`the embedded ledger's worker exited (code ${code})`));
+        resolve(this.failure!);
+      }),
+    );
+  }
+
+  /** Sends one request; rejects at once once the worker has ended. */
+  send<R>(request: ConnectionRequest): Promise<R[]> {
+    if (this.failure) return Promise.reject(this.failure);
+    const id = this.nextId++;
+    return new Promise<R[]>((resolve, reject) => {
+      this.pending.set(id, { rows: [], resolve: resolve as (rows: unknown[]) => void, reject });
+      this.worker.postMessage({ ...request, id } satisfies WorkerRequest);
+    });
+  }
+
+  /** Ends the thread now (PGlite not closed: a close request first keeps its files consistent). */
+  async terminate(reason: Error): Promise<void> {
+    this.failure ??= reason;
+    await this.worker.terminate();
+    await this.ended;
+  }
+}
+
+/** Whether `promise` resolves (false when it rejects). */
+export function settledOk(promise: Promise<unknown>): Promise<boolean> {
+  return promise.then(
+    () => true,
+    () => false,
+  );
+}

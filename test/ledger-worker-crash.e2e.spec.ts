@@ -1,0 +1,152 @@
+/**
+ * The embedded ledger's worker thread dies under a running gateway (issue 43, item 3): the
+ * built gateway with the in-process store and PGlite on disk, its worker made to crash by a
+ * test-only preload (support/ledger-worker-crash.js: `process.exit` in the worker when the test
+ * creates a file; nothing in the gateway can trigger it). Readiness goes 503 naming the ledger,
+ * a new worker is made and readiness comes back; every inquiry charged before, during and after
+ * the crash is in the ledger exactly once, and still after a SIGTERM and a restart.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { SHAHKAR } from './support/fixtures.js';
+import { apiKeysWith, callGateway, TEST_CLIENTS } from './support/gateway.js';
+import {
+  buildGateway,
+  GatewayProcesses,
+  untilEmbeddedLedgerOpen,
+  type GatewayProcess,
+} from './support/gateway-process.js';
+import { nextEvent } from './support/events.js';
+import { parseExposition } from './support/prometheus.js';
+import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
+
+const ADMIN = { clientId: 'finance', key: 'key-finance-0123456789', scopes: ['ledger:read'] };
+const PRELOAD = new URL('./support/ledger-worker-crash.js', import.meta.url).pathname;
+const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+const PERIOD = `from=${day(-1)}&to=${day(2)}`;
+
+let scratch: string;
+let sim: UpstreamSimulator;
+const gateways = new GatewayProcesses();
+
+beforeAll(async () => {
+  buildGateway(); // compiled once here, not inside the test's time
+  scratch = mkdtempSync(join(tmpdir(), 'vgw-ledger-worker-crash-'));
+  sim = new UpstreamSimulator({ credit: 1_000_000 });
+  await sim.start(0);
+}, 180_000);
+
+afterAll(async () => {
+  await gateways.killAll();
+  await sim?.stop();
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+const crashFile = () => join(scratch, 'crash-ledger-worker');
+
+async function start(): Promise<GatewayProcess> {
+  const gateway = await gateways.start({
+    UPSTREAM_BASE_URL: sim.baseUrl,
+    API_KEYS: apiKeysWith(ADMIN),
+    LEDGER_DATABASE_URL: '', // the embedded ledger, not the run's PostgreSQL
+    LEDGER_DATA_DIR: join(scratch, 'ledger'),
+    NODE_OPTIONS: `--import=${PRELOAD}`,
+    VGW_TEST_LEDGER_WORKER_CRASH_FILE: crashFile(),
+  });
+  await untilEmbeddedLedgerOpen(gateway);
+  return gateway;
+}
+
+/** Resolves once the gateway's log holds `text` (now or later). */
+async function untilLogged(gateway: GatewayProcess, text: string): Promise<void> {
+  if (!gateway.output().includes(text)) {
+    await nextEvent(gateway.process.stdout!, 'data', () => gateway.output().includes(text), 60_000);
+  }
+}
+
+/** `count` Shahkar inquiries, 4 at a time, each answered 200; their trackIds. */
+async function inquiries(gateway: GatewayProcess, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  const one = async (): Promise<void> => {
+    while (ids.length < count) {
+      const slot = ids.push('') - 1;
+      const { status, headers } = await callGateway(gateway.url, 'POST', '/v1/kyc/shahkar', {
+        apiKey: TEST_CLIENTS.full.key,
+        json: SHAHKAR,
+      });
+      expect(status).toBe(200);
+      ids[slot] = headers.get('x-track-id')!;
+    }
+  };
+  await Promise.all(Array.from({ length: 4 }, one));
+  return ids;
+}
+
+/** How many settled entries the ledger holds for each trackId (read through the export). */
+async function entriesByTrackId(gateway: GatewayProcess): Promise<Map<string, number>> {
+  const response = await fetch(`${gateway.url}/admin/ledger?${PERIOD}`, { headers: { 'x-api-key': ADMIN.key } });
+  expect(response.status).toBe(200);
+  const counts = new Map<string, number>();
+  for (const line of (await response.text()).split('\n').filter(Boolean)) {
+    const { trackId, kind } = JSON.parse(line) as { trackId: string; kind: string };
+    if (kind === 'settled') counts.set(trackId, (counts.get(trackId) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/** Waits until every one of `ids` is in the ledger (the drainer retries with a backoff up to 30 s). */
+async function untilWritten(gateway: GatewayProcess, ids: string[]): Promise<Map<string, number>> {
+  for (const deadline = Date.now() + 60_000; ;) {
+    const counts = await entriesByTrackId(gateway);
+    if (ids.every((id) => counts.has(id))) return counts;
+    if (Date.now() > deadline) throw new Error(`${ids.filter((id) => !counts.has(id)).length} entries not written`);
+    await nextEvent(gateway.process.stdout!, 'data', () => true, 1_000).catch(() => undefined);
+  }
+}
+
+const ready = async (gateway: GatewayProcess) => {
+  const response = await fetch(`${gateway.url}/health/ready`);
+  return { status: response.status, body: (await response.json()) as { details?: Record<string, unknown> } };
+};
+
+const restarts = async (gateway: GatewayProcess) =>
+  parseExposition(await (await fetch(`${gateway.url}/metrics`)).text()).value('vgw_ledger_worker_restarts_total');
+
+describe('a dead embedded ledger worker', () => {
+  it('makes the gateway not ready, is re-created, and every charged entry is written exactly once, also after a restart', async () => {
+    const gateway = await start();
+    expect((await ready(gateway)).status).toBe(200);
+
+    // The crash while inquiries flow: entries queued, a batch possibly in flight.
+    const before = inquiries(gateway, 40);
+    await nextEvent(sim, 'inquiry', () => true, 10_000);
+    writeFileSync(crashFile(), '');
+    await untilLogged(gateway, "the embedded ledger's worker exited (code 70)");
+    const down = await ready(gateway);
+    expect(down.status).toBe(503);
+    expect(down.body.details?.ledger).toEqual({
+      status: 'down',
+      message: "the embedded ledger's worker died; a new one is being started",
+    });
+    // Counted at the death; the series exists from start-up (at 0 before).
+    expect(await restarts(gateway)).toBe(1);
+    // Inquiries are still answered and charged meanwhile: their entries wait in the queue.
+    const during = await inquiries(gateway, 10);
+
+    await untilLogged(gateway, "the embedded ledger's worker was re-created");
+    expect((await ready(gateway)).status).toBe(200);
+    const after = await inquiries(gateway, 10);
+    const charged = [...(await before), ...during, ...after];
+    const counts = await untilWritten(gateway, charged);
+    expect(charged.filter((id) => counts.get(id) !== 1)).toEqual([]);
+
+    // SIGTERM and a start on the same directory: nothing lost, nothing doubled.
+    gateway.process.kill('SIGTERM');
+    expect(await gateway.exited).toBe(0);
+    const restarted = await start();
+    const afterRestart = await entriesByTrackId(restarted);
+    expect(charged.filter((id) => afterRestart.get(id) !== 1)).toEqual([]);
+  }, 120_000);
+});
