@@ -24,7 +24,7 @@ import ts from 'typescript';
  */
 const LAYERS: ReadonlyArray<{ name: string; paths: readonly string[] }> = [
   { name: 'vocabulary', paths: ['src/crypto/', 'src/vocabulary/'] },
-  { name: 'config', paths: ['src/config/', 'src/ledger/ledger-config.ts', 'src/reuse/reuse-config.ts'] },
+  { name: 'config', paths: ['src/config/', 'src/ledger/ledger-config.ts', 'src/reuse/reuse-config.ts', 'src/webhooks/webhooks-config.ts'] },
   { name: 'problem', paths: ['src/problem/'] },
   { name: 'openapi', paths: ['src/openapi.ts'] },
   { name: 'observability', paths: ['src/observability/'] },
@@ -36,6 +36,7 @@ const LAYERS: ReadonlyArray<{ name: string; paths: readonly string[] }> = [
   { name: 'ledger', paths: ['src/ledger/'] },
   { name: 'reuse', paths: ['src/reuse/'] },
   { name: 'inquiry', paths: ['src/inquiry/'] },
+  { name: 'webhooks', paths: ['src/webhooks/'] },
   { name: 'accounting', paths: ['src/accounting/'] },
   { name: 'health', paths: ['src/health/'] },
   { name: 'console', paths: ['src/console/'] },

@@ -1,6 +1,7 @@
 import type { TracingConfig } from './tracing-config.js';
 import type { LedgerConfig } from '../ledger/ledger-config.js';
 import type { ReuseConfig } from '../reuse/reuse-config.js';
+import type { WebhooksConfig } from '../webhooks/webhooks-config.js';
 import type { Secret } from './secret.js';
 import type { BudgetConfig, InquiryPriceTable } from './budget-config.js';
 
@@ -129,6 +130,8 @@ export interface AppConfig {
   inquiryPrices: InquiryPriceTable;
   /** Reuse of paid answers per operation, and the key of the questions' hash (docs/api.md §2; reuse/reuse-config.ts). */
   reuse: ReuseConfig;
+  /** Signed events to the company's services (docs/api.md §9; webhooks/webhooks-config.ts). */
+  webhooks: WebhooksConfig;
   build: { commit: string };
   /** Secret files re-read while running (rotation without restart); absent = given inline. */
   secretFiles: { apiKeys?: string; upstreamUsername?: string; upstreamPassword?: string; pollIntervalMs: number };

@@ -12,6 +12,7 @@ import { parseEncryptionKeys, subjectHashConfig } from './key-rings.js';
 import { storeConfig } from './store-config.js';
 import { ledgerConfigFrom } from '../ledger/ledger-config.js';
 import { reuseConfigFrom } from '../reuse/reuse-config.js';
+import { webhooksConfigFrom } from '../webhooks/webhooks-config.js';
 
 export { parseApiKeys } from './caller-config.js';
 
@@ -30,6 +31,7 @@ const FILE_VARIABLES = [
   'LEDGER_DATABASE_URL',
   'INQUIRY_REUSE',
   'REUSE_HMAC_KEY',
+  'WEBHOOKS',
 ] as const;
 
 /** Where a reader finds every variable with an example value (docs/operations.md#configuration). */
@@ -95,6 +97,7 @@ export function loadConfig(env: Env): AppConfig {
   const inquiryPrices = parseInquiryPrices(vars.INQUIRY_PRICES, problems);
   const ledger = ledgerConfigFrom(resolved, problems);
   const reuse = reuseConfigFrom(resolved, problems);
+  const webhooks = webhooksConfigFrom(resolved, problems);
   if (!ledger.drain && store.mode === 'memory') {
     problems.push(
       'LEDGER_DRAIN: false needs Redis (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES): an in-process queue is drained by its own process only',
@@ -142,6 +145,7 @@ export function loadConfig(env: Env): AppConfig {
     budgets,
     inquiryPrices,
     reuse,
+    webhooks,
     build: { commit: vars.BUILD_COMMIT ?? 'unknown' },
     secretFiles: {
       apiKeys: resolved.API_KEYS_FILE,
