@@ -11,6 +11,7 @@ import { ReuseModule } from './reuse/reuse.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
 import { StoreModule } from './store/store.module.js';
 import { TokenModule } from './token/token.module.js';
+import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 /** Values one feature takes from another's slice, handed over here rather than read there. */
 @Module({})
@@ -47,6 +48,7 @@ export class AppModule {
         ReuseModule,
         InquiryModule,
         ConsoleModule,
+        WebhooksModule,
       ],
       // The one shutdown sequence: its steps' order is its own, not the modules'.
       providers: [ShutdownSequence],

@@ -1,3 +1,5 @@
+import { WEBHOOK_OUTBOX_SQL } from './webhook-outbox.migration.js';
+
 // The ledger's schema, version by version (applied by ledger-schema.ts, migrate).
 
 /**
@@ -179,5 +181,10 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
         AND (unit_price IS NULL OR (unit_price >= 0 AND unit_price < 1e18 AND scale(unit_price) <= 6
           AND currency ~ '^[A-Z]{3}$')));
     `,
+  },
+  {
+    version: 10,
+    name: 'webhook outbox, filled with the facts that cause its events',
+    sql: WEBHOOK_OUTBOX_SQL,
   },
 ];

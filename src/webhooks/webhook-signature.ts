@@ -15,7 +15,12 @@ export interface SignedHeaders {
  * deduplicates on it); `timestamp` is this attempt's, in seconds (the receiver refuses an old
  * one: a replayed delivery fails). webhook-signature.spec.ts checks it with `standardwebhooks`.
  */
-export function signedHeaders(id: string, timestampSeconds: number, body: string, keys: readonly Secret[]): SignedHeaders {
+export function signedHeaders(
+  id: string,
+  timestampSeconds: number,
+  body: string,
+  keys: readonly Secret[],
+): SignedHeaders {
   const timestamp = String(timestampSeconds);
   const signatures = keys.map(
     (key) =>

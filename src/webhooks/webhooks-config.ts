@@ -41,6 +41,44 @@ export interface WebhooksConfig {
   file?: string;
   /** `WEBHOOKS_ALLOW_HTTP=true`: `http` URLs accepted (the sandbox, tests). */
   allowHttp: boolean;
+  delivery: DeliverySettings;
+}
+
+/** How deliveries are paced; each bounded (TIMING), so that no outside number makes a timer run wild. */
+export interface DeliverySettings {
+  /** WEBHOOKS_MAX_IN_FLIGHT: deliveries at once per endpoint per replica (a slow receiver delays only its own). */
+  maxInFlight: number;
+  /** WEBHOOKS_FIRST_RETRY_MS: the first retry's delay; doubled each attempt, jittered, at most an hour. */
+  firstRetryMs: number;
+  /** WEBHOOKS_RETRY_FOR_SECONDS: how long a failing delivery is retried before it is dead (24 h). */
+  retryForMs: number;
+  /** WEBHOOKS_POLL_MS: how often each replica looks for due deliveries. */
+  pollMs: number;
+  /** WEBHOOKS_RETENTION_HOURS: how long delivered rows are kept (then pruned). */
+  deliveredRetentionMs: number;
+}
+
+/** Each setting's variable, bounds, default and unit factor to milliseconds (or 1). */
+const TIMING = {
+  maxInFlight: { name: 'WEBHOOKS_MAX_IN_FLIGHT', min: 1, max: 32, fallback: 4, unit: 1 },
+  firstRetryMs: { name: 'WEBHOOKS_FIRST_RETRY_MS', min: 100, max: 600_000, fallback: 5_000, unit: 1 },
+  retryForMs: { name: 'WEBHOOKS_RETRY_FOR_SECONDS', min: 1, max: 7 * 86_400, fallback: 86_400, unit: 1000 },
+  pollMs: { name: 'WEBHOOKS_POLL_MS', min: 50, max: 10_000, fallback: 1_000, unit: 1 },
+  deliveredRetentionMs: { name: 'WEBHOOKS_RETENTION_HOURS', min: 1, max: 24 * 90, fallback: 72, unit: 3_600_000 },
+} as const;
+
+function deliveryFrom(env: Env, problems: string[]): DeliverySettings {
+  const settings = {} as Record<keyof DeliverySettings, number>;
+  for (const [field, { name, min, max, fallback, unit }] of Object.entries(TIMING)) {
+    const raw = env[name];
+    const value = raw === undefined ? fallback : Number(raw);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      problems.push(`${name}: must be an integer from ${min} to ${max}`);
+    }
+    settings[field as keyof DeliverySettings] =
+      (Number.isInteger(value) ? Math.min(max, Math.max(min, value)) : fallback) * unit;
+  }
+  return settings;
 }
 
 /** The key of a `whsec_<base64>` secret, or a problem (never quoting the value). */
@@ -152,8 +190,14 @@ export function parseWebhooks(
 /** The slice from the resolved environment (`WEBHOOKS_FILE`'s content already read into `WEBHOOKS`). */
 export function webhooksConfigFrom(env: Env, problems: string[]): WebhooksConfig {
   const flag = env.WEBHOOKS_ALLOW_HTTP;
-  if (flag !== undefined && flag !== 'true' && flag !== 'false') problems.push('WEBHOOKS_ALLOW_HTTP: must be true or false');
+  if (flag !== undefined && flag !== 'true' && flag !== 'false')
+    problems.push('WEBHOOKS_ALLOW_HTTP: must be true or false');
   const allowHttp = flag === 'true';
   const variable = env.WEBHOOKS_FILE === undefined ? 'WEBHOOKS' : 'WEBHOOKS_FILE';
-  return { endpoints: parseWebhooks(env.WEBHOOKS, allowHttp, problems, variable), file: env.WEBHOOKS_FILE, allowHttp };
+  return {
+    endpoints: parseWebhooks(env.WEBHOOKS, allowHttp, problems, variable),
+    file: env.WEBHOOKS_FILE,
+    allowHttp,
+    delivery: deliveryFrom(env, problems),
+  };
 }
