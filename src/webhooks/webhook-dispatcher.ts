@@ -33,6 +33,11 @@ const DEAD_RETENTION_MS = 30 * 86_400_000;
 export class WebhookDispatcher implements OnApplicationBootstrap {
   private readonly logger = new Logger('Webhooks');
   private readonly settings: DeliverySettings;
+  /**
+   * WEBHOOKS or WEBHOOKS_FILE set. A replica without them runs nothing here and never mirrors its
+   * (empty) configuration over the endpoints its peers configured.
+   */
+  private readonly configured: boolean;
   private readonly outbox: WebhookOutbox;
   private readonly sender = new WebhookSender();
   private readonly thresholds: BudgetThresholds;
@@ -54,13 +59,14 @@ export class WebhookDispatcher implements OnApplicationBootstrap {
   ) {
     const webhooks = config.get('webhooks', { infer: true });
     this.settings = webhooks.delivery;
+    this.configured = webhooks.configured;
     this.outbox = new WebhookOutbox(store);
     this.thresholds = new BudgetThresholds(budgets, this.outbox);
     this.metrics.declare(webhooks.endpoints.map((endpoint) => endpoint.id));
   }
 
   onApplicationBootstrap(): void {
-    this.loop = this.run();
+    if (this.configured) this.loop = this.run();
   }
 
   /** The shutdown sequence's step: stops claiming, then waits for the attempts in flight (each ends within 10 s). */

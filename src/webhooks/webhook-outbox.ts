@@ -104,6 +104,7 @@ export class WebhookOutbox {
          next_attempt_at = now() + make_interval(secs => $4::float8 / 1000)
        WHERE d.id IN (SELECT id FROM webhook_deliveries
          WHERE endpoint_id = $1 AND status = 'pending' AND next_attempt_at <= now()
+           AND NOT EXISTS (SELECT 1 FROM webhook_endpoints ep WHERE ep.id = $1 AND ep.disabled_fingerprint = ep.fingerprint)
          ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
        RETURNING d.id, d.endpoint_id, d.type, d.data, d.occurred_at, d.attempts, d.retry_since`,
       [endpointId, limit, leaseToken, leaseMs],

@@ -36,6 +36,8 @@ export interface WebhookEndpoint {
 }
 
 export interface WebhooksConfig {
+  /** WEBHOOKS or WEBHOOKS_FILE set: only then does this replica run deliveries or mirror endpoints. */
+  configured: boolean;
   endpoints: WebhookEndpoint[];
   /** `WEBHOOKS_FILE`, re-read while running; absent when given inline or not at all. */
   file?: string;
@@ -195,6 +197,7 @@ export function webhooksConfigFrom(env: Env, problems: string[]): WebhooksConfig
   const allowHttp = flag === 'true';
   const variable = env.WEBHOOKS_FILE === undefined ? 'WEBHOOKS' : 'WEBHOOKS_FILE';
   return {
+    configured: env.WEBHOOKS !== undefined,
     endpoints: parseWebhooks(env.WEBHOOKS, allowHttp, problems, variable),
     file: env.WEBHOOKS_FILE,
     allowHttp,
