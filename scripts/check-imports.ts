@@ -24,7 +24,15 @@ import ts from 'typescript';
  */
 const LAYERS: ReadonlyArray<{ name: string; paths: readonly string[] }> = [
   { name: 'vocabulary', paths: ['src/crypto/', 'src/vocabulary/'] },
-  { name: 'config', paths: ['src/config/', 'src/ledger/ledger-config.ts', 'src/reuse/reuse-config.ts', 'src/webhooks/webhooks-config.ts'] },
+  {
+    name: 'config',
+    paths: [
+      'src/config/',
+      'src/ledger/ledger-config.ts',
+      'src/reuse/reuse-config.ts',
+      'src/webhooks/webhooks-config.ts',
+    ],
+  },
   { name: 'problem', paths: ['src/problem/'] },
   { name: 'openapi', paths: ['src/openapi.ts'] },
   { name: 'observability', paths: ['src/observability/'] },
