@@ -44,6 +44,7 @@ describe.each(ledgerEngines(() => server.url, 'webhook-outbox'))('the webhook ou
     await outbox.syncEndpoints([
       endpoint('mine', 'svc-a', ['inquiry.settled', 'inquiry.resolved', 'budget.threshold']),
       endpoint('ops', '*', ['ledger.parked']),
+      endpoint('lease', 'svc-lease', ['inquiry.settled']),
     ]);
   });
   afterAll(async () => {
@@ -98,6 +99,15 @@ describe.each(ledgerEngines(() => server.url, 'webhook-outbox'))('the webhook ou
     ).toBe(false);
     expect(await outbox.settle(claim, { status: 'delivered', httpStatus: 204 })).toBe(true);
     expect(await outbox.settle(claim, { status: 'dead' })).toBe(false);
+  });
+
+  it("leaves a claim whose lease ran out (its replica died mid-delivery) to another, and the dead one's outcome is dropped", async () => {
+    await store.insert([queuedEntry({ clientId: 'svc-lease' })]);
+    const [dying] = await outbox.claim('lease', 1, 0);
+    const [taker] = await outbox.claim('lease', 1, 30_000);
+    expect(taker).toMatchObject({ id: dying.id, attempt: dying.attempt + 1 });
+    expect(await outbox.settle(dying, { status: 'delivered' })).toBe(false);
+    expect(await outbox.settle(taker, { status: 'delivered' })).toBe(true);
   });
 
   it('writes a threshold once per key, and a parked entry to the operators only', async () => {
