@@ -6,7 +6,8 @@
  *
  * Proven here: every settled inquiry is delivered once verified, with a stable webhook-id and
  * no personal data; a receiver answering 500 and then recovering gets the same id again; a 410
- * disables its endpoint; a dead delivery is re-sent from the admin route; 50 concurrent inquiries
+ * disables its endpoint; a dead delivery is re-sent from the admin route; inquiries settled while
+ * PostgreSQL is down are delivered once it is back; 50 concurrent inquiries
  * across a budget's 80 % line give exactly one budget.threshold event.
  */
 import { once } from 'node:events';
@@ -212,6 +213,23 @@ describe('webhooks', () => {
     });
     expect(unknown.status).toBe(404);
     expect(unknown.headers.get('content-type')).toContain('application/problem+json');
+  }, 60_000);
+
+  it('delivers the inquiries settled while PostgreSQL was down, once it is back', async () => {
+    await postgres.kill();
+    // Inquiries go on: their entries, and so their events, wait in Redis.
+    const trackIds = await Promise.all([0, 1, 2].map((i) => inquire(gateways[i], TEST_CLIENTS.basic.key)));
+    await postgres.restart();
+    const delivered = async () =>
+      nextEvent<Delivery>(
+        receiver,
+        'delivery',
+        (d) => d.path === 'a' && trackIds.includes(d.data.trackId as string),
+        30_000,
+      );
+    const seen = new Set<unknown>();
+    while (seen.size < trackIds.length) seen.add((await delivered()).data.trackId);
+    expect([...seen].sort()).toEqual([...trackIds].sort());
   }, 60_000);
 
   it('tells one budget.threshold for 50 concurrent inquiries across the 80 % line, whichever replica saw it', async () => {
