@@ -25,6 +25,12 @@ const endpoint = (id: string, clientId: string, events: WebhookEndpoint['events'
   events,
 });
 
+const ENDPOINTS = [
+  endpoint('mine', 'svc-a', ['inquiry.settled', 'inquiry.resolved', 'budget.threshold']),
+  endpoint('ops', '*', ['ledger.parked']),
+  endpoint('lease', 'svc-lease', ['inquiry.settled']),
+];
+
 let server: PostgresServer;
 beforeAll(async () => {
   server = await PostgresServer.start();
@@ -41,11 +47,7 @@ describe.each(ledgerEngines(() => server.url, 'webhook-outbox'))('the webhook ou
     db = await open();
     store = new LedgerStore(db, new StoreCipher([]), 90);
     outbox = new WebhookOutbox(store);
-    await outbox.syncEndpoints([
-      endpoint('mine', 'svc-a', ['inquiry.settled', 'inquiry.resolved', 'budget.threshold']),
-      endpoint('ops', '*', ['ledger.parked']),
-      endpoint('lease', 'svc-lease', ['inquiry.settled']),
-    ]);
+    await outbox.syncEndpoints(ENDPOINTS);
   });
   afterAll(async () => {
     await closeLedger(db);
@@ -108,6 +110,20 @@ describe.each(ledgerEngines(() => server.url, 'webhook-outbox'))('the webhook ou
     expect(taker).toMatchObject({ id: dying.id, attempt: dying.attempt + 1 });
     expect(await outbox.settle(dying, { status: 'delivered' })).toBe(false);
     expect(await outbox.settle(taker, { status: 'delivered' })).toBe(true);
+  });
+
+  it('keeps an endpoint a 410 disabled off until its configuration changes', async () => {
+    const gone = endpoint('gone', 'svc-gone', ['inquiry.settled']);
+    const others = ENDPOINTS;
+    await outbox.syncEndpoints([...others, gone]);
+    await outbox.disable('gone');
+    await outbox.syncEndpoints([...others, gone]);
+    expect(await outbox.disabledEndpoints()).toEqual(new Set(['gone']));
+    await store.insert([queuedEntry({ clientId: 'svc-gone' })]);
+    expect(await outbox.claim('gone', 4, 30_000)).toEqual([]);
+    await outbox.syncEndpoints([...others, { ...gone, url: new URL('https://hooks.example.com/moved') }]);
+    expect(await outbox.disabledEndpoints()).toEqual(new Set());
+    expect(await outbox.claim('gone', 4, 30_000)).toHaveLength(1);
   });
 
   it('writes a threshold once per key, and a parked entry to the operators only', async () => {

@@ -56,4 +56,18 @@ describe('WEBHOOKS', () => {
     webhooksConfigFrom({ WEBHOOKS: '[{', WEBHOOKS_FILE: '/run/secrets/webhooks' }, problems);
     expect(problems).toEqual(['WEBHOOKS_FILE: is not valid JSON']);
   });
+
+  it('bounds the delivery timings, naming the variable', () => {
+    const problems: string[] = [];
+    const config = webhooksConfigFrom(
+      { WEBHOOKS_POLL_MS: '0', WEBHOOKS_RETRY_FOR_SECONDS: '2', WEBHOOKS_MAX_IN_FLIGHT: 'x' },
+      problems,
+    );
+    expect(problems).toEqual([
+      'WEBHOOKS_MAX_IN_FLIGHT: must be an integer from 1 to 32',
+      'WEBHOOKS_POLL_MS: must be an integer from 50 to 10000',
+    ]);
+    expect(config.delivery).toMatchObject({ maxInFlight: 4, pollMs: 50, retryForMs: 2_000, firstRetryMs: 5_000 });
+    expect(config.configured).toBe(false);
+  });
 });
