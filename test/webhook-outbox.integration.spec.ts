@@ -121,8 +121,12 @@ describe.each(ledgerEngines(() => server.url, 'webhook-outbox'))('the webhook ou
     expect(await outbox.disabledEndpoints()).toEqual(new Set(['gone']));
     await store.insert([queuedEntry({ clientId: 'svc-gone' })]);
     expect(await outbox.claim('gone', 4, 30_000)).toEqual([]);
+    // While disabled, no event is written for it: the outbox does not grow for a receiver that left.
+    await store.insert([queuedEntry({ clientId: 'svc-gone' })]);
     await outbox.syncEndpoints([...others, { ...gone, url: new URL('https://hooks.example.com/moved') }]);
     expect(await outbox.disabledEndpoints()).toEqual(new Set());
+    expect(await outbox.claim('gone', 4, 30_000)).toHaveLength(0);
+    await store.insert([queuedEntry({ clientId: 'svc-gone' })]);
     expect(await outbox.claim('gone', 4, 30_000)).toHaveLength(1);
   });
 

@@ -9,7 +9,8 @@ export const WEBHOOK_OUTBOX_SQL = `
       -- The configured endpoints (WEBHOOKS), mirrored by every replica at start and on each
       -- re-read (src/webhooks/webhook-outbox.ts), so that the triggers below know who subscribes.
       -- fingerprint: the SHA-256 of the endpoint's configuration; a 410 sets disabled_fingerprint,
-      -- and the endpoint stays disabled until its configuration (so its fingerprint) changes.
+      -- and the endpoint stays disabled until its configuration (so its fingerprint) changes:
+      -- meanwhile no event is written for it (the outbox does not grow for a receiver that left).
       CREATE TABLE webhook_endpoints (
         id text PRIMARY KEY,
         client_id text NOT NULL,
@@ -58,6 +59,7 @@ export const WEBHOOK_OUTBOX_SQL = `
         FROM (SELECT *, CASE kind WHEN 'reconciled' THEN 'inquiry.resolved' ELSE 'inquiry.settled' END AS type
               FROM new_entries) n
         JOIN webhook_endpoints ep ON (ep.client_id = n.client_id OR ep.client_id = '*') AND n.type = ANY (ep.events)
+          AND ep.disabled_fingerprint IS DISTINCT FROM ep.fingerprint
         ON CONFLICT DO NOTHING;
         RETURN NULL;
       END $fn$;
@@ -72,6 +74,7 @@ export const WEBHOOK_OUTBOX_SQL = `
           jsonb_build_object('trackId', NEW.track_id, 'kind', NEW.kind, 'code', NEW.error_code,
             'parkedAt', to_char(NEW.parked_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
         FROM webhook_endpoints ep WHERE ep.client_id = '*' AND 'ledger.parked' = ANY (ep.events)
+          AND ep.disabled_fingerprint IS DISTINCT FROM ep.fingerprint
         ON CONFLICT DO NOTHING;
         RETURN NULL;
       END $fn$;

@@ -190,6 +190,7 @@ export class WebhookOutbox {
       `INSERT INTO webhook_deliveries (endpoint_id, event_key, type, client_id, data)
        SELECT ep.id, $1, 'budget.threshold', $2, $3::jsonb FROM webhook_endpoints ep
        WHERE (ep.client_id = $2 OR ep.client_id = '*') AND 'budget.threshold' = ANY (ep.events)
+         AND ep.disabled_fingerprint IS DISTINCT FROM ep.fingerprint
        ON CONFLICT DO NOTHING RETURNING id`,
       [`budget.threshold:${key}`, clientId, JSON.stringify(data)],
     );
