@@ -12,6 +12,7 @@ import { ObservabilityModule } from './observability/observability.module.js';
 import { StoreModule } from './store/store.module.js';
 import { TokenModule } from './token/token.module.js';
 import { TrackingModule } from './tracking/tracking.module.js';
+import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 /** Values one feature takes from another's slice, handed over here rather than read there. */
 @Module({})
@@ -49,6 +50,7 @@ export class AppModule {
         InquiryModule,
         ConsoleModule,
         TrackingModule,
+        WebhooksModule,
       ],
       // The one shutdown sequence: its steps' order is its own, not the modules'.
       providers: [ShutdownSequence],

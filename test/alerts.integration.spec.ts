@@ -252,6 +252,28 @@ const CASES: Array<{
     fires: fires as boolean,
   })),
   ...[
+    ['an endpoint waiting 20 minutes', '1200x10', true],
+    ['an endpoint waiting 5 minutes', '300x10', false],
+  ].map(([name, age, fires]) => ({
+    alert: 'WebhookDeliveriesStuck',
+    name: name as string,
+    series: { [`vgw_webhook_oldest_pending_seconds{${L}, pod="a", endpoint="billing"}`]: age as string },
+    at: '6m',
+    fires: fires as boolean,
+    labels: { endpoint: 'billing' },
+  })),
+  ...[
+    ['a delivery dead', '0 0 1 1 1', true],
+    ['none dead', '0x10', false],
+  ].map(([name, series, fires]) => ({
+    alert: 'WebhookDeliveriesDead',
+    name: name as string,
+    series: { [`vgw_webhook_deliveries_total{${L}, pod="a", endpoint="billing", result="dead"}`]: series as string },
+    at: '4m',
+    fires: fires as boolean,
+    labels: { endpoint: 'billing' },
+  })),
+  ...[
     ['one pod without Redis', '0x10', true],
     ['both pods with Redis', '1x10', false],
   ].map(([name, a, fires]) => ({

@@ -321,6 +321,36 @@ describe('Helm chart', () => {
     });
   });
 
+  it('mounts the webhooks from their Secret as WEBHOOKS_FILE and opens egress to the receivers only', async () => {
+    const objects = rendered.get('chart-secret-redis-url-values.yaml')!;
+    const pod = deployment(objects).spec.template.spec as unknown as {
+      containers: Array<{ env: Array<{ name: string; value?: string }> }>;
+      volumes: Array<{ name: string; projected?: { sources: Array<{ secret?: { name: string; items: unknown[] } }> } }>;
+    };
+    expect(pod.containers[0].env.find((e) => e.name === 'WEBHOOKS_FILE')?.value).toBe(
+      '/var/run/secrets/verification-gateway/webhooks.json',
+    );
+    expect(pod.containers[0].env.find((e) => e.name === 'WEBHOOKS')).toBeUndefined();
+    expect(pod.volumes.find((v) => v.name === 'secrets')?.projected?.sources).toContainEqual({
+      secret: { name: 'vgw-webhooks', items: [{ key: 'webhooks.json', path: 'webhooks.json' }] },
+    });
+    const policy = objects.find((o) => o.kind === 'NetworkPolicy') as unknown as {
+      spec: { egress: Array<{ to: unknown[]; ports: Array<{ port: number }> }> };
+    };
+    expect(policy.spec.egress).toContainEqual({
+      to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'billing' } } }],
+      ports: [{ port: 8443, protocol: 'TCP' }],
+    });
+    const unreachable = await template([
+      '-f',
+      join(CHART_DIR, 'ci', 'chart-secret-redis-url-values.yaml'),
+      '--set',
+      'networkPolicy.egress.webhooks.to=null',
+    ]);
+    expect(unreachable.ok).toBe(false);
+    expect(unreachable.error).toContain('networkPolicy.egress.webhooks.to');
+  });
+
   it('gives the embedded ledger an emptyDir, or a kept PersistentVolumeClaim with strategy Recreate', async () => {
     type Pod = {
       containers: Array<{

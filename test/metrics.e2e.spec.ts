@@ -157,6 +157,8 @@ describe('metrics after a scripted mix of requests', () => {
       vgw_inquiry_waits_total: 'counter',
       vgw_inquiry_waits_held: 'gauge',
       vgw_validation_failures_total: 'counter',
+      vgw_webhook_deliveries_total: 'counter',
+      vgw_webhook_oldest_pending_seconds: 'gauge',
       vgw_upstream_call_duration_seconds: 'histogram',
       vgw_token_renewals_total: 'counter',
       vgw_token_renewal_failures_total: 'counter',

@@ -53,6 +53,8 @@ describe('OpenAPI document', () => {
       '/admin/inquiries',
       '/admin/trends',
       '/admin/forecast',
+      '/admin/webhooks/deliveries',
+      '/admin/webhooks/deliveries/{id}/retry',
     ];
     expect(Object.keys(fixture.served.paths).sort()).toEqual([...open, ...guarded, ...admin].sort());
     expect(Object.keys(fixture.served.paths['/admin/status'].get.responses)).toEqual(

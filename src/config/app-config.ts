@@ -2,6 +2,7 @@ import type { TracingConfig } from './tracing-config.js';
 import type { LedgerConfig } from '../ledger/ledger-config.js';
 import type { ReuseConfig } from '../reuse/reuse-config.js';
 import type { TrackingConfig } from '../tracking/tracking-config.js';
+import type { WebhooksConfig } from '../webhooks/webhooks-config.js';
 import type { Secret } from './secret.js';
 import type { BudgetConfig, InquiryPriceTable } from './budget-config.js';
 
@@ -132,6 +133,8 @@ export interface AppConfig {
   reuse: ReuseConfig;
   /** The upstream's request-tracking service, when configured (docs/api.md §8; tracking/tracking-config.ts). */
   tracking?: TrackingConfig;
+  /** Signed events to the company's services (docs/api.md §9; webhooks/webhooks-config.ts). */
+  webhooks: WebhooksConfig;
   build: { commit: string };
   /** Secret files re-read while running (rotation without restart); absent = given inline. */
   secretFiles: { apiKeys?: string; upstreamUsername?: string; upstreamPassword?: string; pollIntervalMs: number };

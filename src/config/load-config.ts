@@ -13,6 +13,7 @@ import { storeConfig } from './store-config.js';
 import { ledgerConfigFrom } from '../ledger/ledger-config.js';
 import { reuseConfigFrom } from '../reuse/reuse-config.js';
 import { trackingConfigFrom } from '../tracking/tracking-config.js';
+import { webhooksConfigFrom } from '../webhooks/webhooks-config.js';
 
 export { parseApiKeys } from './caller-config.js';
 
@@ -32,6 +33,7 @@ const FILE_VARIABLES = [
   'INQUIRY_REUSE',
   'REUSE_HMAC_KEY',
   'UPSTREAM_TRACKING',
+  'WEBHOOKS',
 ] as const;
 
 /** Where a reader finds every variable with an example value (docs/operations.md#configuration). */
@@ -98,6 +100,7 @@ export function loadConfig(env: Env): AppConfig {
   const ledger = ledgerConfigFrom(resolved, problems);
   const reuse = reuseConfigFrom(resolved, problems);
   const tracking = trackingConfigFrom(resolved, problems);
+  const webhooks = webhooksConfigFrom(resolved, problems);
   if (!ledger.drain && store.mode === 'memory') {
     problems.push(
       'LEDGER_DRAIN: false needs Redis (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES): an in-process queue is drained by its own process only',
@@ -146,6 +149,7 @@ export function loadConfig(env: Env): AppConfig {
     inquiryPrices,
     reuse,
     ...(tracking ? { tracking } : {}),
+    webhooks,
     build: { commit: vars.BUILD_COMMIT ?? 'unknown' },
     secretFiles: {
       apiKeys: resolved.API_KEYS_FILE,

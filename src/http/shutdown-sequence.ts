@@ -16,6 +16,7 @@ import { Tracker } from '../tracking/tracker.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { TokenProvider } from '../token/token.provider.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
+import { WebhookDispatcher } from '../webhooks/webhook-dispatcher.js';
 
 /** One step: a name for the log, and what it does with the providers it looks up. */
 export interface ShutdownStep {
@@ -47,6 +48,8 @@ export const AFTER_SERVER_CLOSED: readonly ShutdownStep[] = [
   // counts, for at most 5 s (src/ledger/refusal-flusher.spec.ts, "stop() ends within a bound").
   // Before the ledger's database closes: the round under way (at most one question) ends.
   { name: 'stop the tracker', run: (get) => get(Tracker).stop() },
+  // Before the ledger's database closes: attempts in flight end (10 s at most) and record their outcome.
+  { name: 'stop webhook deliveries', run: (get) => get(WebhookDispatcher).stop() },
   { name: 'flush refusal counts', run: (get) => get(RefusalFlusher).stop() },
   // After the settlements (they put the last entries on the queue), before Redis closes: what
   // is queued is written to PostgreSQL for a few seconds; the rest waits for another replica.

@@ -1,3 +1,5 @@
+import { WEBHOOK_OUTBOX_SQL } from './webhook-outbox.migration.js';
+
 // The ledger's schema, version by version (applied by ledger-schema.ts, migrate).
 
 /**
@@ -209,5 +211,10 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
         done boolean NOT NULL DEFAULT false
       );
     `,
+  },
+  {
+    version: 11,
+    name: 'webhook outbox, filled with the facts that cause its events',
+    sql: WEBHOOK_OUTBOX_SQL,
   },
 ];

@@ -27,14 +27,18 @@ export async function migrate(db: LedgerDatabase): Promise<number[]> {
   });
 }
 
-/** Statements one by one: a prepared (parameterised) query holds one statement only. */
+/**
+ * Statements one by one: a prepared (parameterised) query holds one statement only. A function's
+ * body, quoted `$fn$…$fn$`, keeps its own semicolons (migration 10's triggers).
+ */
 async function execute(tx: SqlQueries, sql: string): Promise<void> {
-  const statements = sql
-    .replace(/--.*$/gm, '')
-    .split(';')
-    .map((statement) => statement.trim())
-    .filter(Boolean);
-  for (const statement of statements) await tx.query(statement);
+  const statements: string[] = [''];
+  for (const part of sql.replace(/--.*$/gm, '').split(/(\$fn\$[\s\S]*?\$fn\$)/)) {
+    const pieces = part.startsWith('$fn$') ? [part] : part.split(';');
+    statements[statements.length - 1] += pieces[0];
+    statements.push(...pieces.slice(1));
+  }
+  for (const statement of statements.map((s) => s.trim()).filter(Boolean)) await tx.query(statement);
 }
 
 export const PARTITIONED_TABLES = ['ledger_entries', 'ledger_results'] as const;

@@ -1,0 +1,145 @@
+/**
+ * The webhook outbox (ledger migration 10, src/webhooks/webhook-outbox.ts) on both engines, the
+ * same SQL: events written by the statement that writes their facts (only for entries newly
+ * written, only to subscribed endpoints), claims that two workers never share (FOR UPDATE SKIP
+ * LOCKED), outcomes written only under the claim's lease, a threshold once per key, a parked
+ * entry told to the operators' endpoints.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Secret } from '../src/config/secret.js';
+import type { LedgerDatabase } from '../src/ledger/ledger-database.js';
+import { LedgerStore } from '../src/ledger/ledger.store.js';
+import { ParkedEntries } from '../src/ledger/parked-entries.js';
+import { StoreCipher } from '../src/store/store-cipher.js';
+import { WebhookOutbox } from '../src/webhooks/webhook-outbox.js';
+import type { WebhookEndpoint } from '../src/webhooks/webhooks-config.js';
+import { closeLedger, ledgerEngines } from './support/ledger-engines.js';
+import { queuedEntry } from './support/ledger-entries.js';
+import { PostgresServer } from './support/postgres-server.js';
+
+const endpoint = (id: string, clientId: string, events: WebhookEndpoint['events']): WebhookEndpoint => ({
+  id,
+  clientId,
+  url: new URL(`https://hooks.example.com/${id}`),
+  keys: [new Secret(Buffer.alloc(32, 1).toString('base64'))],
+  events,
+});
+
+const ENDPOINTS = [
+  endpoint('mine', 'svc-a', ['inquiry.settled', 'inquiry.resolved', 'budget.threshold']),
+  endpoint('ops', '*', ['ledger.parked']),
+  endpoint('lease', 'svc-lease', ['inquiry.settled']),
+];
+
+let server: PostgresServer;
+beforeAll(async () => {
+  server = await PostgresServer.start();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+describe.each(ledgerEngines(() => server.url, 'webhook-outbox'))('the webhook outbox on %s', (_name, open) => {
+  let db: LedgerDatabase;
+  let store: LedgerStore;
+  let outbox: WebhookOutbox;
+  beforeAll(async () => {
+    db = await open();
+    store = new LedgerStore(db, new StoreCipher([]), 90);
+    outbox = new WebhookOutbox(store);
+    await outbox.syncEndpoints(ENDPOINTS);
+  });
+  afterAll(async () => {
+    await closeLedger(db);
+  });
+
+  it('writes an event with each newly written entry, to the endpoints that subscribe, and none for a rewrite', async () => {
+    const settled = queuedEntry();
+    const resolved = queuedEntry({ kind: 'reconciled', status: 'failed', charged: 'no' });
+    const elsewhere = queuedEntry({ clientId: 'svc-b' });
+    expect(await store.insert([settled, resolved, elsewhere])).toBe(3);
+    expect(await store.insert([settled])).toBe(0);
+    const rows = await db.query<{ type: string; endpoint_id: string; data: Record<string, unknown> }>(
+      'SELECT type, endpoint_id, data FROM webhook_deliveries WHERE data->>$1 IS NOT NULL ORDER BY type',
+      ['trackId'],
+    );
+    expect(rows).toEqual([
+      {
+        type: 'inquiry.resolved',
+        endpoint_id: 'mine',
+        data: {
+          trackId: resolved.trackId,
+          operation: 'shahkar',
+          status: 'failed',
+          charged: 'no',
+          completedAt: resolved.completedAt,
+        },
+      },
+      {
+        type: 'inquiry.settled',
+        endpoint_id: 'mine',
+        data: {
+          trackId: settled.trackId,
+          operation: 'shahkar',
+          status: 'succeeded',
+          charged: 'yes',
+          completedAt: settled.completedAt,
+        },
+      },
+    ]);
+  });
+
+  it('gives two concurrent claims different rows, and writes an outcome only under its own lease', async () => {
+    await store.insert([queuedEntry(), queuedEntry()]);
+    const [first, second] = await Promise.all([outbox.claim('mine', 2, 30_000), outbox.claim('mine', 2, 30_000)]);
+    const ids = [...first, ...second].map((claim) => claim.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.length).toBeGreaterThanOrEqual(2);
+    const claim = first[0] ?? second[0];
+    expect(
+      await outbox.settle({ ...claim, leaseToken: '00000000-0000-4000-8000-000000000000' }, { status: 'delivered' }),
+    ).toBe(false);
+    expect(await outbox.settle(claim, { status: 'delivered', httpStatus: 204 })).toBe(true);
+    expect(await outbox.settle(claim, { status: 'dead' })).toBe(false);
+  });
+
+  it("leaves a claim whose lease ran out (its replica died mid-delivery) to another, and the dead one's outcome is dropped", async () => {
+    await store.insert([queuedEntry({ clientId: 'svc-lease' })]);
+    const [dying] = await outbox.claim('lease', 1, 0);
+    const [taker] = await outbox.claim('lease', 1, 30_000);
+    expect(taker).toMatchObject({ id: dying.id, attempt: dying.attempt + 1 });
+    expect(await outbox.settle(dying, { status: 'delivered' })).toBe(false);
+    expect(await outbox.settle(taker, { status: 'delivered' })).toBe(true);
+  });
+
+  it('keeps an endpoint a 410 disabled off until its configuration changes', async () => {
+    const gone = endpoint('gone', 'svc-gone', ['inquiry.settled']);
+    const others = ENDPOINTS;
+    await outbox.syncEndpoints([...others, gone]);
+    await outbox.disable('gone');
+    await outbox.syncEndpoints([...others, gone]);
+    expect(await outbox.disabledEndpoints()).toEqual(new Set(['gone']));
+    await store.insert([queuedEntry({ clientId: 'svc-gone' })]);
+    expect(await outbox.claim('gone', 4, 30_000)).toEqual([]);
+    // While disabled, no event is written for it: the outbox does not grow for a receiver that left.
+    await store.insert([queuedEntry({ clientId: 'svc-gone' })]);
+    await outbox.syncEndpoints([...others, { ...gone, url: new URL('https://hooks.example.com/moved') }]);
+    expect(await outbox.disabledEndpoints()).toEqual(new Set());
+    expect(await outbox.claim('gone', 4, 30_000)).toHaveLength(0);
+    await store.insert([queuedEntry({ clientId: 'svc-gone' })]);
+    expect(await outbox.claim('gone', 4, 30_000)).toHaveLength(1);
+  });
+
+  it('writes a threshold once per key, and a parked entry to the operators only', async () => {
+    const data = { budget: 'svc-a', window: 'daily', threshold: 80 };
+    const written = await Promise.all([1, 2, 3].map(() => outbox.recordThreshold('svc-a:daily:x:80', 'svc-a', data)));
+    expect(written.filter(Boolean)).toHaveLength(1);
+    await new ParkedEntries(store).park(queuedEntry({ trackId: 'not-a-uuid' }), { code: '22P02', message: 'bad uuid' });
+    const parked = await db.query<{ endpoint_id: string; data: Record<string, unknown> }>(
+      "SELECT endpoint_id, data FROM webhook_deliveries WHERE type = 'ledger.parked'",
+    );
+    expect(parked).toEqual([
+      { endpoint_id: 'ops', data: expect.objectContaining({ trackId: 'not-a-uuid', kind: 'settled', code: '22P02' }) },
+    ]);
+  });
+});
