@@ -7,14 +7,17 @@
  *   woke it.
  * - A waiter is recorded `pending` from the moment it joins, its Idempotency-Key kept: a keyed
  *   `respond-async` retry's Location reads `pending` (not 404), and a retry or a long-poll held
- *   on it is answered as soon as it settles, from another replica too.
+ *   on it is answered as soon as it settles, from another replica too; a settlement owed to a
+ *   failing store is announced when it lands, not before.
  * - A waiter that joins once shutdown has begun waits for its leader without polling the store.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { Redis } from 'ioredis';
+import { InquiryBooks } from '../src/inquiry/inquiry-books.js';
 import { InquiryWaits } from '../src/inquiry/inquiry-waits.js';
 import { AnswerStore } from '../src/reuse/answer-store.js';
+import { StoreUnavailableError } from '../src/store/store-unavailable.error.js';
 import {
   callGateway,
   startGateway,
@@ -166,6 +169,31 @@ describe.each(['redis', 'memory'] as const)('a joined waiter (%s store)', (store
     expect(retry.body).toEqual(answered.body);
     expect(poll.body).toMatchObject({ trackId, status: 'succeeded', reusedFrom: (await leader).body.trackId });
   }, 30_000);
+
+  it("a waiter's settlement owed to a failing store is announced when it lands, not before", async () => {
+    const gateway = await replica(store);
+    sim.setLatency(LEADER_MS);
+    const json = question();
+    const key = { 'idempotency-key': `wk-${randomUUID()}` };
+    const { answer: leader } = await leaderInFlight(gateway, json);
+    const waiter = ask(gateway, json, key);
+    await until('the waiter has joined', async () => (await held(gateway)) === 1);
+    const trackId = (await ask(gateway, json, { ...key, prefer: 'respond-async' })).body.trackId as string;
+    // The waiter's first settle fails as on a store outage: it is owed, and lands on its retry.
+    const books = gateway.app.get(InquiryBooks);
+    const settle = books.settle.bind(books);
+    let failedOnce = false;
+    jest.spyOn(books, 'settle').mockImplementation((record, ...rest) => {
+      if (record.trackId !== trackId || failedOnce) return settle(record, ...rest);
+      failedOnce = true;
+      return Promise.reject(new StoreUnavailableError('inquiry settle'));
+    });
+    const poll = read(gateway, `/v1/inquiries/${trackId}`, { prefer: 'wait=10' });
+    await until('the long-poll is held', async () => (await held(gateway)) === 2);
+    expect((await waiter).headers.get('cache-status')).toBe(COLLAPSED);
+    expect(failedOnce).toBe(true);
+    expect((await poll).body).toMatchObject({ trackId, status: 'succeeded', reusedFrom: (await leader).body.trackId });
+  }, 20_000);
 
   it('a waiter that joins once shutdown began waits for its leader without polling the store', async () => {
     const gateway = await replica(store);

@@ -101,10 +101,9 @@ export class ReuseStep {
         // Joined while the leader was in flight (its answer and its registration end in one
         // script), so it arrived before the leader completed: `collapsed`, Age 0.
         const { trackId, clientId, data, upstream } = leader;
-        const response = await this.reuse(inquiry, { trackId, clientId, data, upstream }, 0, 'join', joined);
         // Its long-polls (a keyed retry's included), on any replica, wake to the settled record.
-        await this.leaders.announce(inquiry.trackId);
-        return response;
+        const announce = () => this.leaders.announce(inquiry.trackId);
+        return this.reuse(inquiry, { trackId, clientId, data, upstream }, 0, 'join', { record: joined, announce });
       }
       // Its failure is never handed on: the waiter sends its own, never joining again, after a
       // random delay so that the waiters of one failed leader do not all call at once
@@ -151,7 +150,7 @@ export class ReuseStep {
     source: ReusedSource,
     ageMs: number,
     result: 'hit' | 'join',
-    joined?: InquiryRecord,
+    joined?: { record: InquiryRecord; announce: () => Promise<void> },
   ): Promise<InquiryResponse> {
     const { operation } = inquiry.request;
     const { response, unitsSaved } = await this.reused.answer(
