@@ -11,12 +11,13 @@
  *   failing store is announced when it lands, not before.
  * - A waiter that joins once shutdown has begun waits for its leader without polling the store.
  */
-import { randomUUID } from 'node:crypto';
+import { createSecretKey, randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { InquiryBooks } from '../src/inquiry/inquiry-books.js';
 import { InquiryWaits } from '../src/inquiry/inquiry-waits.js';
-import { AnswerStore } from '../src/reuse/answer-store.js';
+import { AnswerStore, LEADER_LEASE_MS } from '../src/reuse/answer-store.js';
+import { canonicalQuestion, questionKey } from '../src/reuse/reuse-key.js';
 import { StoreUnavailableError } from '../src/store/store-unavailable.error.js';
 import {
   callGateway,
@@ -32,6 +33,7 @@ import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 /** The leader's call: long enough to join it, short enough for a lean test. */
 const LEADER_MS = 2_500;
 const COLLAPSED = 'verification-gateway; fwd=miss; collapsed';
+const HMAC = 'join-edges-hmac-key-0123456789abcdef';
 
 let redis: RedisServer;
 let admin: Redis;
@@ -43,7 +45,7 @@ async function replica(store: 'redis' | 'memory'): Promise<RunningGateway> {
   const gateway = await startGateway({
     ...(store === 'redis' ? { REDIS_URL: redis.url } : {}),
     UPSTREAM_BASE_URL: sim.baseUrl,
-    REUSE_HMAC_KEY: 'join-edges-hmac-key-0123456789abcdef',
+    REUSE_HMAC_KEY: HMAC,
     INQUIRY_REUSE: JSON.stringify({ shahkar: { maxAgeSeconds: 60, share: 'client' } }),
   });
   started.push(gateway);
@@ -109,6 +111,31 @@ afterAll(async () => {
   await sim?.stop();
   await redis?.stop();
 });
+
+/** What a replica that died mid-call leaves in Redis: its registration in flight, one lease long, never renewed. */
+async function deadLeader(json: Record<string, string>): Promise<void> {
+  const partition = ['client', 'key', TEST_CLIENTS.full.clientId];
+  const key = questionKey(createSecretKey(Buffer.from(HMAC, 'utf8')), canonicalQuestion(partition, 'shahkar', json));
+  await admin.set(`{vgw:reuse:${key}}:flight:standard`, randomUUID(), 'PX', LEADER_LEASE_MS);
+}
+
+it('a replica shutting down with a waiter on a dead leader: the waiter goes on alone once the lease lapses, and the drain ends then', async () => {
+  const gateway = await replica('redis');
+  const json = question();
+  await deadLeader(json);
+  const before = sim.inquiryCalls;
+  const startedAt = Date.now();
+  const waiter = ask(gateway, json);
+  await until('the waiter has joined', async () => (await held(gateway)) === 1);
+  started.splice(started.indexOf(gateway), 1);
+  await gateway.close();
+  // One lease, the 0–250 ms delay and its own call: not its whole wait (~42 s with these timeouts).
+  expect(Date.now() - startedAt).toBeLessThan(LEADER_LEASE_MS + 1_500);
+  const alone = await waiter;
+  expect(alone.status).toBe(200);
+  expect(alone.body.reusedFrom).toBeUndefined();
+  expect(sim.inquiryCalls - before).toBe(1);
+}, 20_000);
 
 describe.each(['redis', 'memory'] as const)('a joined waiter (%s store)', (store) => {
   it('a joined waiter is answered from its leader during the drain: one upstream call', async () => {
