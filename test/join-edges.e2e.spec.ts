@@ -28,7 +28,7 @@ import {
   type RunningGateway,
 } from './support/gateway.js';
 import { RedisServer } from './support/redis-server.js';
-import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
+import { CHECK_SHAHKAR_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 
 /** The leader's call: long enough to join it, short enough for a lean test. */
 const LEADER_MS = 2_500;
@@ -220,6 +220,33 @@ describe.each(['redis', 'memory'] as const)('a joined waiter (%s store)', (store
     expect((await waiter).headers.get('cache-status')).toBe(COLLAPSED);
     expect(failedOnce).toBe(true);
     expect((await poll).body).toMatchObject({ trackId, status: 'succeeded', reusedFrom: (await leader).body.trackId });
+  }, 20_000);
+
+  it('a waiter whose leader failed goes on alone: its Location never reads 404 on the way to its own record', async () => {
+    const gateway = await replica(store);
+    sim.setLatency(LEADER_MS);
+    sim.injectFault({ kind: 'http500', path: CHECK_SHAHKAR_PATH });
+    const json = question();
+    const key = { 'idempotency-key': `wk-${randomUUID()}` };
+    const { answer: leader } = await leaderInFlight(gateway, json);
+    const waiter = ask(gateway, json, key);
+    await until('the waiter has joined', async () => (await held(gateway)) === 1);
+    const location = (await ask(gateway, json, { ...key, prefer: 'respond-async' })).headers.get('location')!;
+    // Its own opening held back a moment, as a slow store would: the Location is read meanwhile.
+    const books = gateway.app.get(InquiryBooks);
+    const open = books.open.bind(books);
+    let opening!: () => void;
+    const opened = new Promise<void>((resolve) => (opening = resolve));
+    jest.spyOn(books, 'open').mockImplementation(async (...args) => {
+      opening();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return open(...args);
+    });
+    await opened;
+    sim.setLatency(0);
+    expect((await read(gateway, location)).body).toMatchObject({ status: 'pending' });
+    expect((await leader).status).toBe(502);
+    expect((await waiter).headers.get('cache-status')).toBe('verification-gateway; fwd=miss; stored');
   }, 20_000);
 
   it('a waiter that joins once shutdown began waits for its leader without polling the store', async () => {

@@ -109,10 +109,8 @@ export class ReuseStep {
       // random delay so that the waiters of one failed leader do not all call at once
       // (test/reuse-path.e2e.spec.ts, 'a failed leader's waiters each send their own, spread').
       await delay(randomInt(JOIN_FALLBACK_JITTER_MS + 1));
-      // Its own record is the opening's to write, with its duty and reservation; a store that
-      // cannot delete this one fails the opening as well (503, nothing sent).
-      await this.reused.leave(inquiry).catch(() => undefined);
-      inquiry.reuse = { question, directives, leading: false, forwardedByRequest: false, stale };
+      // Its own record is the opening's to write, with its duty and reservation, over this one.
+      inquiry.reuse = { question, directives, leading: false, forwardedByRequest: false, stale, replacesJoined: true };
       return undefined;
     }
     inquiry.reuse = { question, directives, leading: found.leading, forwardedByRequest: found.storedTooOld, stale };

@@ -70,11 +70,6 @@ export class ReusedAnswers {
     return record;
   }
 
-  /** A waiter goes on alone: its `join` record is deleted, for the opening to write its own. */
-  leave(inquiry: InquiryInFlight): Promise<void> {
-    return this.books.discardJoined(inquiry.trackId);
-  }
-
   /**
    * The answer, and the units it saved. `joined`: the waiter's record (`join`), settled now (its
    * createdAt kept) and `announce`d to its long-polls once written, owed or not (as
