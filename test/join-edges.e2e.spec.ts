@@ -137,6 +137,31 @@ it('a replica shutting down with a waiter on a dead leader: the waiter goes on a
   expect(sim.inquiryCalls - before).toBe(1);
 }, 20_000);
 
+it("a waiter's settlement owed to a failing store is announced when it lands, not before", async () => {
+  const gateway = await replica('redis');
+  sim.setLatency(LEADER_MS);
+  const json = question();
+  const key = { 'idempotency-key': `wk-${randomUUID()}` };
+  const { answer: leader } = await leaderInFlight(gateway, json);
+  const waiter = ask(gateway, json, key);
+  await until('the waiter has joined', async () => (await held(gateway)) === 1);
+  const trackId = (await ask(gateway, json, { ...key, prefer: 'respond-async' })).body.trackId as string;
+  // The waiter's first settle fails as on a store outage: it is owed, and lands on its retry.
+  const books = gateway.app.get(InquiryBooks);
+  const settle = books.settle.bind(books);
+  let failedOnce = false;
+  jest.spyOn(books, 'settle').mockImplementation((record, ...rest) => {
+    if (record.trackId !== trackId || failedOnce) return settle(record, ...rest);
+    failedOnce = true;
+    return Promise.reject(new StoreUnavailableError('inquiry settle'));
+  });
+  const poll = read(gateway, `/v1/inquiries/${trackId}`, { prefer: 'wait=10' });
+  await until('the long-poll is held', async () => (await held(gateway)) === 2);
+  expect((await waiter).headers.get('cache-status')).toBe(COLLAPSED);
+  expect(failedOnce).toBe(true);
+  expect((await poll).body).toMatchObject({ trackId, status: 'succeeded', reusedFrom: (await leader).body.trackId });
+}, 20_000);
+
 describe.each(['redis', 'memory'] as const)('a joined waiter (%s store)', (store) => {
   it('a joined waiter is answered from its leader during the drain: one upstream call', async () => {
     const leaderSide = await replica(store);
@@ -196,31 +221,6 @@ describe.each(['redis', 'memory'] as const)('a joined waiter (%s store)', (store
     expect(retry.body).toEqual(answered.body);
     expect(poll.body).toMatchObject({ trackId, status: 'succeeded', reusedFrom: (await leader).body.trackId });
   }, 30_000);
-
-  it("a waiter's settlement owed to a failing store is announced when it lands, not before", async () => {
-    const gateway = await replica(store);
-    sim.setLatency(LEADER_MS);
-    const json = question();
-    const key = { 'idempotency-key': `wk-${randomUUID()}` };
-    const { answer: leader } = await leaderInFlight(gateway, json);
-    const waiter = ask(gateway, json, key);
-    await until('the waiter has joined', async () => (await held(gateway)) === 1);
-    const trackId = (await ask(gateway, json, { ...key, prefer: 'respond-async' })).body.trackId as string;
-    // The waiter's first settle fails as on a store outage: it is owed, and lands on its retry.
-    const books = gateway.app.get(InquiryBooks);
-    const settle = books.settle.bind(books);
-    let failedOnce = false;
-    jest.spyOn(books, 'settle').mockImplementation((record, ...rest) => {
-      if (record.trackId !== trackId || failedOnce) return settle(record, ...rest);
-      failedOnce = true;
-      return Promise.reject(new StoreUnavailableError('inquiry settle'));
-    });
-    const poll = read(gateway, `/v1/inquiries/${trackId}`, { prefer: 'wait=10' });
-    await until('the long-poll is held', async () => (await held(gateway)) === 2);
-    expect((await waiter).headers.get('cache-status')).toBe(COLLAPSED);
-    expect(failedOnce).toBe(true);
-    expect((await poll).body).toMatchObject({ trackId, status: 'succeeded', reusedFrom: (await leader).body.trackId });
-  }, 20_000);
 
   it('a waiter whose leader failed goes on alone: its Location never reads 404 on the way to its own record', async () => {
     const gateway = await replica(store);
