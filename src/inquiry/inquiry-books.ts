@@ -31,8 +31,7 @@ export abstract class InquiryBooks {
   ): Promise<ReserveResult | undefined> {
     // A delete that fails leaves the record there: the create then fails too (503, nothing sent).
     const replaced = replacesJoined ? this.records.discard(record.trackId).catch(() => undefined) : undefined;
-    const opened = this.write(record, ttlSeconds, reservation);
-    await replaced;
+    const [, opened] = await Promise.all([replaced, this.write(record, ttlSeconds, reservation)]);
     return opened;
   }
 
