@@ -7,14 +7,18 @@
  *   woke it.
  * - A waiter is recorded `pending` from the moment it joins, its Idempotency-Key kept: a keyed
  *   `respond-async` retry's Location reads `pending` (not 404), and a retry or a long-poll held
- *   on it is answered as soon as it settles, from another replica too.
+ *   on it is answered as soon as it settles, from another replica too; a settlement owed to a
+ *   failing store is announced when it lands, not before.
  * - A waiter that joins once shutdown has begun waits for its leader without polling the store.
  */
-import { randomUUID } from 'node:crypto';
+import { createSecretKey, randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { Redis } from 'ioredis';
+import { InquiryBooks } from '../src/inquiry/inquiry-books.js';
 import { InquiryWaits } from '../src/inquiry/inquiry-waits.js';
-import { AnswerStore } from '../src/reuse/answer-store.js';
+import { AnswerStore, LEADER_LEASE_MS } from '../src/reuse/answer-store.js';
+import { canonicalQuestion, questionKey } from '../src/reuse/reuse-key.js';
+import { StoreUnavailableError } from '../src/store/store-unavailable.error.js';
 import {
   callGateway,
   startGateway,
@@ -24,11 +28,12 @@ import {
   type RunningGateway,
 } from './support/gateway.js';
 import { RedisServer } from './support/redis-server.js';
-import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
+import { CHECK_SHAHKAR_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 
 /** The leader's call: long enough to join it, short enough for a lean test. */
 const LEADER_MS = 2_500;
 const COLLAPSED = 'verification-gateway; fwd=miss; collapsed';
+const HMAC = 'join-edges-hmac-key-0123456789abcdef';
 
 let redis: RedisServer;
 let admin: Redis;
@@ -40,7 +45,7 @@ async function replica(store: 'redis' | 'memory'): Promise<RunningGateway> {
   const gateway = await startGateway({
     ...(store === 'redis' ? { REDIS_URL: redis.url } : {}),
     UPSTREAM_BASE_URL: sim.baseUrl,
-    REUSE_HMAC_KEY: 'join-edges-hmac-key-0123456789abcdef',
+    REUSE_HMAC_KEY: HMAC,
     INQUIRY_REUSE: JSON.stringify({ shahkar: { maxAgeSeconds: 60, share: 'client' } }),
   });
   started.push(gateway);
@@ -107,6 +112,56 @@ afterAll(async () => {
   await redis?.stop();
 });
 
+/** What a replica that died mid-call leaves in Redis: its registration in flight, one lease long, never renewed. */
+async function deadLeader(json: Record<string, string>): Promise<void> {
+  const partition = ['client', 'key', TEST_CLIENTS.full.clientId];
+  const key = questionKey(createSecretKey(Buffer.from(HMAC, 'utf8')), canonicalQuestion(partition, 'shahkar', json));
+  await admin.set(`{vgw:reuse:${key}}:flight:standard`, randomUUID(), 'PX', LEADER_LEASE_MS);
+}
+
+it('a replica shutting down with a waiter on a dead leader: the waiter goes on alone once the lease lapses, and the drain ends then', async () => {
+  const gateway = await replica('redis');
+  const json = question();
+  await deadLeader(json);
+  const before = sim.inquiryCalls;
+  const startedAt = Date.now();
+  const waiter = ask(gateway, json);
+  await until('the waiter has joined', async () => (await held(gateway)) === 1);
+  started.splice(started.indexOf(gateway), 1);
+  await gateway.close();
+  // One lease, the 0–250 ms delay and its own call: not its whole wait (~42 s with these timeouts).
+  expect(Date.now() - startedAt).toBeLessThan(LEADER_LEASE_MS + 1_500);
+  const alone = await waiter;
+  expect(alone.status).toBe(200);
+  expect(alone.body.reusedFrom).toBeUndefined();
+  expect(sim.inquiryCalls - before).toBe(1);
+}, 20_000);
+
+it("a waiter's settlement owed to a failing store is announced when it lands, not before", async () => {
+  const gateway = await replica('redis');
+  sim.setLatency(LEADER_MS);
+  const json = question();
+  const key = { 'idempotency-key': `wk-${randomUUID()}` };
+  const { answer: leader } = await leaderInFlight(gateway, json);
+  const waiter = ask(gateway, json, key);
+  await until('the waiter has joined', async () => (await held(gateway)) === 1);
+  const trackId = (await ask(gateway, json, { ...key, prefer: 'respond-async' })).body.trackId as string;
+  // The waiter's first settle fails as on a store outage: it is owed, and lands on its retry.
+  const books = gateway.app.get(InquiryBooks);
+  const settle = books.settle.bind(books);
+  let failedOnce = false;
+  jest.spyOn(books, 'settle').mockImplementation((record, ...rest) => {
+    if (record.trackId !== trackId || failedOnce) return settle(record, ...rest);
+    failedOnce = true;
+    return Promise.reject(new StoreUnavailableError('inquiry settle'));
+  });
+  const poll = read(gateway, `/v1/inquiries/${trackId}`, { prefer: 'wait=10' });
+  await until('the long-poll is held', async () => (await held(gateway)) === 2);
+  expect((await waiter).headers.get('cache-status')).toBe(COLLAPSED);
+  expect(failedOnce).toBe(true);
+  expect((await poll).body).toMatchObject({ trackId, status: 'succeeded', reusedFrom: (await leader).body.trackId });
+}, 20_000);
+
 describe.each(['redis', 'memory'] as const)('a joined waiter (%s store)', (store) => {
   it('a joined waiter is answered from its leader during the drain: one upstream call', async () => {
     const leaderSide = await replica(store);
@@ -166,6 +221,33 @@ describe.each(['redis', 'memory'] as const)('a joined waiter (%s store)', (store
     expect(retry.body).toEqual(answered.body);
     expect(poll.body).toMatchObject({ trackId, status: 'succeeded', reusedFrom: (await leader).body.trackId });
   }, 30_000);
+
+  it('a waiter whose leader failed goes on alone: its Location never reads 404 on the way to its own record', async () => {
+    const gateway = await replica(store);
+    sim.setLatency(LEADER_MS);
+    sim.injectFault({ kind: 'http500', path: CHECK_SHAHKAR_PATH });
+    const json = question();
+    const key = { 'idempotency-key': `wk-${randomUUID()}` };
+    const { answer: leader } = await leaderInFlight(gateway, json);
+    const waiter = ask(gateway, json, key);
+    await until('the waiter has joined', async () => (await held(gateway)) === 1);
+    const location = (await ask(gateway, json, { ...key, prefer: 'respond-async' })).headers.get('location')!;
+    // Its own opening held back a moment, as a slow store would: the Location is read meanwhile.
+    const books = gateway.app.get(InquiryBooks);
+    const open = books.open.bind(books);
+    let opening!: () => void;
+    const opened = new Promise<void>((resolve) => (opening = resolve));
+    jest.spyOn(books, 'open').mockImplementation(async (...args) => {
+      opening();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return open(...args);
+    });
+    await opened;
+    sim.setLatency(0);
+    expect((await read(gateway, location)).body).toMatchObject({ status: 'pending' });
+    expect((await leader).status).toBe(502);
+    expect((await waiter).headers.get('cache-status')).toBe('verification-gateway; fwd=miss; stored');
+  }, 20_000);
 
   it('a waiter that joins once shutdown began waits for its leader without polling the store', async () => {
     const gateway = await replica(store);

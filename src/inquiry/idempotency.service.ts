@@ -142,7 +142,7 @@ export class IdempotencyService {
       record !== null && record.status !== 'pending'
         ? leaseOver || (record.status === 'succeeded' && msUntilSettledAnswerDue(record) === 0)
         : record?.status === 'pending' && record.deadlineAt !== undefined
-          ? statusNow(record) === 'unknown'
+          ? statusNow(record) !== 'pending'
           : leaseOver;
     if (abandoned) return this.concludeAbandoned(scope, keySha256, earlier);
     throw new ProblemException('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', {

@@ -19,8 +19,24 @@ export abstract class InquiryBooks {
   /**
    * Writes the `pending` record, its duty and (with a budget) the reservation. Resolves with
    * the reservation's answer (undefined without one); rejects when a write failed.
+   * `replacesJoined`: a waiter gone on alone; its record from `openJoined` is deleted in the same
+   * event-loop turn, just before, so both ride one socket write and its trackId never reads 404
+   * between them (test/join-edges.e2e.spec.ts, 'never reads 404').
    */
-  abstract open(
+  async open(
+    record: InquiryRecord,
+    ttlSeconds: number,
+    reservation?: ReserveRequest,
+    replacesJoined = false,
+  ): Promise<ReserveResult | undefined> {
+    // A delete that fails leaves the record there: the create then fails too (503, nothing sent).
+    const replaced = replacesJoined ? this.records.discard(record.trackId).catch(() => undefined) : undefined;
+    const [, opened] = await Promise.all([replaced, this.write(record, ttlSeconds, reservation)]);
+    return opened;
+  }
+
+  /** The opening's writes: the record, its duty and the reservation, as `open` says. */
+  protected abstract write(
     record: InquiryRecord,
     ttlSeconds: number,
     reservation?: ReserveRequest,
@@ -29,13 +45,13 @@ export abstract class InquiryBooks {
   /**
    * Writes the `pending` record of a waiter (docs/api.md §2, "Joins"): no duty, no reservation,
    * as nothing is sent under it while it waits. Settled by `settle` when it is answered from its
-   * leader; discarded (`discardJoined`) when it goes on alone, just before `open`.
+   * leader; replaced by its own opening's when it goes on alone (`open`, `replacesJoined`).
    */
   openJoined(record: InquiryRecord, ttlSeconds: number): Promise<void> {
     return this.records.createJoined(record, ttlSeconds);
   }
 
-  /** Deletes a waiter's record that `openJoined` wrote (nothing was sent, nothing owed). */
+  /** Deletes a waiter's record that `openJoined` may have written when it failed (nothing was sent, nothing owed). */
   discardJoined(trackId: string): Promise<void> {
     return this.records.discard(trackId);
   }
@@ -64,7 +80,11 @@ export abstract class InquiryBooks {
  * RedisLedgerQueue's scripts). A refused reservation writes nothing.
  */
 export class BooksInRecordScript extends InquiryBooks {
-  open(record: InquiryRecord, ttlSeconds: number, reservation?: ReserveRequest): Promise<ReserveResult | undefined> {
+  protected write(
+    record: InquiryRecord,
+    ttlSeconds: number,
+    reservation?: ReserveRequest,
+  ): Promise<ReserveResult | undefined> {
     return this.records.create(record, ttlSeconds, reservation);
   }
 
@@ -85,7 +105,7 @@ export class BooksInRecordScript extends InquiryBooks {
  * A refused reservation writes no duty, but the record beside it is written.
  */
 export class BooksBesideRecord extends InquiryBooks {
-  async open(
+  protected async write(
     record: InquiryRecord,
     ttlSeconds: number,
     reservation?: ReserveRequest,

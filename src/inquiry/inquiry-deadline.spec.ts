@@ -50,4 +50,12 @@ describe('inquiry deadlines', () => {
     expect(statusNow(record('pending'))).toBe('pending');
     expect(msUntilOverdue(record('pending'))).toBe(Infinity);
   });
+
+  it("a waiter's record (joined, nothing sent) past its deadline reads failed, never unknown (possibly charged)", () => {
+    // Its replica died while it waited: no call was made under its trackId.
+    const deadline = Date.parse('2026-11-24T10:00:00Z');
+    const joined = { ...record('pending', deadline), joined: true as const };
+    expect(statusNow(joined, deadline + DEADLINE_MARGIN_MS)).toBe('pending');
+    expect(statusNow(joined, deadline + DEADLINE_MARGIN_MS + 1)).toBe('failed');
+  });
 });

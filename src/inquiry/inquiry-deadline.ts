@@ -5,6 +5,7 @@ import type { CallBudget } from '../token/authorized-upstream.js';
 interface DatedRecord {
   status: string;
   deadlineAt?: string;
+  joined?: true;
 }
 
 /**
@@ -33,12 +34,15 @@ export function inquiryBudget(
 /**
  * What a record says now: one still `pending` after its deadline and the margin belongs to an
  * upstream call that can no longer be running (its process died mid-call, or its settlement was
- * lost), so it reads `unknown`: possibly charged, never `pending` for ever (docs/api.md §2).
+ * lost), so it reads `unknown`: possibly charged, never `pending` for ever (docs/api.md §2). A
+ * waiter's (`joined`) reads `failed`: nothing was sent under it (inquiry-deadline.spec.ts).
  * Records written before deadlines existed carry none and read as stored.
  */
-export function statusNow<R extends DatedRecord>(record: R, now = Date.now()): R['status'] | 'unknown' {
+export function statusNow<R extends DatedRecord>(record: R, now = Date.now()): R['status'] | 'unknown' | 'failed' {
   if (record.status !== 'pending' || record.deadlineAt === undefined) return record.status;
-  return now > Date.parse(record.deadlineAt) + DEADLINE_MARGIN_MS ? 'unknown' : 'pending';
+  if (now <= Date.parse(record.deadlineAt) + DEADLINE_MARGIN_MS) return 'pending';
+  // A waiter's record (`joined`) had no call under it: its replica died waiting, nothing charged.
+  return record.joined ? 'failed' : 'unknown';
 }
 
 /** Milliseconds until a pending record reads `unknown` (0 once it does; Infinity without a deadline). */

@@ -70,7 +70,8 @@ export class InquiryOpening {
     let refused: Refused | undefined;
     let failure: Error | undefined;
     try {
-      const admitted = await this.books.open(record, this.ttlSeconds, reservation);
+      const replacesJoined = inquiry.reuse?.replacesJoined === true;
+      const admitted = await this.books.open(record, this.ttlSeconds, reservation, replacesJoined);
       if (admitted?.admitted === false) refused = admitted;
     } catch (error) {
       failure = asError(error);

@@ -44,7 +44,8 @@ export class LeaderWait {
       while (!(await wait.until(Math.min(lookAt, untilMs) - Date.now()))) {
         if (Date.now() >= untilMs) return undefined;
         const left = await leaseLeft().catch(() => 0);
-        if (left <= 0) break;
+        // A reply that is no positive number (NaN included) is a lapsed lease: never a 0 ms timer (leader-wait.spec.ts).
+        if (!(left > 0)) break;
         lookAt = Date.now() + Math.max(left, LEASE_LOOK_MIN_MS);
       }
       // Settled, or its lease gone (it may have settled just now): its record says which.

@@ -101,19 +101,16 @@ export class ReuseStep {
         // Joined while the leader was in flight (its answer and its registration end in one
         // script), so it arrived before the leader completed: `collapsed`, Age 0.
         const { trackId, clientId, data, upstream } = leader;
-        const response = await this.reuse(inquiry, { trackId, clientId, data, upstream }, 0, 'join', joined);
         // Its long-polls (a keyed retry's included), on any replica, wake to the settled record.
-        await this.leaders.announce(inquiry.trackId);
-        return response;
+        const announce = () => this.leaders.announce(inquiry.trackId);
+        return this.reuse(inquiry, { trackId, clientId, data, upstream }, 0, 'join', { record: joined, announce });
       }
       // Its failure is never handed on: the waiter sends its own, never joining again, after a
       // random delay so that the waiters of one failed leader do not all call at once
       // (test/reuse-path.e2e.spec.ts, 'a failed leader's waiters each send their own, spread').
       await delay(randomInt(JOIN_FALLBACK_JITTER_MS + 1));
-      // Its own record is the opening's to write, with its duty and reservation; a store that
-      // cannot delete this one fails the opening as well (503, nothing sent).
-      await this.reused.leave(inquiry).catch(() => undefined);
-      inquiry.reuse = { question, directives, leading: false, forwardedByRequest: false, stale };
+      // Its own record is the opening's to write, with its duty and reservation, over this one.
+      inquiry.reuse = { question, directives, leading: false, forwardedByRequest: false, stale, replacesJoined: true };
       return undefined;
     }
     inquiry.reuse = { question, directives, leading: found.leading, forwardedByRequest: found.storedTooOld, stale };
@@ -151,7 +148,7 @@ export class ReuseStep {
     source: ReusedSource,
     ageMs: number,
     result: 'hit' | 'join',
-    joined?: InquiryRecord,
+    joined?: { record: InquiryRecord; announce: () => Promise<void> },
   ): Promise<InquiryResponse> {
     const { operation } = inquiry.request;
     const { response, unitsSaved } = await this.reused.answer(

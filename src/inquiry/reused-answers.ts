@@ -70,21 +70,17 @@ export class ReusedAnswers {
     return record;
   }
 
-  /** A waiter goes on alone: its `join` record is deleted, for the opening to write its own. */
-  leave(inquiry: InquiryInFlight): Promise<void> {
-    return this.books.discardJoined(inquiry.trackId);
-  }
-
   /**
-   * The answer, and the units it saved. `joined`: the waiter's record (`join`), settled now
-   * (its createdAt kept); the caller announces it to the record's long-polls.
+   * The answer, and the units it saved. `joined`: the waiter's record (`join`), settled now (its
+   * createdAt kept) and `announce`d to its long-polls once written, owed or not (as
+   * InquirySettlement does: test/join-edges.e2e.spec.ts, 'owed to a failing store').
    */
   async answer(
     inquiry: InquiryInFlight,
     source: ReusedSource,
     ageMs: number,
     outcome: CacheOutcome,
-    joined?: InquiryRecord,
+    joined?: { record: InquiryRecord; announce: () => Promise<void> },
   ): Promise<{ response: InquiryResponse; unitsSaved: number }> {
     const { caller, request, trackId, key } = inquiry;
     const now = new Date().toISOString();
@@ -94,7 +90,7 @@ export class ReusedAnswers {
     const record: InquiryRecord = {
       ...recordIdentity(inquiry, this.subjects),
       status: 'succeeded',
-      createdAt: joined?.createdAt ?? now,
+      createdAt: joined?.record.createdAt ?? now,
       completedAt: now,
       upstream: source.upstream,
       data: source.data,
@@ -117,7 +113,14 @@ export class ReusedAnswers {
     const until = recordExpiry(record, this.ttlSeconds);
     await Promise.all([
       // Written as a settlement is (no `pending` first: nothing is sent, so no charge to trace).
-      this.settlements.write(`record of ${trackId}`, () => this.books.settle(record, this.ttlSeconds), until),
+      this.settlements.write(
+        `record of ${trackId}`,
+        async () => {
+          await this.books.settle(record, this.ttlSeconds);
+          await joined?.announce();
+        },
+        until,
+      ),
       key &&
         this.settlements.write(
           `idempotency result of ${trackId}`,

@@ -21,6 +21,8 @@ export interface ReuseInFlight {
   stale?: StaleAnswer;
   /** Stops the renewal of its registration in flight (AnswerStore.keepAlive), when leading. */
   stopLease?: () => void;
+  /** A waiter gone on alone: its `pending` record from the join is replaced by its opening's (InquiryBooks.open). */
+  replacesJoined?: true;
 }
 
 /** A stale answer found at the lookup, with what is needed to age it at the moment it would be served. */
