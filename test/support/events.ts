@@ -65,14 +65,14 @@ export function untilProcessReady(
  */
 export const START_BOUND_MS = 45_000;
 
-/** `started`, or a rejection naming `what` once START_BOUND_MS has passed without it. */
-export async function withinStartBound<T>(started: Promise<T>, what: string): Promise<T> {
+/** `started`, or a rejection naming `what` once `bound` (START_BOUND_MS) has passed without it. */
+export async function withinStartBound<T>(started: Promise<T>, what: string, bound = START_BOUND_MS): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not done within ${START_BOUND_MS} ms`)), START_BOUND_MS);
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not done within ${bound} ms`)), bound);
   });
   try {
-    return await Promise.race([started, bound]);
+    return await Promise.race([started, late]);
   } finally {
     clearTimeout(timer);
   }
