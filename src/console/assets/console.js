@@ -58,9 +58,8 @@ async function loadMoney() {
     $('tomans-choice').hidden = display.price?.currency !== 'IRR';
     $('zone-note').textContent =
       `Times in ${zone()}${display.calendar === 'persian' && !display.utc ? ', Persian calendar' : ''}.`;
-    // Nothing to switch to where the budgets' zone is UTC already: no checkbox that reads as broken.
-    $('utc-choice').hidden = display.budgetZone === 'UTC';
-    $('utc-instead').textContent = display.budgetZone;
+    // Nothing to switch to where the budgets' zone is UTC already (a checkbox that reads as broken).
+    [$('utc-choice').hidden, $('utc-instead').textContent] = [display.budgetZone === 'UTC', display.budgetZone];
     showIn('price-note', priceNote());
     showIn('company-view', companyView(forecast));
     showIn('clients', clientsView(forecast, []));
