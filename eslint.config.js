@@ -28,6 +28,21 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
   },
   {
+    // The Node preflight (scripts/check-node.cjs): CommonJS in ES5, to run on any old Node.
+    files: ['**/*.cjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      sourceType: 'commonjs',
+      globals: globals.node,
+    },
+    rules: {
+      ...tseslint.configs.disableTypeChecked.rules,
+      '@typescript-eslint/no-require-imports': 'off',
+      'no-var': 'off',
+    },
+  },
+  {
     // The console's page (served as files, run by browsers): browser globals, no Node ones.
     files: ['src/console/assets/**/*.js'],
     languageOptions: { globals: globals.browser },

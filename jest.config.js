@@ -63,7 +63,9 @@ if (tier !== undefined && !(tier in TIERS)) {
 }
 
 export default {
-  testTimeout: 30000,
+  // A guard against a hung test, above START_BOUND_MS (test/support/events.ts): a start slowed by
+  // a loaded machine fails with its own message, or passes, but never on this clock.
+  testTimeout: 60_000,
   // One worker a core, not Jest's default of cores - 1: most spec files wait on sockets and child
   // processes (redis-server, postgres, gateway processes, buildah), so on 2 cores a second
   // worker took the integration tier from 160 s to 109 s (CONTRIBUTING.md, "A fast suite").

@@ -489,7 +489,7 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     await untilText(page, '#list-summary', new RegExp(`^Page 1: ${failed.length} `));
     expect(await shown()).toEqual(newestFirst(failed));
     // A failure spent nothing: 0, never its price.
-    expect(await page.innerText('#list-result tbody tr:first-child td[data-field="spent"]')).toBe('0\n0 IRR');
+    expect(await page.innerText('#list-result tbody tr:first-child td[data-field="spent"]')).toBe('0 units\n0 IRR');
 
     const [file] = await Promise.all([page.waitForEvent('download'), page.click('#list-download-csv')]);
     const [header, ...rows] = readFileSync(await file.path(), 'utf8')
@@ -617,6 +617,46 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     expect(await untilText(page, '#now-circuit', /^open$/)).toBe('open');
     // Nothing wider than the screen: no sideways scrolling of the page itself.
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+
+    // The list: status, charged and spent on the screen (cards of labelled cells), not scrolled off.
+    const tehranDay = (at: number) => new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Tehran' }).format(at);
+    await page.fill('#list-from', tehranDay(seededAt - 29 * DAY_MS));
+    await page.fill('#list-to', tehranDay(seededAt));
+    await page.selectOption('#list-status', '');
+    await page.click('#list-form button[type=submit]');
+    await untilText(page, '#list-summary', /^Page 1: [1-9]/);
+    const firstRow = page.locator('#list-result tbody tr').first();
+    const headings = await page.locator('#list-result thead th').allTextContents();
+    for (const label of ['status', 'charged', 'spent']) {
+      const column = headings.findIndex((heading) => heading.startsWith(label));
+      const box = (await firstRow.locator(`td:nth-child(${column + 1})`).boundingBox())!;
+      expect({ label, left: box.x >= 0, right: box.x + box.width <= 390 }).toEqual({ label, left: true, right: true });
+    }
+    expect(await firstRow.locator('td[data-field=spent]').innerText()).toMatch(/^\d[\d,]* units?\b/);
+
+    // The charts: labels drawn at 10 px or more on this screen, each axis with its unit, the
+    // dates along the bottom apart from one another (the last two once overlapped).
+    await page.locator('#spend-chart svg text.unit').waitFor();
+    // Evaluated as text: the test's TypeScript has no DOM types.
+    const ticks = await page.evaluate<
+      Array<{ text: string; px: number; left: number; right: number; bottom: number }>
+    >(`[...document.querySelectorAll('svg.bars text.tick')].map((text) => {
+      const scale = text.getScreenCTM();
+      const box = text.getBoundingClientRect();
+      const px = parseFloat(getComputedStyle(text).fontSize) * Math.min(scale.a, scale.d);
+      return { text: text.textContent, px, left: box.left, right: box.right, bottom: box.bottom };
+    })`);
+    expect(ticks.filter(({ px }) => px < 10)).toEqual([]);
+    expect(await page.locator('#spend-chart svg text.unit').textContent()).toBe('units spent per day');
+    expect(await page.locator('#errors-chart svg text.unit').textContent()).toBe('inquiries per day');
+    const dates = ticks.filter(({ bottom }) => bottom === Math.max(...ticks.map((t) => t.bottom)));
+    expect(dates.length).toBeGreaterThanOrEqual(3);
+    for (let i = 1; i < dates.length; i++) expect(dates[i].left).toBeGreaterThan(dates[i - 1].right);
+
+    // The day shown below the charts is one where something went wrong, not a quiet yesterday.
+    await page.fill('#trend-day', '');
+    await page.dispatchEvent('#trend-day', 'change');
+    await page.locator('#day-detail table').waitFor();
     expect(await audit()).toEqual([]);
     await page.screenshot({ path: join(SCREENSHOTS, 'console-390.png'), fullPage: true });
   }, 60_000);

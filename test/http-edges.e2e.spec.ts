@@ -193,6 +193,18 @@ describe('errors before routing are problem+json; slow clients are cut off', () 
     });
   });
 
+  it('a mistyped path is 404 naming the path meant and where the paths are listed, never echoing the one sent', async () => {
+    const typo = await callGateway(gateway.url, 'POST', '/v1/kyc/shakar', {
+      apiKey: TEST_CLIENTS.full.key,
+      json: SHAHKAR,
+    });
+    expect(typo.status).toBe(404);
+    expect(typo.body.detail).toMatch(/docs\/api\.md.*the nearest is \/v1\/kyc\/shahkar\.$/);
+    expect(typo.body.detail).not.toContain('shakar');
+    const unknown = await callGateway(gateway.url, 'GET', '/wp-login.php');
+    expect(unknown.body.detail).toMatch(/^No such resource; the API's paths are listed in docs\/api\.md/);
+  });
+
   it('a body that never finishes: 408 request_timeout within the limit, connection closed, nothing recorded', async () => {
     const keysBefore = (await direct.keys('*')).sort();
     const inquiriesBefore = sim.inquiryCalls;

@@ -37,7 +37,7 @@ import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { SHAHKAR, UPSTREAM_PASSWORD, UPSTREAM_USERNAME } from './support/fixtures.js';
 import { freePort } from './support/redis-server.js';
 import { TEST_API_KEYS, TEST_CLIENTS, callGateway } from './support/gateway.js';
-import { nextEvent } from './support/events.js';
+import { START_BOUND_MS, nextEvent, withinStartBound } from './support/events.js';
 import { assembleNodeBase, buildah } from './support/buildah.js';
 import { buildGateway } from './support/gateway-process.js';
 import { describeWith } from './support/tools.js';
@@ -63,13 +63,16 @@ async function serveAndStop(gateway: ChildProcess, port: number): Promise<{ stdo
   let stderr = '';
   gateway.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   gateway.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = nextEvent<number | null>(gateway, 'exit', () => true, 30_000);
+  // Listened for from the start, so that an early exit is never missed; bounded from SIGTERM on.
+  const exited = new Promise<number | null>((resolve) => gateway.once('exit', resolve));
   try {
-    await nextEvent(gateway.stdout!, 'data', () => stdout.includes('successfully started'), 20_000);
+    await nextEvent(gateway.stdout!, 'data', () => stdout.includes('successfully started'), START_BOUND_MS);
     const url = `http://127.0.0.1:${port}`;
     expect((await fetch(`${url}/health/live`)).status).toBe(200);
-    // Ready once the embedded ledger is open and migrated in its worker (a few seconds).
-    expect(await readyWithin(url, 20_000)).toBe(true);
+    // Ready once the embedded ledger is open and migrated in its worker: that line awaited, then asked.
+    const opened = () => stdout.includes('embedded ledger open and migrated');
+    if (!opened()) await nextEvent(gateway.stdout!, 'data', opened, START_BOUND_MS);
+    expect((await fetch(`${url}/health/ready`)).status).toBe(200);
     // The console's files and its chart library (docs/operations.md, "The console") are in the image.
     for (const file of ['/console', '/console/console.js', '/console/vendor/uplot.js']) {
       expect((await fetch(`${url}${file}`)).status).toBe(200);
@@ -80,17 +83,10 @@ async function serveAndStop(gateway: ChildProcess, port: number): Promise<{ stdo
   } finally {
     gateway.kill('SIGTERM');
   }
-  expect(await exited).toBe(0);
+  // The shutdown's own bound: its steps take a few seconds (src/http/shutdown-sequence.ts).
+  expect(await withinStartBound(exited, 'exit after SIGTERM', 30_000)).toBe(0);
   expect(stderr).toBe('');
   return { stdout, metrics };
-}
-
-/** Whether /health/ready answers 200 within `ms` (polled every 100 ms). */
-async function readyWithin(url: string, ms: number): Promise<boolean> {
-  for (const until = Date.now() + ms; Date.now() < until; await new Promise((resolve) => setTimeout(resolve, 100))) {
-    if ((await fetch(`${url}/health/ready`)).status === 200) return true;
-  }
-  return false;
 }
 
 function run(command: string, args: string[], cwd: string): void {

@@ -324,7 +324,11 @@ describe('503 upstream_unavailable', () => {
   it('insufficient credit (HTTP 402 upstream): failed, nothing charged', async () => {
     sim.setCredit(0);
     try {
-      const trackId = expectInquiryProblem(await shahkar(), 503, 'upstream_unavailable');
+      const answer = await shahkar();
+      const trackId = expectInquiryProblem(answer, 503, 'upstream_unavailable');
+      // What to do: wait (Retry-After), nothing was charged, a retry is safe.
+      expect(answer.headers.get('retry-after')).toBe('300');
+      expect(answer.body.detail).toMatch(/credit is used up.*nothing was charged, and a retry is safe/);
       await expectRecord(trackId, { status: 'failed', upstream: { code: 5, message: 'Insufficient credit' } });
       expect(sim.chargeCount(trackId)).toBe(0);
       expect(sim.credit).toBe(0);

@@ -244,6 +244,11 @@ describe('400 validation_failed: nothing reaches the upstream', () => {
     nothingSent();
   });
 
+  it('says in the IBAN message that spaces are accepted, as they are', async () => {
+    expect(MESSAGES.iban).toMatch(/\(spaces and lower case allowed\)$/);
+    expect((await iban({ iban: 'ir82 0540 1026 8002 0817 9090 02' })).status).toBe(200);
+  });
+
   it.each([['fast'], ['Advanced'], ['STANDARD'], [''], [null], [1]])(
     'rejects requestHandlingType %p',
     async (requestHandlingType) => {

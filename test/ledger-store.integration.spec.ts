@@ -22,6 +22,7 @@ import type { ResolutionListener } from '../src/ledger/resolution-listener.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { closeLedger, ledgerEngines } from './support/ledger-engines.js';
 import { PostgresServer } from './support/postgres-server.js';
+import { capturedNestErrors } from './support/captured-log.js';
 
 const cipher = new StoreCipher([{ id: 'k1', key: new Secret(Buffer.alloc(32, 7).toString('base64')) }]);
 
@@ -34,6 +35,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
 });
+
+// The error the failed budget listener provokes on purpose, captured and asserted by its test.
+const loggedErrors = capturedNestErrors([]);
 
 describe('migrations', () => {
   it('applies each version once when several replicas start at once (advisory lock)', async () => {
@@ -327,6 +331,7 @@ describe.each(ledgerEngines(() => server.url, 'ledger-store'))('the ledger store
         code: 'store_unavailable',
         detail: expect.stringContaining('pending'),
       });
+      expect(loggedErrors.take()).toEqual([expect.stringContaining('its budget moves are pending')]);
       const again = await reconciliations.reconcile(csv(unknown.trackId));
       // Nothing appended the second time, yet the budget is told.
       expect(again.resolved.count).toBe(0);

@@ -7,13 +7,21 @@
  * the npm process must end the gateway and the simulator too. (npm forwards the signal to its
  * one child; the script `exec`s node, so that child is the sandbox itself and not a shell
  * that would ignore the signal and leave the gateway serving.)
+ *
+ * Its banner (key, URLs, console, a first curl) comes last, after start-up's quieted lines; and
+ * `npm test`'s clean-tree check (test/support/clean-tree.js) tolerates its running ledger's files
+ * while still catching a file a test wrote, here in a git repository made for the purpose.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { nextEvent } from './support/events.js';
 import { freePort } from './support/redis-server.js';
+import { ledgersInUse, treeChanges, treeState, withoutLedgers } from './support/clean-tree.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const API_KEY = 'sandbox-script-test-key';
@@ -37,27 +45,42 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
+/** A git work tree that ignores .data/, as the repository does: where the sandbox keeps its ledger here. */
+function gitRepository(): string {
+  const repo = mkdtempSync(join(tmpdir(), 'vgw-sandbox-tree-'));
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, stdio: 'ignore' });
+  git('init', '-q');
+  writeFileSync(join(repo, '.gitignore'), '.data/\n*.rdb\n');
+  git('add', '.');
+  git('-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qm', 'init');
+  return repo;
+}
+
 describe('npm run sandbox', () => {
   let npm: ChildProcess | undefined;
+  const repo = gitRepository();
 
   afterAll(() => {
     // Whatever went wrong, leave nothing behind: the whole process group.
     if (npm?.pid && groupAlive(npm.pid)) process.kill(-npm.pid, 'SIGKILL');
+    rmSync(repo, { recursive: true, force: true });
   });
 
   it('serves its documented callers and test data, then stops the gateway and the simulator on SIGTERM', async () => {
     const port = await freePort();
     const simulatorPort = await freePort();
+    const treeBefore = treeState(repo)!;
+    // LOG_LEVEL unset, as a developer starts it: start-up quiet, info afterwards.
+    const { LOG_LEVEL: _unset, ...environment } = process.env;
     npm = spawn('npm', ['run', '--silent', 'sandbox'], {
       cwd: ROOT,
       env: {
-        ...process.env,
+        ...environment,
         PORT: String(port),
         SIMULATOR_PORT: String(simulatorPort),
-        LOG_LEVEL: 'warn',
         SANDBOX_API_KEY: API_KEY,
-        // Its ledger in memory: by default the sandbox keeps it in .data/ledger, in the repository.
-        LEDGER_DATA_DIR: 'memory://',
+        // Its ledger on disk as by default (.data/ledger), but in the git repository made above.
+        LEDGER_DATA_DIR: join(repo, '.data', 'ledger'),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true, // its own process group, so the check below sees every descendant
@@ -66,7 +89,14 @@ describe('npm run sandbox', () => {
     npm.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     npm.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const exited = nextEvent<number | null>(npm, 'exit', () => true, 120_000);
-    await nextEvent(npm.stdout!, 'data', () => output.includes('Verification gateway sandbox on'), 100_000);
+    const lastBannerLine = /\/admin\/usage\?[^\n]*\n\n$/;
+    await nextEvent(npm.stdout!, 'data', () => lastBannerLine.test(output), 100_000);
+    // The banner came last: after start-up, whose info lines (modules, routes, the ledger) are quiet.
+    const [startup, banner] = output.split('Verification gateway sandbox on');
+    expect(startup).not.toContain('"level"');
+    expect(banner).not.toContain('"level"');
+    expect(banner).toContain(`API key (every scope): ${API_KEY}`);
+    expect(banner).toContain(`curl -s -X POST http://127.0.0.1:${port}/v1/kyc/shahkar -H 'X-Api-Key: ${API_KEY}'`);
     expect((await fetch(`http://127.0.0.1:${port}/health/live`)).status).toBe(200);
     expect(output).toContain(`Operators' console: http://127.0.0.1:${port}/console`);
     expect((await fetch(`http://127.0.0.1:${port}/console`)).status).toBe(200);
@@ -123,8 +153,24 @@ describe('npm run sandbox', () => {
     expect(metrics.split('\n')[0]).toMatch(/^# HELP vgw_build_info /);
     expect(metrics).toContain(`vgw_build_info{version="${version}"`);
 
+    // npm test beside this running sandbox: its ledger's files are not a change made by the tests,
+    // but a file a test leaves, even an ignored one, still is.
+    writeFileSync(join(repo, 'dump.rdb'), 'REDIS0011');
+    mkdirSync(join(repo, '.data', 'reports'));
+    writeFileSync(join(repo, '.data', 'reports', 'run.json'), '{}');
+    const treeAfter = treeState(repo)!;
+    expect(treeChanges(treeBefore, treeAfter)).toContainEqual(expect.stringMatching(/^\+ !! \.data\/ledger\/pglite\//));
+    const ledgers = await ledgersInUse(repo, treeBefore, treeAfter);
+    expect(ledgers).toEqual(['.data/ledger/', '.data/sandbox-store-encryption-key']);
+    expect(treeChanges(withoutLedgers(treeBefore, ledgers), withoutLedgers(treeAfter, ledgers))).toEqual([
+      '+ !! .data/reports/run.json',
+      '+ !! dump.rdb',
+    ]);
+
     process.kill(npm.pid!, 'SIGTERM');
     await exited;
+    // Stopped, its ledger is nobody's: from now on its files would count.
+    expect(await ledgersInUse(repo, treeState(repo)!)).toEqual([]);
     await expect(fetch(`http://127.0.0.1:${port}/health/live`)).rejects.toThrow();
     await expect(fetch(`http://127.0.0.1:${simulatorPort}/__simulator/state`)).rejects.toThrow();
     expect(groupAlive(npm.pid!)).toBe(false);

@@ -69,12 +69,26 @@ describe('failureOutcome: the error table of docs/api.md §3', () => {
     }
   });
 
-  it('sets Retry-After only while the circuit is open', () => {
+  it('sets Retry-After while the circuit is open, and minutes for an account an operator must mend', () => {
+    const account = ['upstream 401', 'upstream 402 (credit)', 'upstream 403 (disabled)'];
     for (const row of TABLE) {
       const { headers } = failureOutcome(row.error, TRACK_ID, RETRY_AFTER).response;
       if (row.when === 'circuit open') expect(headers).toEqual({ 'Retry-After': RETRY_AFTER });
+      else if (account.includes(row.when)) expect(headers).toEqual({ 'Retry-After': '300' });
       else expect(headers).toBeUndefined();
     }
+  });
+
+  it('says for every 503 that nothing was charged and whether a retry is safe, like the 502', () => {
+    for (const row of TABLE.filter(({ status }) => status === 503 || status === 502)) {
+      const { detail } = failureOutcome(row.error, TRACK_ID, RETRY_AFTER).response.body as ProblemBody;
+      if (row.record === 'unknown')
+        expect(detail).toMatch(/may have been charged: a retry with the same Idempotency-Key is safe/);
+      else if (row.status === 502 || row.when.startsWith('upstream 40') || row.when === 'no token')
+        expect(detail).toMatch(/nothing was charged.*(retry|Retrying) is safe/);
+    }
+    const credit = failureOutcome(rejected(402), TRACK_ID, RETRY_AFTER).response.body as ProblemBody;
+    expect(credit.detail).toMatch(/credit is used up .* after Retry-After/);
   });
 
   it("keeps the upstream's code and message in the record, redacted, when it answered with one", () => {

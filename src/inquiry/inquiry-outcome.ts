@@ -55,6 +55,18 @@ export function problemResponse(problem: ProblemException): Omit<StoredResponse,
 const UPSTREAM_FAILED =
   'The verification service reported an error; nothing was charged (failed attempts are not). ' +
   'Retrying is safe: the same Idempotency-Key replays this answer, a new key asks again.';
+/**
+ * A 503 for an upstream account that cannot serve (credit used up, credentials refused, account
+ * disabled): refused before the upstream registered the trackId, so nothing was charged and the
+ * Idempotency-Key is released. An operator has to act (top up, fix the account): Retry-After
+ * asks callers to wait minutes, not hammer.
+ */
+const ACCOUNT_RETRY_AFTER_SECONDS = '300';
+const NOT_CHARGED_RETRY = 'nothing was charged, and a retry is safe (the same Idempotency-Key asks again)';
+const ACCOUNT_UNUSABLE = {
+  402: `The verification service's prepaid credit is used up until an operator tops it up; ${NOT_CHARGED_RETRY} after Retry-After.`,
+  other: `The verification service refused the gateway's account until an operator fixes it; ${NOT_CHARGED_RETRY} after Retry-After.`,
+};
 const UNKNOWN_RETRY =
   'It may have been charged: a retry with the same Idempotency-Key is safe (it replays this answer, never charged twice).';
 
@@ -91,7 +103,12 @@ export function failureOutcome(error: unknown, trackId: string, circuitRetryAfte
       error.retryAt !== undefined
         ? { [RETRY_AFTER_HEADER]: String(Math.max(1, Math.ceil((error.retryAt - Date.now()) / 1000))) }
         : undefined;
-    return fail('failed', unavailable('The verification service cannot be used right now.', retryAfter), true);
+    const when = retryAfter ? 'after Retry-After' : 'later';
+    return fail(
+      'failed',
+      unavailable(`The verification service cannot be used right now; ${NOT_CHARGED_RETRY} ${when}.`, retryAfter),
+      true,
+    );
   }
   if (!(error instanceof UpstreamError)) {
     // The request may have gone out: keep it replayable and unknown, never retried blindly.
@@ -155,7 +172,8 @@ export function failureOutcome(error: unknown, trackId: string, circuitRetryAfte
   if (httpStatus === 401 || httpStatus === 403 || httpStatus === 402) {
     // Credentials rejected, account disabled, or credit exhausted: nothing a caller can fix,
     // and refused before the upstream registered the trackId, so nothing was charged.
-    return fail('failed', unavailable('The verification service cannot be used right now.'), true, upstream);
+    const detail = httpStatus === 402 ? ACCOUNT_UNUSABLE[402] : ACCOUNT_UNUSABLE.other;
+    return fail('failed', unavailable(detail, { [RETRY_AFTER_HEADER]: ACCOUNT_RETRY_AFTER_SECONDS }), true, upstream);
   }
   return fail(
     'failed',

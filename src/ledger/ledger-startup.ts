@@ -25,6 +25,9 @@ export type LedgerStartupState =
 export class LedgerStartup implements OnModuleInit {
   private readonly logger = new Logger('LedgerDatabase');
   private current: LedgerStartupState;
+  private openingSettled!: () => void;
+  /** Settles once the embedded ledger is open or has failed to open (at once for a server). */
+  readonly opened = new Promise<void>((resolve) => (this.openingSettled = resolve));
 
   constructor(
     private readonly db: LedgerDatabase,
@@ -44,17 +47,19 @@ export class LedgerStartup implements OnModuleInit {
   }
 
   onModuleInit(): void {
-    if (!this.db.embedded) return;
+    if (!this.db.embedded) return this.openingSettled();
     const began = performance.now();
     this.store.ready().then(
       () => {
         this.current = { phase: 'ready' };
         this.logger.log(`embedded ledger open and migrated in ${Math.round(performance.now() - began)} ms`);
+        this.openingSettled();
       },
       (error: unknown) => {
         const reason = error instanceof Error ? error.message : 'unknown error';
         this.current = { phase: 'failed', reason };
         this.logger.error(`the embedded ledger could not be opened; the gateway stays not ready: ${reason}`);
+        this.openingSettled();
       },
     );
   }

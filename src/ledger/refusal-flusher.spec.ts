@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, jest } from '@jest/globals';
+import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import { Registry } from 'prom-client';
 import { RefusalTally, type RefusalCount } from '../caller-auth/refusal-tally.js';
@@ -9,9 +9,29 @@ const turns = async (n: number) => {
   for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
 };
 
+/**
+ * The flusher's log of the running test, captured instead of printed: a test that provokes an
+ * error line takes and asserts it (takeErrors); one left over fails the test that logged it.
+ */
+const logged: Record<'error' | 'warn' | 'log', string[]> = { error: [], warn: [], log: [] };
+const takeErrors = () => logged.error.splice(0);
+beforeEach(() => {
+  for (const level of ['error', 'warn', 'log'] as const) {
+    logged[level] = [];
+    jest
+      .spyOn(Logger.prototype, level)
+      .mockImplementation((message: unknown) => void logged[level].push(String(message)));
+  }
+});
+
 afterEach(() => {
   jest.useRealTimers();
+  jest.restoreAllMocks();
+  expect(logged.error).toEqual([]);
 });
+
+/** The error line of a shutdown whose last flush failed: `count` refusal counts lost. */
+const lost = (count: number) => `${count} refusal count(s) not written at shutdown (the write failed): lost`;
 
 /** A writer that records what it is given, and fails while `failing` is set. */
 function sink() {
@@ -94,6 +114,8 @@ describe('RefusalFlusher during a database outage with a near-full tally', () =>
     await turns(50);
     const retries = state.calls;
     await flusher.stop();
+    // Its last flush failed too: the counts are lost, and said so.
+    expect(takeErrors()).toEqual([lost(8)]);
     // One early flush (and the timed ones every 60 s): not one per event-loop turn.
     expect(retries).toBeLessThanOrEqual(2);
   });
@@ -105,6 +127,8 @@ describe('RefusalFlusher during a database outage with a near-full tally', () =>
     for (let i = 0; i < 8; i++) tally.count(`c${i}`, 'shahkar', 'quota', NOON);
     flusher.onApplicationBootstrap();
     await flusher.stop();
+    // Its last flush failed too: the counts are lost, and said so.
+    expect(takeErrors()).toEqual([lost(8)]);
     const atStop = state.calls;
     await turns(20);
     expect(state.calls).toBe(atStop);
@@ -122,6 +146,8 @@ describe('RefusalFlusher during a database outage with a near-full tally', () =>
     await new Promise((resolve) => setImmediate(resolve));
     const beforeOneTurn = calls;
     await flusher.stop();
+    // Its last flush failed too: the counts are lost, and said so.
+    expect(takeErrors()).toEqual([lost(8)]);
     expect(beforeOneTurn).toBeLessThanOrEqual(1);
   });
 
@@ -141,6 +167,8 @@ describe('RefusalFlusher during a database outage with a near-full tally', () =>
     await jest.advanceTimersByTimeAsync(1);
     expect(state.calls).toBe(2);
     await flusher.stop();
+    // Its last flush failed too: the counts are lost, and said so.
+    expect(takeErrors()).toEqual([lost(8)]);
   });
 
   it('after a failure, the next try is the next timed flush (the backoff), then early flushes resume', async () => {
@@ -198,7 +226,6 @@ describe('RefusalFlusher at shutdown against a database that does not answer', (
     // A connection that hangs (until statement_timeout, 60 s, on a PostgreSQL server).
     const flusher = new RefusalFlusher(tally, () => new Promise<void>(() => undefined), 60_000);
     tally.count('shop', 'shahkar', 'budget', NOON);
-    const errors = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
     let stopped = false;
     void flusher.stop().then(() => (stopped = true));
     await jest.advanceTimersByTimeAsync(REFUSAL_SHUTDOWN_FLUSH_MS - 1);
@@ -206,9 +233,8 @@ describe('RefusalFlusher at shutdown against a database that does not answer', (
     await jest.advanceTimersByTimeAsync(1);
     expect(stopped).toBe(true);
     // What was not written is said, by its count only.
-    expect(errors.mock.calls.map(([message]) => String(message))).toEqual([
+    expect(takeErrors()).toEqual([
       `1 refusal count(s) not written at shutdown (no answer within ${REFUSAL_SHUTDOWN_FLUSH_MS} ms): lost`,
     ]);
-    errors.mockRestore();
   });
 });

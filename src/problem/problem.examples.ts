@@ -49,7 +49,8 @@ const EXAMPLES: Record<ProblemCode, ProblemException> = {
   ),
   upstream_unavailable: new ProblemException(
     'upstream_unavailable',
-    'The verification service cannot be used right now.',
+    "The verification service's prepaid credit is used up until an operator tops it up; nothing was charged, " +
+      'and a retry is safe (the same Idempotency-Key asks again) after Retry-After.',
     { trackId: TRACK_ID },
   ),
   auth_unavailable: new ProblemException('auth_unavailable', 'Credentials cannot be checked right now; retry later.'),

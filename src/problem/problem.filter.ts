@@ -1,7 +1,8 @@
 import { Catch, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PROBLEM_CONTENT_TYPE, ProblemException } from './problem.js';
-import { toProblem } from './to-problem.js';
+import { nearestCallerPath } from './nearest-route.js';
+import { NOT_FOUND_DETAIL, toProblem } from './to-problem.js';
 import { TRACK_ID_HEADER } from '../vocabulary/headers.js';
 
 /** Writes a problem as `application/problem+json`, with `X-Track-Id` once one was stamped. */
@@ -22,7 +23,8 @@ export class ProblemFilter implements ExceptionFilter {
     // The route's own body limit, so a 413 can state it (docs/api.md §3).
     let problem = toProblem(error, { bodyLimitBytes: request.routeOptions?.bodyLimit });
     // The router's 404 (Nest's not-found handler) for a path that exists with other methods.
-    if (problem.code === 'not_found' && !(error instanceof ProblemException)) problem = wrongMethod(request) ?? problem;
+    if (problem.code === 'not_found' && !(error instanceof ProblemException))
+      problem = wrongMethod(request) ?? nearestPath(request) ?? problem;
     if (problem.code === 'internal') {
       // Name only: messages and stacks of unexpected errors may carry input or secrets.
       this.logger.error(`unexpected ${error instanceof Error ? error.name : typeof error} while serving a request`);
@@ -41,12 +43,8 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
  * test/cors.e2e.spec.ts), and with it set CORS answers it for every path.
  */
 function wrongMethod(request: FastifyRequest): ProblemException | undefined {
-  if (request.method === 'OPTIONS') return undefined;
+  if (request.method === 'OPTIONS' || !onMainListener(request)) return undefined;
   const { server } = request;
-  const address = server.server.address();
-  const localPort = request.raw.socket?.localPort;
-  if (address !== null && typeof address !== 'string' && localPort !== undefined && localPort !== address.port)
-    return undefined;
   const url = request.url.split('?', 1)[0];
   const allowed = METHODS.filter((method) => server.findRoute({ method, url }) !== null);
   if (allowed.length === 0 || allowed.includes(request.method as (typeof METHODS)[number])) return undefined;
@@ -58,4 +56,19 @@ function wrongMethod(request: FastifyRequest): ProblemException | undefined {
       headers: { allow },
     },
   );
+}
+
+/** Whether the request came to the main listener, not the ops one (src/http/ops-listener.ts). */
+function onMainListener(request: FastifyRequest): boolean {
+  const address = request.server.server.address();
+  const localPort = request.raw.socket?.localPort;
+  return address === null || typeof address === 'string' || localPort === undefined || localPort === address.port;
+}
+
+/** A mistyped caller path (on the main listener): the 404 names the path meant, never echoing the one sent. */
+function nearestPath(request: FastifyRequest): ProblemException | undefined {
+  if (!onMainListener(request)) return undefined;
+  const nearest = nearestCallerPath(request.url.split('?', 1)[0]);
+  if (nearest === undefined) return undefined;
+  return new ProblemException('not_found', `${NOT_FOUND_DETAIL.replace(/\.$/, '')}; the nearest is ${nearest}.`);
 }

@@ -19,7 +19,7 @@ import {
   UnsupportedMediaTypeException,
 } from '@nestjs/common';
 import { ProblemException, type ProblemCode } from './problem.js';
-import { toProblem } from './to-problem.js';
+import { NOT_FOUND_DETAIL, toProblem } from './to-problem.js';
 
 const SECRET = 'db-password=hunter2 at /srv/app/node_modules/x.js:12';
 const UNEXPECTED = 'An unexpected error occurred.';
@@ -40,8 +40,8 @@ describe('toProblem: Nest HTTP exceptions', () => {
   it.each<[string, ProblemCode, HttpException, string]>([
     ['401', 'unauthenticated', new UnauthorizedException(SECRET), 'A valid credential is required.'],
     ['403', 'forbidden', new ForbiddenException(SECRET), 'The credential does not allow this operation.'],
-    ['404', 'not_found', new NotFoundException(SECRET), 'No such resource.'],
-    ['405 (an unknown route to the caller)', 'not_found', new MethodNotAllowedException(SECRET), 'No such resource.'],
+    ['404', 'not_found', new NotFoundException(SECRET), NOT_FOUND_DETAIL],
+    ['405 (an unknown route to the caller)', 'not_found', new MethodNotAllowedException(SECRET), NOT_FOUND_DETAIL],
     ['413', 'payload_too_large', new PayloadTooLargeException(SECRET), 'The request body is larger than allowed.'],
     ['429', 'rate_limited', new HttpException(SECRET, HttpStatus.TOO_MANY_REQUESTS), 'Too many requests; retry later.'],
     ['500', 'internal', new InternalServerErrorException(SECRET), UNEXPECTED],

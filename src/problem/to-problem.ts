@@ -32,6 +32,10 @@ const CODE_BY_STATUS: Record<number, ProblemCode> = {
   429: 'rate_limited',
 };
 
+/** The router's 404: where the paths are (problem.filter.ts adds the nearest one to a typo). */
+export const NOT_FOUND_DETAIL =
+  "No such resource; the API's paths are listed in docs/api.md and in the OpenAPI document (/docs).";
+
 /**
  * Turns anything thrown while serving a request into a problem. Only errors the gateway
  * itself raised keep their message; everything else gets a fixed, generic detail so that
@@ -47,7 +51,7 @@ export function toProblem(error: unknown, limits: ProblemLimits = {}): ProblemEx
       return fromFastifyError({ ...cause, statusCode: error.getStatus() }, limits);
     const status = error.getStatus();
     const code = CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal' : 'validation_failed');
-    if (code === 'not_found') return new ProblemException(code, 'No such resource.');
+    if (code === 'not_found') return new ProblemException(code, NOT_FOUND_DETAIL);
     if (code === 'validation_failed') {
       return ProblemException.validation([{ field: 'body', message: 'The request could not be read.' }]);
     }

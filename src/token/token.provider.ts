@@ -31,6 +31,9 @@ export class TokenProvider implements OnApplicationBootstrap {
   private timer = new AbortController();
   private shuttingDown = false;
   private firstAttemptFinished = false;
+  private firstAttemptSettled!: () => void;
+  /** Settles once the first token attempt has finished, successfully or not (startup-settled.ts). */
+  readonly firstAttempt = new Promise<void>((resolve) => (this.firstAttemptSettled = resolve));
 
   constructor(
     private readonly renewals: TokenRenewal,
@@ -45,6 +48,7 @@ export class TokenProvider implements OnApplicationBootstrap {
       .catch((error: Error) => this.logger.error(`first token attempt failed: ${error.message}`))
       .finally(() => {
         this.firstAttemptFinished = true;
+        this.firstAttemptSettled();
       });
   }
 

@@ -15,7 +15,9 @@ import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { relative } from 'node:path';
 import { createGateway } from '../../src/bootstrap.js';
-import { ConfigError } from '../../src/config/load-config.js';
+import { ConfigError, loadConfig } from '../../src/config/load-config.js';
+import { startupSettled } from '../../src/health/startup-settled.js';
+import { JsonLogger } from '../../src/observability/json-logger.js';
 import { SANDBOX_INPUT_OUTCOMES, UpstreamSimulator } from '../upstream-simulator/upstream-simulator.js';
 import { addedOperationNames } from './sandbox-operations.js';
 import { sandboxStoreKeys } from './sandbox-store-key.js';
@@ -97,9 +99,14 @@ async function main(): Promise<void> {
     REDIS_SENTINELS: undefined,
     REDIS_CLUSTER_NODES: undefined,
   };
+  // Start-up's ~30 info lines (modules, routes, the ledger opening) would bury the banner: only
+  // errors until it is printed, then LOG_LEVEL (info). A LOG_LEVEL set by hand holds throughout.
   let gateway;
+  let logger;
   try {
-    gateway = await createGateway(env);
+    logger = new JsonLogger(loadConfig(env).logging.level);
+    if (!process.env.LOG_LEVEL) logger.pino.level = 'error';
+    gateway = await createGateway(env, { logger });
   } catch (error) {
     await simulator.stop();
     if (error instanceof ConfigError) {
@@ -111,6 +118,9 @@ async function main(): Promise<void> {
   const { app, config } = gateway;
   await app.listen({ port: config.http.port, host: '127.0.0.1' });
   await signingKey.publish(config.http.port);
+  // The banner comes last, once the first token attempt has finished and the ledger is open.
+  await startupSettled(app);
+  await new Promise<void>((resolve) => logger.pino.flush(() => resolve()));
   const url = `http://127.0.0.1:${config.http.port}`;
   // /console, /admin/*, /metrics and /docs move to OPS_PORT when it is set (docs/operations.md).
   const opsUrl = config.http.opsPort === undefined ? url : `http://127.0.0.1:${config.http.opsPort}`;
@@ -144,6 +154,7 @@ async function main(): Promise<void> {
       '',
     ].join('\n'),
   );
+  logger.pino.level = config.logging.level;
 
   const stop = async () => {
     signingKey.withdraw();

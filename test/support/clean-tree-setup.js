@@ -2,7 +2,7 @@ import { existsSync, readdirSync, rmSync } from 'node:fs';
 import process from 'node:process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { treeState } from './clean-tree.js';
+import { ledgersInUse, treeState } from './clean-tree.js';
 import { startRunPostgres } from './ledger-postgres.js';
 
 /**
@@ -18,7 +18,11 @@ export default async function cleanTreeSetup() {
       rmSync(resolve(builds, name), { recursive: true, force: true });
     }
   }
-  globalThis.__vgwTreeBefore = treeState(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'));
+  const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+  const before = treeState(root);
+  globalThis.__vgwTreeBefore = before;
+  // A sandbox running beside the run: its ledger is its own, even if it stops before the end.
+  globalThis.__vgwLedgersInUse = before ? await ledgersInUse(root, before) : [];
   const postgres = await startRunPostgres();
   if (postgres) {
     globalThis.__vgwRunPostgres = postgres;

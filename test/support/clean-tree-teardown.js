@@ -1,6 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { treeChanges, treeState } from './clean-tree.js';
+import { ledgersInUse, treeChanges, treeState, withoutLedgers } from './clean-tree.js';
 
 /**
  * Jest globalTeardown: fails the run when a test changed the work tree (see clean-tree.js).
@@ -10,8 +10,12 @@ export default async function cleanTreeTeardown() {
   await globalThis.__vgwRunPostgres?.stop();
   const before = globalThis.__vgwTreeBefore;
   if (!before) return;
-  const after = treeState(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'));
-  const changes = after ? treeChanges(before, after) : [];
+  const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+  const after = treeState(root);
+  if (!after) return;
+  // The ledgers of gateways running beside the run, at its start or now (a sandbox started meanwhile).
+  const ledgers = [...(globalThis.__vgwLedgersInUse ?? []), ...(await ledgersInUse(root, before, after))];
+  const changes = treeChanges(withoutLedgers(before, ledgers), withoutLedgers(after, ledgers));
   if (changes.length > 0) {
     throw new Error(`the tests changed the work tree (git status --porcelain --ignored):\n${changes.join('\n')}`);
   }

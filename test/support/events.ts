@@ -55,3 +55,25 @@ export function untilProcessReady(
     child.once('exit', (code) => reject(new Error(`${name} exited with ${code}: ${seen.slice(-500)}`)));
   });
 }
+
+/**
+ * The bound on one start of a server the tests run (a gateway in the process or as a child, its
+ * Redis connection, its first token attempt, its embedded ledger). It protects the run from a
+ * start that never finishes, failing with a message naming what did not happen; it is no measure
+ * of speed. A start takes well under a second on an idle machine and up to ~15 s at a load of 8 on
+ * 2 cores (issue 47: a fixed 5 s failed there); Jest's testTimeout (jest.config.js) is above it.
+ */
+export const START_BOUND_MS = 45_000;
+
+/** `started`, or a rejection naming `what` once `bound` (START_BOUND_MS) has passed without it. */
+export async function withinStartBound<T>(started: Promise<T>, what: string, bound = START_BOUND_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not done within ${bound} ms`)), bound);
+  });
+  try {
+    return await Promise.race([started, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { nextEvent } from './events.js';
+import { START_BOUND_MS, nextEvent } from './events.js';
 import { freePort } from './redis-server.js';
 import { TEST_API_KEYS } from './gateway.js';
 import { UPSTREAM_PASSWORD, UPSTREAM_USERNAME } from './fixtures.js';
@@ -105,7 +105,7 @@ export async function startGatewayProcess(outDir: string, env: Record<string, st
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   try {
-    await nextEvent(child.stdout, 'data', () => stdout.includes(`listening on port ${port}`), 30_000);
+    await nextEvent(child.stdout, 'data', () => stdout.includes(`listening on port ${port}`), START_BOUND_MS);
   } catch (error) {
     child.kill('SIGKILL');
     throw new Error(`gateway process did not start: ${(error as Error).message}\n${stderr}`, { cause: error });
@@ -116,7 +116,7 @@ export async function startGatewayProcess(outDir: string, env: Record<string, st
 /** Resolves once the gateway has opened and migrated its embedded ledger (PGlite in LEDGER_DATA_DIR). */
 export async function untilEmbeddedLedgerOpen(gateway: GatewayProcess): Promise<void> {
   const opened = () => gateway.output().includes('embedded ledger open and migrated');
-  if (!opened()) await nextEvent(gateway.process.stdout!, 'data', opened, 60_000);
+  if (!opened()) await nextEvent(gateway.process.stdout!, 'data', opened, START_BOUND_MS);
 }
 
 /**

@@ -5,7 +5,8 @@ import { createGateway, type GatewayOptions } from '../../src/bootstrap.js';
 import { RedisConnection } from '../../src/store/redis-connection.js';
 import { TokenProvider } from '../../src/token/token.provider.js';
 import type { UpstreamSimulator, UpstreamSimulatorEvents } from '../upstream-simulator/upstream-simulator.js';
-import { nextEvent } from './events.js';
+import { startupSettled } from '../../src/health/startup-settled.js';
+import { START_BOUND_MS, nextEvent, withinStartBound } from './events.js';
 
 export const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
@@ -145,7 +146,7 @@ export function nextSimEvent<K extends keyof UpstreamSimulatorEvents>(
  * Resolves once the gateway's Redis command connection is ready (at once without Redis).
  * `app.listen` does not wait for it: until then inquiries are refused with 503 store_unavailable.
  */
-export function untilStoreReady(gateway: RunningGateway, timeoutMs = 5000): Promise<void> {
+export function untilStoreReady(gateway: RunningGateway, timeoutMs = START_BOUND_MS): Promise<void> {
   const { client } = gateway.app.get(RedisConnection);
   if (!client || client.status === 'ready') return Promise.resolve();
   // Not events.once: it rejects on the 'error' events of failed reconnection attempts.
@@ -163,17 +164,15 @@ export function untilStoreReady(gateway: RunningGateway, timeoutMs = 5000): Prom
 }
 
 /**
- * Resolves once the gateway's startup probe passes, i.e. its first token attempt has finished
- * (docs/api.md §4): what a kubelet waits for before routing traffic. Asks the probe through
- * Fastify's inject, so an app that is initialised but not listening can be asked too.
+ * Resolves once the gateway's startup probe passes, i.e. its first token attempt has finished and
+ * its embedded ledger is open (docs/api.md §4): what a kubelet waits for before routing traffic.
+ * Awaits those events (startupSettled), then asks the probe once through Fastify's inject, so an
+ * app that is initialised but not listening can be asked too. The bound (START_BOUND_MS) only
+ * turns a start that never finishes into a clear failure.
  */
-export async function untilStarted(app: NestFastifyApplication, timeoutMs = 5000): Promise<void> {
-  const fastify = app.getHttpAdapter().getInstance();
-  const giveUpAt = Date.now() + timeoutMs;
-  for (;;) {
-    const probe = await fastify.inject({ method: 'GET', url: '/health/startup' });
-    if (probe.statusCode === 200) return;
-    if (Date.now() > giveUpAt) throw new Error(`startup probe still ${probe.statusCode} after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+export async function untilStarted(app: NestFastifyApplication): Promise<void> {
+  await withinStartBound(startupSettled(app), 'the first token attempt and the ledger opening');
+  const probe = await app.getHttpAdapter().getInstance().inject({ method: 'GET', url: '/health/startup' });
+  if (probe.statusCode !== 200)
+    throw new Error(`startup settled, yet the startup probe answers ${probe.statusCode}: ${probe.body}`);
 }

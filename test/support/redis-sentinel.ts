@@ -5,20 +5,20 @@ import { join } from 'node:path';
 import { EventEmitter, once } from 'node:events';
 import { Redis } from 'ioredis';
 import { RedisServer, freePort } from './redis-server.js';
-import { nextEvent } from './events.js';
+import { START_BOUND_MS, nextEvent } from './events.js';
 
 /** Waits until the replica has finished its first sync with the master. */
 async function untilInSync(replica: RedisServer): Promise<void> {
   const client = new Redis(replica.url);
   try {
     // A bound, not a budget: on a loaded machine (parallel test projects on two cores) the first
-    // full sync took longer than the 5 s this loop used to allow.
-    const deadline = Date.now() + 20_000;
+    // full sync took longer than the 5 s this loop used to allow (events.ts, START_BOUND_MS).
+    const deadline = Date.now() + START_BOUND_MS;
     while (Date.now() < deadline) {
       if ((await client.info('replication')).includes('master_link_status:up')) return;
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
-    throw new Error('replica never synced with its master within 20 s');
+    throw new Error(`replica never synced with its master within ${START_BOUND_MS} ms`);
   } finally {
     client.disconnect();
   }

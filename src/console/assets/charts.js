@@ -10,6 +10,8 @@ const WIDTH = 640;
 const HEIGHT = 200;
 const LEFT = 48;
 const BOTTOM = 20;
+/** Room for one date label ("27 Nov" at 11 px) and a gap, in pixels. */
+const DAY_LABEL_WIDTH = 52;
 
 function svg(tag, attributes = {}, ...children) {
   const element = document.createElementNS(SVG, tag);
@@ -46,52 +48,68 @@ export function topAndRest(byKey, days, top = COLOURS.length - 1) {
 /**
  * A stacked bar chart: `days` (civil dates), `series` from topAndRest, `dayLabel(day)` for the axis,
  * `valueText(n, keys, d)` for the tooltips and the legend's totals (the series' keys; `d` the day's
- * index, undefined for all days), `tickText(n)` for the axis (short). role=img with a summary; the
+ * index, undefined for all days), `tickText(n)` for the axis (short), `unit` its unit (`units per day`).
+ * role=img with a summary; the
  * legend is the text alternative. A day of more than one stack has its total in each tooltip.
  */
-export function stackedBars({ days, series, dayLabel, valueText, tickText = valueText, summary, id }) {
+export function stackedBars({ days, series, dayLabel, valueText, tickText = valueText, unit, summary, id }) {
   const totals = days.map((_, d) => series.reduce((sum, s) => sum + s.values[d], 0));
   const max = Math.max(1, ...totals);
-  const slot = (WIDTH - LEFT) / days.length;
-  const plotHeight = HEIGHT - BOTTOM;
-  const chart = svg('svg', {
-    viewBox: `0 0 ${WIDTH} ${HEIGHT}`,
-    class: 'bars',
-    role: 'img',
-    'aria-label': summary,
-    preserveAspectRatio: 'none',
-  });
-  chart.append(
-    svg('line', { x1: LEFT, x2: WIDTH, y1: plotHeight, y2: plotHeight, class: 'axis' }),
-    svg('text', { x: LEFT - 4, y: 10, class: 'tick', 'text-anchor': 'end' }, tickText(max)),
-    svg('text', { x: LEFT - 4, y: plotHeight, class: 'tick', 'text-anchor': 'end' }, '0'),
-  );
+  const chart = svg('svg', { class: 'bars', role: 'img', 'aria-label': summary, preserveAspectRatio: 'none' });
   const allKeys = series.flatMap((s) => s.keys);
-  days.forEach((day, d) => {
-    const stacks = series.filter((s) => s.values[d] > 0).length;
-    const dayTotal = stacks > 1 ? `\n${dayLabel(day)}, all: ${valueText(totals[d], allKeys, d)}` : '';
-    let base = plotHeight;
-    for (const s of series) {
-      const height = (s.values[d] / max) * (plotHeight - 12);
-      if (height <= 0) continue;
-      base -= height;
-      chart.append(
-        svg(
-          'rect',
-          { x: LEFT + d * slot + slot * 0.15, y: base, width: slot * 0.7, height, fill: s.colour },
-          svg('title', {}, `${dayLabel(day)}, ${s.label}: ${valueText(s.values[d], s.keys, d)}${dayTotal}`),
-        ),
-      );
-    }
-    if (d % 7 === 0 || d === days.length - 1)
-      chart.append(
-        svg(
-          'text',
-          { x: LEFT + d * slot + slot / 2, y: HEIGHT - 4, class: 'tick', 'text-anchor': 'middle' },
-          dayLabel(day),
-        ),
-      );
-  });
+  // Drawn at the width it is shown at (one user unit a CSS pixel), so that labels keep their
+  // size on a phone instead of being squeezed with the bars; redrawn when that width changes.
+  const draw = (width) => {
+    const slot = (width - LEFT) / days.length;
+    const plotHeight = HEIGHT - BOTTOM;
+    chart.setAttribute('viewBox', `0 0 ${width} ${HEIGHT}`);
+    chart.replaceChildren(
+      svg('line', { x1: LEFT, x2: width, y1: plotHeight, y2: plotHeight, class: 'axis' }),
+      svg('text', { x: LEFT - 4, y: 10, class: 'tick', 'text-anchor': 'end' }, tickText(max)),
+      // The axis's unit beside its top figure, inside the plot (the bars stop 12 below the top).
+      svg('text', { x: LEFT + 4, y: 10, class: 'tick unit', 'text-anchor': 'start' }, unit),
+      svg('text', { x: LEFT - 4, y: plotHeight, class: 'tick', 'text-anchor': 'end' }, '0'),
+    );
+    // A date every week, and the last day's; a weekly one too close to the last is left out.
+    const labelEvery = Math.max(7, Math.ceil(DAY_LABEL_WIDTH / slot));
+    const labelled = (d) =>
+      d === days.length - 1 || (d % labelEvery === 0 && (days.length - 1 - d) * slot >= DAY_LABEL_WIDTH);
+    days.forEach((day, d) => {
+      const stacks = series.filter((s) => s.values[d] > 0).length;
+      const dayTotal = stacks > 1 ? `\n${dayLabel(day)}, all: ${valueText(totals[d], allKeys, d)}` : '';
+      let base = plotHeight;
+      for (const s of series) {
+        const height = (s.values[d] / max) * (plotHeight - 12);
+        if (height <= 0) continue;
+        base -= height;
+        chart.append(
+          svg(
+            'rect',
+            { x: LEFT + d * slot + slot * 0.15, y: base, width: slot * 0.7, height, fill: s.colour },
+            svg('title', {}, `${dayLabel(day)}, ${s.label}: ${valueText(s.values[d], s.keys, d)}${dayTotal}`),
+          ),
+        );
+      }
+      if (labelled(d))
+        chart.append(
+          svg(
+            'text',
+            {
+              x: d === days.length - 1 ? width - 2 : LEFT + d * slot + slot / 2,
+              y: HEIGHT - 4,
+              class: 'tick',
+              'text-anchor': d === days.length - 1 ? 'end' : 'middle',
+            },
+            dayLabel(day),
+          ),
+        );
+    });
+  };
+  draw(WIDTH);
+  new ResizeObserver(([entry]) => {
+    const width = Math.round(entry.contentRect.width);
+    if (width > LEFT && String(width) !== chart.viewBox.baseVal.width.toString()) draw(width);
+  }).observe(chart);
   const legend = h(
     'ul',
     { className: 'legend', 'aria-label': `Totals: ${summary}` },

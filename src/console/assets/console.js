@@ -3,7 +3,7 @@ import { ApiError, getJson, keyStore, reconcile, streamLedger } from '/console/a
 import { addDays, dayOf, display, zone } from '/console/format.js';
 import { applyList, setUpList, startOf } from '/console/list.js';
 import { budgetsView, clientsView, companyView, priceNote } from '/console/spend.js';
-import { dayView, errorsChart, lastDays, refusalsChart, spendChart } from '/console/trends.js';
+import { dayView, errorsChart, lastDays, latestTroubledDay, refusalsChart, spendChart } from '/console/trends.js';
 import { mark, renderNow } from '/console/now.js';
 import { entriesView, h, note, reportView, table, time } from '/console/views.js';
 
@@ -58,6 +58,8 @@ async function loadMoney() {
     $('tomans-choice').hidden = display.price?.currency !== 'IRR';
     $('zone-note').textContent =
       `Times in ${zone()}${display.calendar === 'persian' && !display.utc ? ', Persian calendar' : ''}.`;
+    // Nothing to switch to where the budgets' zone is UTC already (a checkbox that reads as broken).
+    [$('utc-choice').hidden, $('utc-instead').textContent] = [display.budgetZone === 'UTC', display.budgetZone];
     showIn('price-note', priceNote());
     showIn('company-view', companyView(forecast));
     showIn('clients', clientsView(forecast, []));
@@ -122,7 +124,7 @@ function drawTrends() {
   showIn('spend-trend', spendChart(trends, days, $('trend-measure').value));
   showIn('errors-trend', errorsChart(trends, days));
   showIn('refusals-trend', refusalsChart(trends, days));
-  const day = $('trend-day').value || addDays(today(), -1);
+  const day = $('trend-day').value || latestTroubledDay(trends, days);
   $('trend-day').value = day;
   showIn('day-detail', dayView(trends, day));
 }

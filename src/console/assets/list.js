@@ -43,9 +43,7 @@ function row(inquiry) {
       : display.price
         ? 'no price recorded'
         : '';
-  return h(
-    'tr',
-    { 'data-track-id': inquiry.trackId, 'data-status': inquiry.status },
+  const cells = [
     h('td', {}, open),
     h('td', { className: 'when' }, time(inquiry.createdAt)),
     h('td', {}, inquiry.clientId),
@@ -59,12 +57,27 @@ function row(inquiry) {
     h(
       'td',
       { className: 'num', 'data-field': 'spent' },
-      unitsText(inquiry.spentUnits),
+      `${unitsText(inquiry.spentUnits)} ${inquiry.spentUnits === 1 ? 'unit' : 'units'}`,
       money ? h('span', { className: 'money' }, money) : null,
     ),
     h('td', {}, upstreamText(inquiry)),
-  );
+  ];
+  // Each cell names its column: on a phone the rows are cards (reports.css), the header hidden.
+  columns().forEach((column, i) => cells[i].setAttribute('data-label', column));
+  return h('tr', { 'data-track-id': inquiry.trackId, 'data-status': inquiry.status }, ...cells);
 }
+
+/** The list's columns; spent is in units, with its money below when a price is known. */
+const columns = () => [
+  'inquiry',
+  'made',
+  'client',
+  'operation',
+  'status',
+  'charged',
+  display.price ? 'spent (units, money)' : 'spent (units)',
+  'upstream',
+];
 
 function render(answer) {
   const page = state.cursors.length;
@@ -83,22 +96,7 @@ function render(answer) {
       { id: 'list-summary', className: 'note' },
       `Page ${page + 1}: ${answer.inquiries.length} inquiries, newest first; times in ${zone()}.`,
     ),
-    answer.inquiries.length
-      ? table(
-          [
-            'inquiry',
-            'made',
-            'client',
-            'operation',
-            'status',
-            'charged',
-            display.price ? 'spent (money)' : 'spent (units)',
-            'upstream',
-          ],
-          answer.inquiries.map(row),
-          'Inquiries',
-        )
-      : note('No inquiry matches.'),
+    answer.inquiries.length ? table(columns(), answer.inquiries.map(row), 'Inquiries') : note('No inquiry matches.'),
     h('div', { className: 'pager' }, previous, next, ...downloads),
   );
 }

@@ -83,6 +83,7 @@ export function spendChart(answer, days, measureName) {
     dayLabel: (day) => dayText(day, true),
     valueText: money ? spendText(shown, days, answer.currency) : measure.text,
     tickText: unitsText,
+    unit: `${measure.label} per day`,
     summary: `${measure.label} per day (${answer.timeZone})${money ? ' and their money at the prices recorded' : ''}, top clients and the rest, last 30 days`,
   });
   const apart = money ? apartNote(money) : null;
@@ -107,6 +108,7 @@ export function errorsChart(answer, days) {
     series,
     dayLabel: (day) => dayText(day, true),
     valueText: unitsText,
+    unit: 'inquiries per day',
     summary: `failed and unknown inquiries per day (${answer.timeZone}), top clients and the rest`,
   });
 }
@@ -165,7 +167,10 @@ export function dayView(answer, day) {
     ),
     ...refusedOn(answer, day),
   ];
-  if (rows.length === 0) return note(`Nothing went wrong on ${dayText(day)}.`);
+  if (rows.length === 0)
+    return note(
+      `Nothing went wrong on ${dayText(day)}; the charts above cover 30 days: pick another day to see its details.`,
+    );
   return table(
     ['client', 'outcome', 'upstream code: message', 'inquiries'],
     rows,
@@ -195,6 +200,19 @@ function refusedOn(answer, day) {
           ),
         ),
     );
+}
+
+/**
+ * The day whose details are shown first: the latest of `days` with anything gone wrong (failed,
+ * unknown or refused), else the last of them (today); never a quiet yesterday under a busy today.
+ */
+export function latestTroubledDay(answer, days) {
+  const troubled = new Set(
+    answer.rows
+      .filter((row) => row.failed + row.unknown + (row.refusedBudget ?? 0) + (row.refusedQuota ?? 0) > 0)
+      .map((row) => row.day),
+  );
+  return [...days].reverse().find((day) => troubled.has(day)) ?? days[days.length - 1];
 }
 
 /** The 30 civil days ending with `today` (in the zone the trends were counted in). */

@@ -74,10 +74,13 @@ const ENTRY_FIELDS = [
 export const spentOf = (entry) => (entry.charged === 'no' ? 0 : entry.costUnits);
 
 /** The upstream's code with its message: `15: National code and mobile do not match`. */
+/** The upstream's code and message; its code 0 (success) said in words, not a bare "0". */
 export const upstreamText = (entry) =>
   entry.upstreamCode === undefined
     ? '–'
-    : `${entry.upstreamCode}${entry.upstreamMessage ? `: ${entry.upstreamMessage}` : ''}`;
+    : entry.upstreamCode === 0
+      ? 'ok (0)'
+      : `${entry.upstreamCode}${entry.upstreamMessage ? `: ${entry.upstreamMessage}` : ''}`;
 
 function entryCell(field, value, entry) {
   if (field === 'createdAt' || field === 'completedAt') return h('td', {}, time(value));

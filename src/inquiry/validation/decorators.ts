@@ -25,7 +25,7 @@ export const MESSAGES = {
   nationalCode: 'must be a 10-digit Iranian national code with a valid check digit',
   mobile:
     'must be an Iranian mobile number: 09xxxxxxxxx, +989xxxxxxxxx, 989xxxxxxxxx or 9xxxxxxxxx (spaces and dashes allowed)',
-  iban: 'must be an Iranian IBAN: IR followed by 24 digits with a valid ISO 13616 checksum',
+  iban: 'must be an Iranian IBAN: IR followed by 24 digits with a valid ISO 13616 checksum (spaces and lower case allowed)',
   requestHandlingType: `must be one of: ${REQUEST_HANDLING_TYPES.join(', ')}`,
   unknownField: 'is not allowed',
   trackId: 'may not be sent; the gateway stamps the trackId',
