@@ -148,3 +148,60 @@ describe('GET with the trackId in the path, a boolean', () => {
     expect(asked()).toBe(PER_MINUTE);
   }, 60_000);
 });
+
+describe('with BUDGETS: what a learned answer gives back, on Redis', () => {
+  let gateway: GatewayProcess;
+  beforeAll(async () => {
+    await processes.killAll();
+    const budgets = [{ clientId: TEST_CLIENTS.full.clientId, daily: 100 }];
+    [gateway] = await Promise.all([
+      processes.start({
+        UPSTREAM_BASE_URL: sim.baseUrl,
+        REDIS_URL: redis.url,
+        REDIS_KEY_PREFIX: 'track-c',
+        LEDGER_DATABASE_URL: postgres.url,
+        UPSTREAM_TIMEOUT_MS: '1000',
+        UPSTREAM_ADVANCED_TIMEOUT_MS: '1000',
+        BUDGETS: JSON.stringify(budgets),
+        UPSTREAM_TRACKING: JSON.stringify({ ...TRACKING_SHAPES.statusInBody, afterSeconds: 1, perMinute: 60 }),
+      }),
+    ]);
+  }, 120_000);
+
+  const spent = async (): Promise<number> => {
+    const res = await callGateway(gateway.url, 'GET', '/v1/budget', { apiKey: KEY });
+    expect(res.status).toBe(200);
+    return (res.body.budgets as Array<{ spentUnits: number }>)[0].spentUnits;
+  };
+  const reserved = async (trackId: string): Promise<number> => {
+    const [row] = await db.query<{ reserved_units: number }>(
+      `SELECT reserved_units FROM ledger_entries WHERE track_id = $1 AND kind = 'reconciled'`,
+      [trackId],
+    );
+    return row.reserved_units;
+  };
+  const moved = (trackId: string) =>
+    until(
+      () => db.query('SELECT 1 FROM ledger_budget_moves WHERE track_id = $1', [trackId]),
+      (rows) => rows.length > 0,
+    );
+
+  it('an unknown learned not charged gives back exactly its reserved units, once; one learned charged, nothing', async () => {
+    const start = await spent();
+    const charged = await unknownInquiry(gateway);
+    const notCharged = await unknownInquiry(gateway, true);
+    const held = await spent();
+    expect(await resolved(gateway, charged)).toMatchObject({ status: 'succeeded', resolvedBy: 'tracking' });
+    expect(await resolved(gateway, notCharged)).toMatchObject({ status: 'failed', resolvedBy: 'tracking' });
+    await Promise.all([moved(charged), moved(notCharged)]);
+    const units = [await reserved(charged), await reserved(notCharged)];
+    expect(units[0]).toBeGreaterThan(0);
+    expect(held).toBe(start + units[0] + units[1]);
+    expect(await spent()).toBe(start + units[0]);
+    // Each round sends the moves left unsent again: two more rounds (a second each) give nothing more.
+    const rounds = sim.tracking.questions.length;
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect(sim.tracking.questions.length).toBe(rounds);
+    expect(await spent()).toBe(start + units[0]);
+  }, 60_000);
+});
