@@ -1,7 +1,7 @@
 import { Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import type { ResolutionMoves } from '../ledger/resolution-moves.js';
 import type { QuestionLimiter } from './question-limiter.js';
-import { ASK_FOR_HOURS, type TrackingBook, type TrackingCandidate } from './tracking-book.js';
+import { ASK_FOR_HOURS, type Lease, type TrackingBook, type TrackingCandidate } from './tracking-book.js';
 import type { TrackingConfig } from './tracking-config.js';
 import type { TrackingMetrics } from './tracking-metrics.js';
 import type { TrackingQuestions } from './tracking-questions.js';
@@ -105,26 +105,26 @@ export class Tracker implements OnApplicationBootstrap {
     const due = await this.book.due(config.afterSeconds, Math.min(MAX_ROUND, config.perMinute));
     for (const candidate of due) {
       if (this.stopped) return;
-      const asked = await this.book.lease(candidate, service.leaseSeconds);
-      if (asked === undefined) continue;
+      const lease = await this.book.lease(candidate, service.leaseSeconds);
+      if (lease === undefined) continue;
       if (!(await limiter.take())) {
-        await this.book.release(candidate.trackId);
+        await this.book.release(lease);
         return;
       }
-      await this.askAbout(candidate, asked, config, service);
+      await this.askAbout(candidate, lease, config, service);
     }
   }
 
   private async askAbout(
     candidate: TrackingCandidate,
-    questions: number,
+    lease: Lease,
     config: TrackingConfig,
     service: TrackingQuestions,
   ): Promise<void> {
     const answer = await service.ask(candidate.trackId);
     this.metrics.questions.inc({ result: answer.result });
     if (answer.learned === undefined) {
-      await this.book.unanswered(candidate.trackId, answer.result, backoffSeconds(config.afterSeconds, questions + 1));
+      await this.book.unanswered(lease, answer.result, backoffSeconds(config.afterSeconds, lease.questions + 1));
       return;
     }
     if (await this.book.learned(candidate.trackId, answer.result, answer.learned === 'yes')) {
