@@ -5,12 +5,14 @@
  * timeout after processing (charged, or not when its supplier fails), and the replicas ask about
  * it once it is afterSeconds (1) old.
  */
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { PgLedgerDatabase } from '../src/ledger/ledger-database.js';
 import { SHAHKAR } from './support/fixtures.js';
 import { GatewayProcesses, type GatewayProcess } from './support/gateway-process.js';
 import { callGateway, TEST_CLIENTS } from './support/gateway.js';
 import { PostgresServer } from './support/postgres-server.js';
+import { rawTcpServer } from './support/raw-tcp-server.js';
 import { RedisServer } from './support/redis-server.js';
 import { TRACKING_SHAPES } from './upstream-simulator/tracking-service.js';
 import { CHECK_SHAHKAR_PATH, DEFAULT_SUPPLIERS, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
@@ -203,5 +205,49 @@ describe('with BUDGETS: what a learned answer gives back, on Redis', () => {
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     expect(sim.tracking.questions.length).toBe(rounds);
     expect(await spent()).toBe(start + units[0]);
+  }, 60_000);
+});
+
+describe('GET /v1/inquiries on an unknown record, the ledger stalled', () => {
+  let gateway: GatewayProcess;
+  let stalled = false;
+  const clients = new Set<net.Socket>();
+  let proxy: Awaited<ReturnType<typeof rawTcpServer>>;
+  beforeAll(async () => {
+    await processes.killAll();
+    // The ledger behind a proxy that can stop passing bytes: PostgreSQL that answers nothing.
+    const port = Number(new URL(postgres.url).port);
+    proxy = await rawTcpServer((client) => {
+      const server = net.connect(port, '127.0.0.1');
+      server.on('error', () => client.destroy());
+      client.on('close', () => server.destroy());
+      clients.add(client);
+      client.on('close', () => clients.delete(client));
+      if (stalled) client.pause();
+      client.pipe(server).pipe(client);
+    });
+    const ledger = postgres.url.replace(`:${port}/`, `:${new URL(proxy.url).port}/`);
+    gateway = await processes.start({
+      UPSTREAM_BASE_URL: sim.baseUrl,
+      REDIS_URL: redis.url,
+      REDIS_KEY_PREFIX: 'track-d',
+      LEDGER_DATABASE_URL: ledger,
+      UPSTREAM_TIMEOUT_MS: '1000',
+      UPSTREAM_ADVANCED_TIMEOUT_MS: '1000',
+    });
+  }, 120_000);
+  afterAll(() => proxy?.close());
+
+  it('answers from the record within a bound, neither hanging nor failing', async () => {
+    const trackId = await unknownInquiry(gateway);
+    expect((await read(gateway, trackId)).status).toBe('unknown');
+    stalled = true;
+    for (const client of clients) client.pause();
+    const started = Date.now();
+    const answer = await callGateway(gateway.url, 'GET', `/v1/inquiries/${trackId}`, { apiKey: KEY });
+    expect({ status: answer.status, inquiry: answer.body.status }).toEqual({ status: 200, inquiry: 'unknown' });
+    expect(Date.now() - started).toBeLessThan(3_000);
+    stalled = false;
+    for (const client of clients) client.resume();
   }, 60_000);
 });
