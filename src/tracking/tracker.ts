@@ -12,6 +12,11 @@ const MAX_ROUND = 100;
 export const MAX_BACKOFF_SECONDS = 1_800;
 /** How often the gauge of unknowns older than a day is refreshed. */
 const GAUGE_EVERY_MS = 60_000;
+/**
+ * How long stop() waits for the round under way: a ledger or upstream that stopped answering
+ * does not hold back the shutdown steps after it (test/tracking-shutdown.integration.spec.ts).
+ */
+export const TRACKER_STOP_MS = 5_000;
 
 /**
  * Seconds before an inquiry is asked about again after `questions` answers that taught nothing:
@@ -61,11 +66,14 @@ export class Tracker implements OnApplicationBootstrap {
     this.schedule(0);
   }
 
-  /** Ends the rounds; resolves once the round under way (at most one question) is over. */
+  /** Ends the rounds; resolves once the round under way (at most one question) is over, or after TRACKER_STOP_MS. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.round;
+    let bound: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (bound = setTimeout(resolve, TRACKER_STOP_MS)));
+    await Promise.race([this.round, late]);
+    clearTimeout(bound);
     await this.asking?.questions.close();
   }
 
