@@ -368,7 +368,22 @@ describe.each(ledgerEngines(() => server.url, 'ledger-store'))('the ledger store
     const recent = entry({ createdAt: '2039-12-20T00:00:00.000Z', data: { x: 2 } });
     await ensurePartitions(db, [new Date(old.createdAt), new Date(recent.createdAt), now]);
     await store.insert([old, recent]);
+    // The questions asked about each (the tracker's rows) go with the inquiry's entries, not before.
+    for (const inquiry of [old, recent]) {
+      await db.query('INSERT INTO ledger_tracking (track_id, created_at) VALUES ($1, $2)', [
+        inquiry.trackId,
+        inquiry.createdAt,
+      ]);
+    }
+    const tracked = async () =>
+      (
+        await db.query<{ track_id: string }>(
+          'SELECT track_id::text FROM ledger_tracking WHERE track_id = ANY($1::uuid[])',
+          [[old.trackId, recent.trackId]],
+        )
+      ).map((row) => row.track_id);
     const dropped = await dropExpiredPartitions(db, now, { entriesDays: 365, resultsDays: 90 });
+    expect(await tracked()).toHaveLength(2);
     expect(dropped).toContain('ledger_results_203906');
     expect(dropped).not.toContain('ledger_results_203912');
     expect(dropped).not.toContain('ledger_entries_203906');
@@ -382,6 +397,7 @@ describe.each(ledgerEngines(() => server.url, 'ledger-store'))('the ledger store
     });
     expect(later).toContain('ledger_entries_203906');
     expect(await store.facts(old.trackId)).toBeNull();
+    expect(await tracked()).toEqual([recent.trackId]);
     expect(monthStart(now, -1).toISOString()).toBe('2039-12-01T00:00:00.000Z');
   });
 });

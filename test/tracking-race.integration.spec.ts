@@ -70,4 +70,29 @@ describe.each(ledgerEngines(() => postgres.url, 'tracking-race'))('tracking and 
       } else expect(mine).toHaveLength(1);
     }
   }, 60_000);
+
+  it("a lease lost mid-question stays the next holder's: the late replica's release or backoff leaves it alone", async () => {
+    const entry = queuedEntry({ status: 'unknown', charged: 'possibly', completedAt: undefined });
+    await store.insert([entry]);
+    const book = new TrackingBook(store);
+    const candidate = { trackId: entry.trackId, createdAt: new Date(entry.createdAt) };
+    // Replica A's lease ends at once (a question slower than its lease); B takes it.
+    const a = await book.lease(candidate, 0);
+    const b = await book.lease(candidate, 60);
+    expect(a).toBeDefined();
+    expect(b).toBeDefined();
+    // A, late, gives its lease back: B still holds it, so C is refused.
+    await book.release(a!);
+    expect(await book.lease(candidate, 60)).toBeUndefined();
+    // A, late, records "nothing learned": neither B's lease nor the count of questions is A's to change.
+    await book.unanswered(a!, 'timeout', 1);
+    expect(await book.lease(candidate, 60)).toBeUndefined();
+    const [row] = await db.query<{ questions: number }>('SELECT questions FROM ledger_tracking WHERE track_id = $1', [
+      entry.trackId,
+    ]);
+    expect(row.questions).toBe(0);
+    // B's own release frees it.
+    await book.release(b!);
+    expect(await book.lease(candidate, 60)).toBeDefined();
+  });
 });

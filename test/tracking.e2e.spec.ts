@@ -5,12 +5,14 @@
  * timeout after processing (charged, or not when its supplier fails), and the replicas ask about
  * it once it is afterSeconds (1) old.
  */
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { PgLedgerDatabase } from '../src/ledger/ledger-database.js';
 import { SHAHKAR } from './support/fixtures.js';
 import { GatewayProcesses, type GatewayProcess } from './support/gateway-process.js';
 import { callGateway, TEST_CLIENTS } from './support/gateway.js';
 import { PostgresServer } from './support/postgres-server.js';
+import { rawTcpServer } from './support/raw-tcp-server.js';
 import { RedisServer } from './support/redis-server.js';
 import { TRACKING_SHAPES } from './upstream-simulator/tracking-service.js';
 import { CHECK_SHAHKAR_PATH, DEFAULT_SUPPLIERS, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
@@ -146,5 +148,106 @@ describe('GET with the trackId in the path, a boolean', () => {
     // Three rounds of every replica (a round a second) with unknowns due: none asks more.
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     expect(asked()).toBe(PER_MINUTE);
+  }, 60_000);
+});
+
+describe('with BUDGETS: what a learned answer gives back, on Redis', () => {
+  let gateway: GatewayProcess;
+  beforeAll(async () => {
+    await processes.killAll();
+    const budgets = [{ clientId: TEST_CLIENTS.full.clientId, daily: 100 }];
+    [gateway] = await Promise.all([
+      processes.start({
+        UPSTREAM_BASE_URL: sim.baseUrl,
+        REDIS_URL: redis.url,
+        REDIS_KEY_PREFIX: 'track-c',
+        LEDGER_DATABASE_URL: postgres.url,
+        UPSTREAM_TIMEOUT_MS: '1000',
+        UPSTREAM_ADVANCED_TIMEOUT_MS: '1000',
+        BUDGETS: JSON.stringify(budgets),
+        UPSTREAM_TRACKING: JSON.stringify({ ...TRACKING_SHAPES.statusInBody, afterSeconds: 1, perMinute: 60 }),
+      }),
+    ]);
+  }, 120_000);
+
+  const spent = async (): Promise<number> => {
+    const res = await callGateway(gateway.url, 'GET', '/v1/budget', { apiKey: KEY });
+    expect(res.status).toBe(200);
+    return (res.body.budgets as Array<{ spentUnits: number }>)[0].spentUnits;
+  };
+  const reserved = async (trackId: string): Promise<number> => {
+    const [row] = await db.query<{ reserved_units: number }>(
+      `SELECT reserved_units FROM ledger_entries WHERE track_id = $1 AND kind = 'reconciled'`,
+      [trackId],
+    );
+    return row.reserved_units;
+  };
+  const moved = (trackId: string) =>
+    until(
+      () => db.query('SELECT 1 FROM ledger_budget_moves WHERE track_id = $1', [trackId]),
+      (rows) => rows.length > 0,
+    );
+
+  it('an unknown learned not charged gives back exactly its reserved units, once; one learned charged, nothing', async () => {
+    const start = await spent();
+    const charged = await unknownInquiry(gateway);
+    const notCharged = await unknownInquiry(gateway, true);
+    const held = await spent();
+    expect(await resolved(gateway, charged)).toMatchObject({ status: 'succeeded', resolvedBy: 'tracking' });
+    expect(await resolved(gateway, notCharged)).toMatchObject({ status: 'failed', resolvedBy: 'tracking' });
+    await Promise.all([moved(charged), moved(notCharged)]);
+    const units = [await reserved(charged), await reserved(notCharged)];
+    expect(units[0]).toBeGreaterThan(0);
+    expect(held).toBe(start + units[0] + units[1]);
+    expect(await spent()).toBe(start + units[0]);
+    // Each round sends the moves left unsent again: two more rounds (a second each) give nothing more.
+    const rounds = sim.tracking.questions.length;
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect(sim.tracking.questions.length).toBe(rounds);
+    expect(await spent()).toBe(start + units[0]);
+  }, 60_000);
+});
+
+describe('GET /v1/inquiries on an unknown record, the ledger stalled', () => {
+  let gateway: GatewayProcess;
+  let stalled = false;
+  const clients = new Set<net.Socket>();
+  let proxy: Awaited<ReturnType<typeof rawTcpServer>>;
+  beforeAll(async () => {
+    await processes.killAll();
+    // The ledger behind a proxy that can stop passing bytes: PostgreSQL that answers nothing.
+    const port = Number(new URL(postgres.url).port);
+    proxy = await rawTcpServer((client) => {
+      const server = net.connect(port, '127.0.0.1');
+      server.on('error', () => client.destroy());
+      client.on('close', () => server.destroy());
+      clients.add(client);
+      client.on('close', () => clients.delete(client));
+      if (stalled) client.pause();
+      client.pipe(server).pipe(client);
+    });
+    const ledger = postgres.url.replace(`:${port}/`, `:${new URL(proxy.url).port}/`);
+    gateway = await processes.start({
+      UPSTREAM_BASE_URL: sim.baseUrl,
+      REDIS_URL: redis.url,
+      REDIS_KEY_PREFIX: 'track-d',
+      LEDGER_DATABASE_URL: ledger,
+      UPSTREAM_TIMEOUT_MS: '1000',
+      UPSTREAM_ADVANCED_TIMEOUT_MS: '1000',
+    });
+  }, 120_000);
+  afterAll(() => proxy?.close());
+
+  it('answers from the record within a bound, neither hanging nor failing', async () => {
+    const trackId = await unknownInquiry(gateway);
+    expect((await read(gateway, trackId)).status).toBe('unknown');
+    stalled = true;
+    for (const client of clients) client.pause();
+    const started = Date.now();
+    const answer = await callGateway(gateway.url, 'GET', `/v1/inquiries/${trackId}`, { apiKey: KEY });
+    expect({ status: answer.status, inquiry: answer.body.status }).toEqual({ status: 200, inquiry: 'unknown' });
+    expect(Date.now() - started).toBeLessThan(3_000);
+    stalled = false;
+    for (const client of clients) client.resume();
   }, 60_000);
 });

@@ -17,6 +17,12 @@ export interface InquiryView {
 
 /** How early a timer may fire by Date.now(); a wait that ended sooner than this before its time was cut short. */
 const EARLY_TIMER_MS = 50;
+/**
+ * How long an `unknown` record waits for the ledger's resolution over it: a stalled ledger
+ * leaves the record answering as it stands (test/tracking.e2e.spec.ts, 'answers from the
+ * record within a bound').
+ */
+const RESOLUTION_READ_MS = 1_000;
 
 /**
  * `GET /v1/inquiries/{trackId}`, with its long-poll (`Prefer: wait`). Only the client that made
@@ -74,15 +80,27 @@ export class InquiryReads {
   /**
    * The Redis record, or the ledger's once it is gone. An `unknown` record may have been resolved
    * since by the provider's tracking service or list (docs/api.md §8): the ledger's resolution is
-   * read over it; the ledger unreachable, the record answers as it stands.
+   * read over it; the ledger unreachable or slower than RESOLUTION_READ_MS, the record answers
+   * as it stands.
    */
   private async current(id: string): Promise<InquiryRecord | null> {
     const record = await this.records.get(id);
     if (record === null) return this.ledgerReads.inquiry(id);
     if (statusNow(record) !== 'unknown') return record;
-    const resolved = await this.ledgerReads.inquiry(id).catch(() => null);
+    const resolved = await this.withinBound(this.ledgerReads.inquiry(id));
     if (resolved?.resolvedBy === undefined || resolved.clientId !== record.clientId) return record;
     return { ...record, status: resolved.status, resolvedBy: resolved.resolvedBy };
+  }
+
+  /** The ledger's answer, or null once it failed or RESOLUTION_READ_MS passed. */
+  private async withinBound<T>(read: Promise<T>): Promise<T | null> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), RESOLUTION_READ_MS)));
+    try {
+      return await Promise.race([read.catch(() => null), late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private visible(caller: Caller, record: InquiryRecord | null): InquiryRecord {

@@ -94,7 +94,8 @@ export async function ensurePartitions(db: LedgerDatabase, instants: Iterable<Da
 /**
  * Retention (docs/operations.md, "Ledger"): drops every monthly partition whose whole month
  * lies before `now` minus the retention (entries) or the result retention (sealed data).
- * A DROP of a whole partition, cheap at any size; no row is updated or deleted.
+ * A DROP of a whole partition, cheap at any size; no entry is updated or deleted. The
+ * tracker's rows (ledger_tracking, unpartitioned) of the dropped months are deleted with them.
  */
 export async function dropExpiredPartitions(
   db: LedgerDatabase,
@@ -119,6 +120,8 @@ export async function dropExpiredPartitions(
       const end = monthStart(new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, 1)), 1);
       if (end <= cutoffs[table]) {
         await db.query(`DROP TABLE IF EXISTS ${name}`);
+        // The tracker's questions about those inquiries go with their entries (a few rows).
+        if (table === 'ledger_entries') await db.query('DELETE FROM ledger_tracking WHERE created_at < $1', [end]);
         dropped.push(name);
       }
     }

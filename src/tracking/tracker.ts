@@ -1,7 +1,7 @@
 import { Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import type { ResolutionMoves } from '../ledger/resolution-moves.js';
 import type { QuestionLimiter } from './question-limiter.js';
-import { ASK_FOR_HOURS, type TrackingBook, type TrackingCandidate } from './tracking-book.js';
+import { ASK_FOR_HOURS, type Lease, type TrackingBook, type TrackingCandidate } from './tracking-book.js';
 import type { TrackingConfig } from './tracking-config.js';
 import type { TrackingMetrics } from './tracking-metrics.js';
 import type { TrackingQuestions } from './tracking-questions.js';
@@ -12,6 +12,11 @@ const MAX_ROUND = 100;
 export const MAX_BACKOFF_SECONDS = 1_800;
 /** How often the gauge of unknowns older than a day is refreshed. */
 const GAUGE_EVERY_MS = 60_000;
+/**
+ * How long stop() waits for the round under way: a ledger or upstream that stopped answering
+ * does not hold back the shutdown steps after it (test/tracking-shutdown.integration.spec.ts).
+ */
+export const TRACKER_STOP_MS = 5_000;
 
 /**
  * Seconds before an inquiry is asked about again after `questions` answers that taught nothing:
@@ -61,11 +66,14 @@ export class Tracker implements OnApplicationBootstrap {
     this.schedule(0);
   }
 
-  /** Ends the rounds; resolves once the round under way (at most one question) is over. */
+  /** Ends the rounds; resolves once the round under way (at most one question) is over, or after TRACKER_STOP_MS. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.round;
+    let bound: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (bound = setTimeout(resolve, TRACKER_STOP_MS)));
+    await Promise.race([this.round, late]);
+    clearTimeout(bound);
     await this.asking?.questions.close();
   }
 
@@ -105,26 +113,26 @@ export class Tracker implements OnApplicationBootstrap {
     const due = await this.book.due(config.afterSeconds, Math.min(MAX_ROUND, config.perMinute));
     for (const candidate of due) {
       if (this.stopped) return;
-      const asked = await this.book.lease(candidate, service.leaseSeconds);
-      if (asked === undefined) continue;
+      const lease = await this.book.lease(candidate, service.leaseSeconds);
+      if (lease === undefined) continue;
       if (!(await limiter.take())) {
-        await this.book.release(candidate.trackId);
+        await this.book.release(lease);
         return;
       }
-      await this.askAbout(candidate, asked, config, service);
+      await this.askAbout(candidate, lease, config, service);
     }
   }
 
   private async askAbout(
     candidate: TrackingCandidate,
-    questions: number,
+    lease: Lease,
     config: TrackingConfig,
     service: TrackingQuestions,
   ): Promise<void> {
     const answer = await service.ask(candidate.trackId);
     this.metrics.questions.inc({ result: answer.result });
     if (answer.learned === undefined) {
-      await this.book.unanswered(candidate.trackId, answer.result, backoffSeconds(config.afterSeconds, questions + 1));
+      await this.book.unanswered(lease, answer.result, backoffSeconds(config.afterSeconds, lease.questions + 1));
       return;
     }
     if (await this.book.learned(candidate.trackId, answer.result, answer.learned === 'yes')) {

@@ -21,6 +21,17 @@ const STANDING_UNKNOWN = `e.status = 'unknown' AND e.charged = 'possibly'
   AND NOT EXISTS (SELECT 1 FROM ledger_entries l WHERE l.track_id = e.track_id AND l.created_at = e.created_at
     AND ${FACT_RANK('l')} > ${FACT_RANK('e')})`;
 
+/** A replica's lease on asking about one inquiry: `until` (UTC, to the microsecond) names it. */
+export interface Lease {
+  trackId: string;
+  until: string;
+  /** How often the inquiry was asked about before. */
+  questions: number;
+}
+
+/** The row's lease is still the one that ended at $2 (a timestamp without zone, UTC). */
+const HELD_BY_2 = `leased_until = ($2::timestamp AT TIME ZONE 'UTC')`;
+
 /**
  * The questions' state in PostgreSQL (table ledger_tracking, migration 10), shared by every
  * replica on one clock (the database's now()): which unknowns are due, the lease that lets one
@@ -47,33 +58,37 @@ export class TrackingBook {
 
   /**
    * The lease: this replica asks about the inquiry until `seconds` from now, unless another holds
-   * it, its backoff has not ended, or it is resolved. Taken: how often it was asked before;
-   * else undefined.
+   * it, its backoff has not ended, or it is resolved. Taken: the lease (its end, exact, names it
+   * in every later write: a replica whose lease ran out mid-question changes nothing of the
+   * next holder's, test/tracking-race.integration.spec.ts) and how often it was asked before.
    */
-  async lease(candidate: TrackingCandidate, seconds: number): Promise<number | undefined> {
-    const rows = await this.store.db.query<{ questions: number }>(
+  async lease(candidate: TrackingCandidate, seconds: number): Promise<Lease | undefined> {
+    const rows = await this.store.db.query<{ questions: number; until: string }>(
       `INSERT INTO ledger_tracking AS t (track_id, created_at, leased_until)
        VALUES ($1, $2, now() + make_interval(secs => $3))
        ON CONFLICT (track_id) DO UPDATE SET leased_until = EXCLUDED.leased_until
        WHERE NOT t.done AND t.next_at <= now() AND t.leased_until <= now()
-       RETURNING t.questions`,
+       RETURNING t.questions, to_char(t.leased_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') AS until`,
       [candidate.trackId, candidate.createdAt, seconds],
     );
-    return rows[0]?.questions;
+    return rows[0] && { trackId: candidate.trackId, until: rows[0].until, questions: rows[0].questions };
   }
 
   /** Gives the lease back unasked (no question could be sent now). */
-  async release(trackId: string): Promise<void> {
-    await this.store.db.query(`UPDATE ledger_tracking SET leased_until = '-infinity' WHERE track_id = $1`, [trackId]);
+  async release(lease: Lease): Promise<void> {
+    await this.store.db.query(
+      `UPDATE ledger_tracking SET leased_until = '-infinity' WHERE track_id = $1 AND ${HELD_BY_2}`,
+      [lease.trackId, lease.until],
+    );
   }
 
   /** Nothing learned: asked again once `backoffSeconds` have passed. */
-  async unanswered(trackId: string, result: TrackingResult, backoffSeconds: number): Promise<void> {
+  async unanswered(lease: Lease, result: TrackingResult, backoffSeconds: number): Promise<void> {
     await this.store.db.query(
-      `UPDATE ledger_tracking SET questions = questions + 1, last_asked_at = now(), last_answer = $2,
-         next_at = now() + make_interval(secs => $3), leased_until = '-infinity'
-       WHERE track_id = $1`,
-      [trackId, result, backoffSeconds],
+      `UPDATE ledger_tracking SET questions = questions + 1, last_asked_at = now(), last_answer = $3,
+         next_at = now() + make_interval(secs => $4), leased_until = '-infinity'
+       WHERE track_id = $1 AND ${HELD_BY_2}`,
+      [lease.trackId, lease.until, result, backoffSeconds],
     );
   }
 
