@@ -551,7 +551,7 @@ describe('Helm chart', () => {
     [
       'a grace period shorter than preStop + the drain (45 s: it once passed)',
       ['--set', 'terminationGracePeriodSeconds=45'],
-      "terminationGracePeriodSeconds (45) must be larger than lifecycle.preStop.sleepSeconds (10) + the shutdown drain's bound, 2 x upstream.advancedTimeoutMs + 4 x upstream.timeoutMs + 19 s (119s)",
+      "terminationGracePeriodSeconds (45) must be larger than lifecycle.preStop.sleepSeconds (10) + the shutdown drain's bound, 2 x upstream.advancedTimeoutMs + 4 x upstream.timeoutMs + 34 s (134s)",
     ],
     ['no callers', ['--set', 'apiKeys.existingSecret='], 'no callers are configured'],
     [

@@ -423,14 +423,15 @@ would otherwise surface only as exit code 78 and a CrashLoopBackOff).
 {{- end }}
 {{- /* The drain's bound (src/inquiry/inquiry-deadline.ts): an advanced inquiry's deadline,
   2 x advancedTimeoutMs + 4 x timeoutMs + 2 s of token wait, + the 2 s deadline margin; then
-  three flushes of at most 5 s each (src/http/shutdown-sequence.ts): owed settlements, refusal
-  counts, the ledger queue. */}}
+  the bounded steps before the pools close (src/http/shutdown-sequence.ts): owed settlements,
+  the tracker's round and refusal counts (5 s each), webhook deliveries in flight (10 s), the
+  ledger queue (5 s). */}}
 {{- $timeoutMs := max (.Values.upstream.timeoutMs | int) 1 }}
 {{- $advancedMs := max (.Values.upstream.advancedTimeoutMs | int) $timeoutMs }}
-{{- $drainMs := add (mul 2 $advancedMs) (mul 4 $timeoutMs) 4000 15000 }}
+{{- $drainMs := add (mul 2 $advancedMs) (mul 4 $timeoutMs) 4000 30000 }}
 {{- $drainSeconds := div (add $drainMs 999) 1000 }}
 {{- if le (.Values.terminationGracePeriodSeconds | int) (add $sleep $drainSeconds | int) }}
-{{- fail (printf "terminationGracePeriodSeconds (%d) must be larger than lifecycle.preStop.sleepSeconds (%d) + the shutdown drain's bound, 2 x upstream.advancedTimeoutMs + 4 x upstream.timeoutMs + 19 s (%ds), or accepted inquiries are killed mid-call" (.Values.terminationGracePeriodSeconds | int) $sleep $drainSeconds) }}
+{{- fail (printf "terminationGracePeriodSeconds (%d) must be larger than lifecycle.preStop.sleepSeconds (%d) + the shutdown drain's bound, 2 x upstream.advancedTimeoutMs + 4 x upstream.timeoutMs + 34 s (%ds), or accepted inquiries are killed mid-call" (.Values.terminationGracePeriodSeconds | int) $sleep $drainSeconds) }}
 {{- end }}
 {{- end }}
 
