@@ -24,6 +24,19 @@ import ts from 'typescript';
  */
 const LAYERS: ReadonlyArray<{ name: string; paths: readonly string[] }> = [
   { name: 'vocabulary', paths: ['src/crypto/', 'src/vocabulary/'] },
+  {
+    // The operations' catalog and its field types: read by config at start and by every layer above.
+    name: 'catalog',
+    paths: [
+      'src/inquiry/catalog/',
+      'src/inquiry/validation/digits.ts',
+      'src/inquiry/validation/national-code.ts',
+      'src/inquiry/validation/mobile.ts',
+      'src/inquiry/validation/iban.ts',
+      'src/inquiry/validation/input-patterns.ts',
+      'src/upstream/inquiry-operation.ts',
+    ],
+  },
   { name: 'config', paths: ['src/config/', 'src/ledger/ledger-config.ts', 'src/reuse/reuse-config.ts'] },
   { name: 'problem', paths: ['src/problem/'] },
   { name: 'openapi', paths: ['src/openapi.ts'] },

@@ -2,6 +2,7 @@ import type { TracingConfig } from './tracing-config.js';
 import type { LedgerConfig } from '../ledger/ledger-config.js';
 import type { ReuseConfig } from '../reuse/reuse-config.js';
 import type { Secret } from './secret.js';
+import type { OperationDefinition } from '../inquiry/catalog/operation.js';
 import type { BudgetConfig, InquiryPriceTable } from './budget-config.js';
 
 /**
@@ -125,6 +126,8 @@ export interface AppConfig {
   inquiryWaits: { maxHeld: number };
   /** Spend budgets per client and calendar window (docs/api.md §6, "Budgets"). */
   budgets: BudgetConfig;
+  /** The operations offered (docs/api.md §7): the built-ins, then INQUIRY_OPERATIONS' entries. */
+  operations: readonly OperationDefinition[];
   /** Cost units of an inquiry (`INQUIRY_PRICES`), read through accounting/inquiry-prices.ts. */
   inquiryPrices: InquiryPriceTable;
   /** Reuse of paid answers per operation, and the key of the questions' hash (docs/api.md §2; reuse/reuse-config.ts). */

@@ -10,6 +10,7 @@ import { budgetConfigFrom, parseInquiryPrices } from './budget-config.js';
 import { jwtConfig, parseApiKeys } from './caller-config.js';
 import { parseEncryptionKeys, subjectHashConfig } from './key-rings.js';
 import { storeConfig } from './store-config.js';
+import { parseInquiryOperations } from '../inquiry/catalog/operations-config.js';
 import { ledgerConfigFrom } from '../ledger/ledger-config.js';
 import { reuseConfigFrom } from '../reuse/reuse-config.js';
 
@@ -29,6 +30,7 @@ const FILE_VARIABLES = [
   'SUBJECT_HASH_KEYS',
   'LEDGER_DATABASE_URL',
   'INQUIRY_REUSE',
+  'INQUIRY_OPERATIONS',
   'REUSE_HMAC_KEY',
 ] as const;
 
@@ -92,7 +94,8 @@ export function loadConfig(env: Env): AppConfig {
     );
   }
   const budgets = budgetConfigFrom(vars, resolved.BUDGETS_FILE, problems);
-  const inquiryPrices = parseInquiryPrices(vars.INQUIRY_PRICES, problems);
+  const operations = parseInquiryOperations(resolved.INQUIRY_OPERATIONS, problems);
+  const inquiryPrices = parseInquiryPrices(vars.INQUIRY_PRICES, operations, problems);
   const ledger = ledgerConfigFrom(resolved, problems);
   const reuse = reuseConfigFrom(resolved, problems);
   if (!ledger.drain && store.mode === 'memory') {
@@ -140,6 +143,7 @@ export function loadConfig(env: Env): AppConfig {
     idempotency: { ttlSeconds: vars.IDEMPOTENCY_TTL_SECONDS },
     inquiryWaits: { maxHeld: vars.INQUIRY_MAX_HELD_WAITS },
     budgets,
+    operations,
     inquiryPrices,
     reuse,
     build: { commit: vars.BUILD_COMMIT ?? 'unknown' },
