@@ -1,5 +1,5 @@
 import { createPublicKey } from 'node:crypto';
-import { SCOPES, type ApiKeyEntry, type AppConfig } from './app-config.js';
+import { SCOPES, isScope, type ApiKeyEntry, type AppConfig } from './app-config.js';
 import type { EnvironmentVariables } from './environment.js';
 
 // The callers' slice of the configuration: API keys (API_KEYS) and JWT verification (JWT_*).
@@ -34,8 +34,8 @@ export function parseApiKeys(raw: string | undefined, problems: string[]): ApiKe
       problems.push(`${where}.keySha256: the same key is configured twice`);
     }
     const scopes = entry.scopes;
-    if (!Array.isArray(scopes) || !scopes.every((s) => (SCOPES as readonly unknown[]).includes(s))) {
-      problems.push(`${where}.scopes: must be an array of ${SCOPES.join(', ')}`);
+    if (!Array.isArray(scopes) || !scopes.every(isScope)) {
+      problems.push(`${where}.scopes: must be an array of ${SCOPES.join(', ')} or kyc:<operation>`);
     }
     const quota = entry.quotaPerMinute;
     if (quota !== undefined && !(Number.isInteger(quota) && (quota as number) > 0 && (quota as number) <= 1_000_000)) {

@@ -97,7 +97,11 @@ export function loadConfig(env: Env): AppConfig {
   const operations = parseInquiryOperations(resolved.INQUIRY_OPERATIONS, problems);
   const inquiryPrices = parseInquiryPrices(vars.INQUIRY_PRICES, operations, problems);
   const ledger = ledgerConfigFrom(resolved, problems);
-  const reuse = reuseConfigFrom(resolved, problems);
+  const reuse = reuseConfigFrom(
+    resolved,
+    operations.map((operation) => operation.name),
+    problems,
+  );
   if (!ledger.drain && store.mode === 'memory') {
     problems.push(
       'LEDGER_DRAIN: false needs Redis (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES): an in-process queue is drained by its own process only',

@@ -47,5 +47,15 @@ export interface OperationDefinition {
   builtIn: boolean;
 }
 
+/** An operation's name (docs/api.md §7): also what the ledger's filters accept, as old rows outlive a catalog. */
+export const OPERATION_NAME = /^[a-z][a-z0-9-]{1,39}$/;
+
+/** The route template of the operations the operator adds (one handler, the name a parameter). */
+export const ADDED_OPERATION_ROUTE = '/v1/kyc/:operation';
+
+/** The route template an operation's requests are labelled with (vgw_http_request_duration_seconds). */
+export const routeOf = (operation: Pick<OperationDefinition, 'name' | 'builtIn'>): string =>
+  operation.builtIn ? `/v1/kyc/${operation.name}` : ADDED_OPERATION_ROUTE;
+
 /** The scope an operation needs (docs/api.md §1, §7). */
-export const scopeOf = (operation: string): string => `kyc:${operation}`;
+export const scopeOf = (operation: string): `kyc:${string}` => `kyc:${operation}`;

@@ -1,6 +1,12 @@
 import { defineOperation, BUILT_IN_OPERATIONS } from './built-in-operations.js';
 import { tidy } from './field-type.js';
-import { FIELD_TYPE_NAMES, type FieldDeclaration, type FieldTypeName, type OperationDefinition } from './operation.js';
+import {
+  FIELD_TYPE_NAMES,
+  OPERATION_NAME as NAME,
+  type FieldDeclaration,
+  type FieldTypeName,
+  type OperationDefinition,
+} from './operation.js';
 import { DIGITS_LENGTH } from './types/digits.type.js';
 import { ENUM_VALUES } from './types/enum.type.js';
 import { TEXT_LENGTH } from './types/text.type.js';
@@ -8,7 +14,6 @@ import { TEXT_LENGTH } from './types/text.type.js';
 /** The limits of INQUIRY_OPERATIONS (docs/api.md §7). */
 export const CATALOG_LIMITS = { operations: 50, fields: 20, descriptionLength: 500 } as const;
 
-const NAME = /^[a-z][a-z0-9-]{1,39}$/;
 const UPSTREAM_PATH = /^\/api\/v5\/[A-Za-z0-9_/-]+$/;
 const FIELD_NAME = /^[a-zA-Z][a-zA-Z0-9]{0,39}$/;
 /** Body fields every inquiry has already: an operation cannot declare them. */

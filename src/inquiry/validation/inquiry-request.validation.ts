@@ -260,6 +260,17 @@ export function validateInquiryRequest<T extends object>(
   body: unknown,
   idempotencyKey: string | string[] | undefined,
 ): { body: T; idempotencyKey: string | undefined } {
+  return withIdempotencyKey(() => validateInquiryBody(dto, body), idempotencyKey);
+}
+
+/**
+ * A body's check and the `Idempotency-Key`'s together: one answer lists every bad field, the
+ * header included; the built-ins' DTOs and the catalog's operations alike.
+ */
+export function withIdempotencyKey<T>(
+  checkBody: () => T,
+  idempotencyKey: string | string[] | undefined,
+): { body: T; idempotencyKey: string | undefined } {
   const problems: ProblemException[] = [];
   const collect = <R>(check: () => R): R | undefined => {
     try {
@@ -270,7 +281,7 @@ export function validateInquiryRequest<T extends object>(
       return undefined;
     }
   };
-  const validBody = collect(() => validateInquiryBody(dto, body));
+  const validBody = collect(checkBody);
   const key = collect(() => validateIdempotencyKey(idempotencyKey));
   if (problems.length === 1) throw problems[0];
   if (problems.length > 1) throw ProblemException.validation(problems.flatMap((p) => p.errors ?? []));
