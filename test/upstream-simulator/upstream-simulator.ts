@@ -107,6 +107,7 @@
  *   (`{"a":{"a":…}}`, about 10 KB), or holds a string of `HUGE_DATA_BYTES` (32 MiB).
  */
 import { EventEmitter } from 'node:events';
+import { addedOperationAnswer } from './added-operations.js';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -142,6 +143,8 @@ export interface SimulatorOptions {
   inputOutcomes: Readonly<Record<string, InputOutcome>>;
   /** Clock in milliseconds; token expiry is measured with it. */
   now?: () => number;
+  /** Upstream paths of operations added to the gateway (added-operations.ts). */
+  addedPaths?: readonly string[];
 }
 
 export interface FaultSpec {
@@ -733,6 +736,8 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     app.post(GET_TOKEN_PATH, (request, reply) => this.handleApi('token', request, reply));
     app.post(CHECK_SHAHKAR_PATH, (request, reply) => this.handleApi('inquiry', request, reply));
     app.post(IBAN_INQUIRY_PATH, (request, reply) => this.handleApi('inquiry', request, reply));
+    for (const path of this.options.addedPaths ?? [])
+      app.post(path, (request, reply) => this.handleApi('inquiry', request, reply));
 
     this.registerControl(app);
     return app;
@@ -962,7 +967,8 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     if (handling !== 'standard' && handling !== 'advanced') {
       errors.push({ field: 'requestHandlingType', message: "requestHandlingType must be 'standard' or 'advanced'" });
     }
-    const required = path === CHECK_SHAHKAR_PATH ? ['nationalCode', 'mobileNumber'] : ['iban'];
+    const required =
+      path === CHECK_SHAHKAR_PATH ? ['nationalCode', 'mobileNumber'] : path === IBAN_INQUIRY_PATH ? ['iban'] : [];
     for (const field of required) {
       if (!isNonEmptyString(body[field]))
         errors.push({ field, message: `${field} is required and must be a non-empty string` });
@@ -1022,6 +1028,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
       if (this.inputOutcome(path, body) === 'no-match') return { isMatch: false };
       return { isMatch: this.shahkarMatcher(String(body.nationalCode), String(body.mobileNumber)) === true };
     }
+    if (path !== IBAN_INQUIRY_PATH) return addedOperationAnswer(body);
     const iban = String(body.iban);
     const digits = iban.replace(/\s+/g, '').toUpperCase();
     const bankName = BANKS[digits.slice(4, 7)] ?? 'Unknown Bank';
