@@ -75,7 +75,9 @@ export function loadConfig(env: Env): AppConfig {
   const bad = new Set(problems.map((p) => p.split(':')[0]));
 
   const store = storeConfig(vars, problems);
-  const apiKeys = bad.has('API_KEYS') ? [] : parseApiKeys(vars.API_KEYS, problems);
+  const operations = parseInquiryOperations(resolved.INQUIRY_OPERATIONS, problems);
+  const operationNames = operations.map((operation) => operation.name);
+  const apiKeys = bad.has('API_KEYS') ? [] : parseApiKeys(vars.API_KEYS, operationNames, problems);
   const jwt = jwtConfig(vars, problems);
   const storeEncryption = { keys: parseEncryptionKeys('STORE_ENCRYPTION_KEYS', vars.STORE_ENCRYPTION_KEYS, problems) };
   const subjectHash = subjectHashConfig(vars, storeEncryption.keys, problems);
@@ -94,14 +96,9 @@ export function loadConfig(env: Env): AppConfig {
     );
   }
   const budgets = budgetConfigFrom(vars, resolved.BUDGETS_FILE, problems);
-  const operations = parseInquiryOperations(resolved.INQUIRY_OPERATIONS, problems);
   const inquiryPrices = parseInquiryPrices(vars.INQUIRY_PRICES, operations, problems);
   const ledger = ledgerConfigFrom(resolved, problems);
-  const reuse = reuseConfigFrom(
-    resolved,
-    operations.map((operation) => operation.name),
-    problems,
-  );
+  const reuse = reuseConfigFrom(resolved, operationNames, problems);
   if (!ledger.drain && store.mode === 'memory') {
     problems.push(
       'LEDGER_DRAIN: false needs Redis (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES): an in-process queue is drained by its own process only',
