@@ -1,6 +1,6 @@
 import type { TracingConfig } from './tracing-config.js';
-import type { LedgerConfig } from '../ledger/ledger-config.js';
-import type { ReuseConfig } from '../reuse/reuse-config.js';
+import type { LedgerConfig } from './ledger-config.js';
+import type { ReuseConfig } from './reuse-config.js';
 import type { Secret } from './secret.js';
 import { OPERATION_NAME, type OperationDefinition } from '../inquiry/catalog/operation.js';
 import type { BudgetConfig, InquiryPriceTable } from './budget-config.js';

@@ -11,8 +11,8 @@ import { jwtConfig, parseApiKeys } from './caller-config.js';
 import { parseEncryptionKeys, subjectHashConfig } from './key-rings.js';
 import { storeConfig } from './store-config.js';
 import { parseInquiryOperations } from '../inquiry/catalog/operations-config.js';
-import { ledgerConfigFrom } from '../ledger/ledger-config.js';
-import { reuseConfigFrom } from '../reuse/reuse-config.js';
+import { ledgerConfigFrom } from './ledger-config.js';
+import { reuseConfigFrom } from './reuse-config.js';
 
 export { parseApiKeys } from './caller-config.js';
 

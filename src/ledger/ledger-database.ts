@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { Logger } from '@nestjs/common';
 import pg from 'pg';
-import { IN_MEMORY } from './ledger-config.js';
+import { IN_MEMORY } from '../config/ledger-config.js';
 import { DataDirLock } from './data-dir-lock.js';
 import type { WorkerError, WorkerOptions, WorkerReply, WorkerRequest } from './pglite-worker.js';
 

@@ -1,4 +1,4 @@
-import { toAsciiDigits } from '../validation/digits.js';
+import { toAsciiDigits } from './validators/digits.js';
 
 /**
  * One type of field an operation may take (docs/api.md §7): how a value is normalised, and

@@ -8,9 +8,9 @@ import { Transform } from 'class-transformer';
 import { ibanType } from '../catalog/types/iban.type.js';
 import { mobileType } from '../catalog/types/mobile.type.js';
 import { nationalCodeType } from '../catalog/types/national-code.type.js';
-import { normaliseIban } from './iban.js';
-import { normaliseIranianMobile } from './mobile.js';
-import { normaliseNationalCode } from './national-code.js';
+import { normaliseIban } from '../catalog/validators/iban.js';
+import { normaliseIranianMobile } from '../catalog/validators/mobile.js';
+import { normaliseNationalCode } from '../catalog/validators/national-code.js';
 import { REQUEST_HANDLING_TYPES, type RequestHandlingType } from '../inquiry-record.js';
 
 /**

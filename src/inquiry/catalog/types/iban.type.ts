@@ -1,5 +1,5 @@
-import { IBAN_PATTERN } from '../../validation/input-patterns.js';
-import { normaliseIban } from '../../validation/iban.js';
+import { IBAN_PATTERN } from '../validators/input-patterns.js';
+import { normaliseIban } from '../validators/iban.js';
 import { fromNormaliser } from '../field-type.js';
 
 /** `iban`: as the IBAN inquiry's (docs/api.md §2), on today's validator. */

@@ -1,5 +1,5 @@
-import { MOBILE_PATTERN } from '../../validation/input-patterns.js';
-import { normaliseIranianMobile } from '../../validation/mobile.js';
+import { MOBILE_PATTERN } from '../validators/input-patterns.js';
+import { normaliseIranianMobile } from '../validators/mobile.js';
 import { fromNormaliser } from '../field-type.js';
 
 /** `mobile`: as Shahkar's mobileNumber (docs/api.md §2), sent as `09…`, on today's validator. */

@@ -1,5 +1,5 @@
-import { NATIONAL_CODE_PATTERN } from '../../validation/input-patterns.js';
-import { normaliseNationalCode } from '../../validation/national-code.js';
+import { NATIONAL_CODE_PATTERN } from '../validators/input-patterns.js';
+import { normaliseNationalCode } from '../validators/national-code.js';
 import { fromNormaliser } from '../field-type.js';
 
 /** `nationalCode`: as Shahkar's (docs/api.md §2), on today's validator. */

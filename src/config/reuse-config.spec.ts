@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { ConfigError, loadConfig } from '../config/load-config.js';
+import { ConfigError, loadConfig } from './load-config.js';
 import { reuseConfigFrom } from './reuse-config.js';
 
 const KEY = 'reuse-hmac-key-0123456789abcdef0123456789';

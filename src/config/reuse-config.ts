@@ -1,4 +1,4 @@
-import { Secret } from '../config/secret.js';
+import { Secret } from './secret.js';
 
 /**
  * The reuse slice of the configuration (docs/api.md §2, "Reusing answers"): `INQUIRY_REUSE` /
