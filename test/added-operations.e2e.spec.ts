@@ -174,6 +174,9 @@ describe('refused before any credit', () => {
 
   it('answers 404 to a name not in the catalog (before the credential), 401 without one, 403 without its scope', async () => {
     expect((await ask('no-such-op', { a: '1' }, {}, '')).status).toBe(404);
+    expect((await callGateway(gateway.url, 'GET', '/v1/kyc/no-such-op')).status).toBe(404);
+    const wrong = await callGateway(gateway.url, 'GET', '/v1/kyc/card-to-iban');
+    expect([wrong.status, wrong.headers.get('allow')]).toEqual([405, 'POST']);
     expect(
       (await callGateway(gateway.url, 'POST', '/v1/kyc/card-to-iban', { json: { cardNumber: CARD.typed } })).status,
     ).toBe(401);
