@@ -79,7 +79,7 @@ const trackIds: string[] = [];
 
 beforeAll(async () => {
   redis = await RedisServer.start();
-  sim = new UpstreamSimulator({ credit: 1_000_000, addedPaths: OPERATIONS.map((o) => o.upstreamPath) });
+  sim = new UpstreamSimulator({ credit: 1_000_000, addedOperationPaths: OPERATIONS.map((o) => o.upstreamPath) });
   await sim.start(0);
   gateway = await startGateway(
     {

@@ -5,8 +5,10 @@
  * consumer makes a synchronous inquiry, an asynchronous one (202, then long-polls) and an
  * inquiry whose first answer is lost on the way back (the connection drops after the gateway
  * answered): the client's retry, with the same Idempotency-Key, gets the stored answer, and the
- * upstream charged every trackId once. The same install serves a CommonJS app too (the package
- * ships both builds): its TypeScript, compiled as CommonJS, `require`s the package and inquires.
+ * upstream charged every trackId once; and it asks for an operation a deployment adds, by name,
+ * its fields typed with OperationFields (a 404 here: this deployment lacks it). The same install
+ * serves a CommonJS app too (the package ships both builds): its TypeScript, compiled as
+ * CommonJS, `require`s the package and inquires.
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -22,7 +24,12 @@ const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 
 /** The consumer's code: what an app developer writes against the package. */
 const CONSUMER = `
-import { VerificationGatewayClient, type Result, type InquiryRecord } from '@verification-gateway/client';
+import {
+  VerificationGatewayClient,
+  type Result,
+  type InquiryRecord,
+  type OperationFields,
+} from '@verification-gateway/client';
 
 // No @types/node: the package's types must stand alone, as in a web or React Native app.
 declare const process: { env: Record<string, string | undefined> };
@@ -60,6 +67,19 @@ const flaky = new VerificationGatewayClient({
 });
 const retried = await flaky.iban({ iban: 'IR820540102680020817909002' });
 
+// 4. An operation a deployment adds, typed from its /docs-json (openapi-typescript's \`paths\`);
+// this gateway's catalog lacks it: a typed 404.
+interface DeploymentPaths {
+  '/v1/kyc/card-to-iban': {
+    post: { requestBody: { content: { 'application/json': { cardNumber: string; requestHandlingType?: 'advanced' } } } };
+  };
+}
+const card: OperationFields<DeploymentPaths, 'card-to-iban'> = { cardNumber: '6037991234567893' };
+const added = await client.inquire('card-to-iban', card);
+// @ts-expect-error: a built-in's name keeps its own fields
+const mistyped = () => client.inquire('shahkar', { cardNumber: '6037991234567893' });
+void mistyped;
+
 const summary = (r: Result<unknown>) => ({
   ok: r.ok,
   status: r.status,
@@ -69,7 +89,9 @@ const summary = (r: Result<unknown>) => ({
   attempts: r.attempts,
   data: r.ok ? r.data : r.problem,
 });
-console.log(JSON.stringify({ sync: summary(sync), settled: summary(settled), retried: summary(retried) }));
+console.log(
+  JSON.stringify({ sync: summary(sync), settled: summary(settled), retried: summary(retried), added: summary(added) }),
+);
 `;
 
 /** A CommonJS app (`"type": "commonjs"`): compiled to require() calls, no top-level await. */
@@ -211,7 +233,10 @@ describe('clients/typescript as a packed package in a consumer project', () => {
     } finally {
       sim.setSupplierLatency(0);
     }
-    const { sync, settled, retried } = JSON.parse(out) as Record<'sync' | 'settled' | 'retried', Summary>;
+    const { sync, settled, retried, added } = JSON.parse(out) as Record<
+      'sync' | 'settled' | 'retried' | 'added',
+      Summary
+    >;
 
     // Status and body first: on a failure the problem's code and detail show in the diff.
     expect({ status: sync.status, data: sync.data }).toMatchObject({ status: 200, data: { status: 'succeeded' } });
@@ -231,5 +256,8 @@ describe('clients/typescript as a packed package in a consumer project', () => {
       expect([trackId, sim.chargeCount(trackId)]).toEqual([trackId, 1]);
     }
     expect(sim.requests.filter((r) => r.trackId === retried.trackId)).toHaveLength(1);
+
+    // An added operation's name, typed by OperationFields: this deployment has no such route.
+    expect(added).toMatchObject({ ok: false, status: 404, data: { code: 'not_found' } });
   });
 });

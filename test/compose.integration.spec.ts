@@ -101,6 +101,31 @@ describe('compose.yaml (local stack)', () => {
     for (const name of Object.keys(simulator.environment!)) expect(main).toContain(`env.${name}`);
   });
 
+  it('copies into the simulator image every source its entry point imports (the Dockerfile and its .dockerignore)', () => {
+    const dockerfile = read('test/upstream-simulator/Dockerfile').replace(/\\\n\s*/g, ' ');
+    const copied = /^COPY (test\/upstream-simulator\/.+) \.\/test\/upstream-simulator\/$/m
+      .exec(dockerfile)![1]
+      .split(/\s+/);
+    const admitted = read('test/upstream-simulator/Dockerfile.dockerignore')
+      .split('\n')
+      .filter((line) => line.startsWith('!'))
+      .map((line) => line.slice(1));
+    // The entry point and what it imports, transitively, by relative path.
+    const sources = new Set<string>(['test/upstream-simulator/main.ts']);
+    for (const file of sources) {
+      for (const [, name] of read(file).matchAll(/from '\.\/([\w-]+)\.js'/g))
+        sources.add(`test/upstream-simulator/${name}.ts`);
+    }
+    expect(sources.size).toBeGreaterThan(1);
+    for (const source of sources) {
+      expect({ source, copied: copied.includes(source), admitted: admitted.includes(source) }).toEqual({
+        source,
+        copied: true,
+        admitted: true,
+      });
+    }
+  });
+
   it('builds and starts the simulator as its Dockerfile does, serving the compose credentials', async () => {
     const dockerfile = read('test/upstream-simulator/Dockerfile');
     // The Dockerfile's compile step, run here (node_modules linked in as `npm ci` installs it).

@@ -28,6 +28,16 @@ const VALID = [
   'replicaCount=1',
 ];
 
+/** One added operation (docs/api.md, "Operations the operator adds") on the command line, and its prices beside the built-ins'. */
+const OPERATION = [
+  '--set-json',
+  'operations=[{"name":"card-to-iban","upstreamPath":"/api/v5/KYC/CardToIban","fields":{"cardNumber":{"type":"cardNumber"}}}]',
+];
+const PRICED = [
+  '--set-json',
+  'budgets.prices={"shahkar":{"standard":1,"advanced":3},"iban":{"standard":1,"advanced":3},"card-to-iban":{"standard":2,"advanced":4}}',
+];
+
 type Container = { name: string; lifecycle?: { preStop?: Record<string, unknown> } };
 
 describe('Helm chart', () => {
@@ -171,6 +181,7 @@ describe('Helm chart', () => {
     expect(JSON.parse(inline.config.INQUIRY_PRICES)).toEqual({
       shahkar: { standard: 1, advanced: 3 },
       iban: { standard: 2, advanced: 4 },
+      'card-to-iban': { standard: 2, advanced: 5 },
     });
     expect(inline.config.BUDGETS).toBeUndefined();
 
@@ -182,6 +193,62 @@ describe('Helm chart', () => {
     expect(existing.objects.some((o) => o.metadata?.name === 'vgw-verification-gateway-budgets')).toBe(false);
     // No budgets configured: no file, no variable.
     expect(wiring('single-replica-memory-values.yaml').env).toBeUndefined();
+  });
+
+  it('mounts the added operations as INQUIRY_OPERATIONS_FILE from a ConfigMap and rolls the pods when they change', async () => {
+    type Source = { configMap?: { name: string; items: unknown[] } };
+    type Pod = {
+      metadata: { annotations: Record<string, string> };
+      spec: {
+        containers: Array<{ env: Array<{ name: string; value?: string }> }>;
+        volumes: Array<{ name: string; projected?: { sources: Source[] } }>;
+      };
+    };
+    const catalog = (objects: KubernetesObject[]) => {
+      const pod = deployment(objects).spec.template as unknown as Pod;
+      const map = objects.find((o) => o.metadata?.name === 'vgw-verification-gateway-operations') as
+        (KubernetesObject & { data: Record<string, string> }) | undefined;
+      return {
+        env: pod.spec.containers[0].env.find((e) => e.name === 'INQUIRY_OPERATIONS_FILE')?.value,
+        source: pod.spec.volumes
+          .find((v) => v.name === 'secrets')!
+          .projected!.sources.find((s) => s.configMap?.name === 'vgw-verification-gateway-operations'),
+        checksum: pod.metadata.annotations['checksum/operations'],
+        operations: map && (JSON.parse(map.data['operations.json']) as unknown),
+      };
+    };
+    const file = 'chart-secret-redis-url-values.yaml';
+    const added = catalog(rendered.get(file)!);
+    expect(added).toEqual({
+      env: '/var/run/secrets/verification-gateway/operations.json',
+      source: {
+        configMap: {
+          name: 'vgw-verification-gateway-operations',
+          items: [{ key: 'operations.json', path: 'operations.json' }],
+        },
+      },
+      checksum: expect.stringMatching(/^[0-9a-f]{64}$/),
+      operations: [
+        {
+          name: 'card-to-iban',
+          upstreamPath: '/api/v5/KYC/CardToIban',
+          description: 'The IBAN behind a bank card',
+          advanced: false,
+          fields: { cardNumber: { type: 'cardNumber' } },
+        },
+      ],
+    });
+    // Read at start only: an edited entry changes the pod template, so the pods roll.
+    const edited = await template(['-f', join(CHART_DIR, 'ci', file), '--set', 'operations[0].advanced=true']);
+    expect(edited.error).toBe('');
+    expect(catalog(edited.objects).checksum).not.toBe(added.checksum);
+    // None configured: no ConfigMap, no variable, no annotation.
+    expect(catalog(rendered.get('single-replica-memory-values.yaml')!)).toEqual({
+      env: undefined,
+      source: undefined,
+      checksum: undefined,
+      operations: undefined,
+    });
   });
 
   it('wires Redis credentials and TLS as files from Secrets, never into the ConfigMap', () => {
@@ -500,6 +567,41 @@ describe('Helm chart', () => {
         'redis.auth.sentinelPasswordKey=s',
       ],
       'redis.auth.sentinelPasswordKey is only used with redis.sentinels',
+    ],
+    // Operations added by configuration (docs/api.md, "Operations the operator adds"): shapes by the schema, the rest at render.
+    [
+      "an added operation without a price beside the built-ins'",
+      [
+        ...OPERATION,
+        '--set-json',
+        'budgets.prices={"shahkar":{"standard":1,"advanced":3},"iban":{"standard":1,"advanced":3}}',
+      ],
+      'budgets.prices.card-to-iban is required',
+    ],
+    [
+      'an added operation named as a built-in',
+      [...OPERATION, ...PRICED, '--set', 'operations[0].name=iban'],
+      'operations[0].name: "iban" is already an operation',
+    ],
+    [
+      'an upstream path with //',
+      [...OPERATION, ...PRICED, '--set', 'operations[0].upstreamPath=/api/v5//KYC'],
+      'operations.0.upstreamPath: Does not match pattern',
+    ],
+    [
+      'a field the gateway sets itself',
+      [...OPERATION, ...PRICED, '--set', 'operations[0].fields.trackId.type=text'],
+      'operations[0].fields.trackId: trackId is a field the gateway sets itself',
+    ],
+    [
+      'a digits field without its lengths',
+      [...OPERATION, ...PRICED, '--set', 'operations[0].fields.reference.type=digits'],
+      'operations[0].fields.reference: a digits field takes maxLength and minLength',
+    ],
+    [
+      'a field of an unknown type',
+      [...OPERATION, ...PRICED, '--set', 'operations[0].fields.cardNumber.type=card'],
+      'operations.0.fields.cardNumber.type must be one of the following',
     ],
     ['a Kubernetes older than kubeVersion', ['--kube-version', '1.24.0'], 'chart requires kubeVersion: >=1.25.0-0'],
     // values.schema.json: unknown keys fail at every level, with the key named.

@@ -28,6 +28,20 @@ function zoneAtNoon(): string {
   return offset === 0 ? 'Etc/GMT' : `Etc/GMT${offset > 0 ? '-' : '+'}${Math.abs(offset)}`;
 }
 
+/** A gateway's JSON answer, for a fake fetch. */
+function jsonAnswer(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+}
+
+/** A gateway's problem+json answer with its code (and headers such as retry-after). */
+function problemAnswer(status: number, { code, ...headers }: { code: string } & Record<string, string>): Response {
+  const problem = { type: `https://problems.example/${code}`, title: code, status, code };
+  return new Response(JSON.stringify(problem), {
+    status,
+    headers: { 'content-type': 'application/problem+json', ...headers },
+  });
+}
+
 describe('clients/typescript', () => {
   let sim: UpstreamSimulator;
   let redis: RedisServer;
@@ -207,6 +221,87 @@ describe('clients/typescript', () => {
       ok: true,
       data: { clientId: 'app-spent', budgets: [{ window: 'daily', limitUnits: 0, remainingUnits: 0 }] },
     });
+  });
+
+  it('inquire(name, fields): the built-ins by name, a name known at run time, and 404 for a name the deployment lacks', async () => {
+    const byName = await client.inquire('shahkar', SHAHKAR, { idempotencyKey: 'client-inquire-1' });
+    expect(byName).toMatchObject({ ok: true, status: 200, idempotencyKey: 'client-inquire-1', replayed: false });
+    const replay = await client.inquire('shahkar', SHAHKAR, { idempotencyKey: 'client-inquire-1' });
+    expect(replay).toMatchObject({ ok: true, replayed: true, trackId: byName.trackId });
+    expect(sim.chargeCount(byName.trackId!)).toBe(1);
+
+    // A name from the deployment's configuration, a plain string here: asked asynchronously.
+    const name: string = 'iban';
+    const settled = await client.inquire(name, { iban: IBAN }, { async: { pollSeconds: 5 } });
+    if (!settled.ok) throw new Error(settled.problem.code);
+    expect(settled.data).toMatchObject({ trackId: settled.trackId, operation: 'iban', status: 'succeeded' });
+
+    // Not in this deployment's catalog: the gateway's 404, as a typed problem; nothing charged.
+    const calls = sim.inquiryCalls;
+    const missing = problemOf(await client.inquire('card-to-iban', { cardNumber: '6037991234567893' }));
+    expect(missing).toMatchObject({ status: 404, problem: { code: 'not_found' } });
+    // Not a name at all: refused before anything is sent (it would become a path).
+    await expect(client.inquire('../admin', { x: '1' })).rejects.toThrow(TypeError);
+    expect(sim.inquiryCalls).toBe(calls);
+  });
+
+  it('inquire(name, fields) for an added operation: same key on a retry, then a 202 followed to its record', async () => {
+    // A gateway with `card-to-iban` in its catalog, as far as the client can tell: 503 once, then 202 and the record.
+    const trackId = crypto.randomUUID();
+    const seen: Array<{ method: string; path: string; key: string | null; prefer: string | null; body: string }> = [];
+    const answers = [
+      problemAnswer(503, { code: 'upstream_unavailable', 'retry-after': '0' }),
+      jsonAnswer(202, { trackId, status: 'pending' }, { 'x-track-id': trackId, location: `/v1/inquiries/${trackId}` }),
+      jsonAnswer(200, {
+        trackId,
+        operation: 'card-to-iban',
+        status: 'succeeded',
+        requestHandlingType: 'standard',
+        createdAt: new Date().toISOString(),
+        data: { input: { cardNumber: '6037991234567893' }, matched: true },
+      }),
+    ];
+    const added = new VerificationGatewayClient({
+      baseUrl: 'http://gateway.invalid/',
+      apiKey: 'key',
+      fetch: async (input) => {
+        const request = input as Request;
+        seen.push({
+          method: request.method,
+          path: new URL(request.url).pathname,
+          key: request.headers.get('idempotency-key'),
+          prefer: request.headers.get('prefer'),
+          body: request.method === 'POST' ? await request.text() : '',
+        });
+        return answers.shift()!;
+      },
+    });
+    const fields = { cardNumber: '6037 9912 3456 7893' };
+    const result = await added.inquire('card-to-iban', fields, { async: true, retry: { baseDelayMs: 1 } });
+    expect(result).toMatchObject({
+      ok: true,
+      status: 200,
+      attempts: 3,
+      data: { operation: 'card-to-iban', status: 'succeeded' },
+    });
+    const key = result.idempotencyKey;
+    expect(seen).toEqual([
+      {
+        method: 'POST',
+        path: '/v1/kyc/card-to-iban',
+        key,
+        prefer: 'respond-async, wait=0',
+        body: JSON.stringify(fields),
+      },
+      {
+        method: 'POST',
+        path: '/v1/kyc/card-to-iban',
+        key,
+        prefer: 'respond-async, wait=0',
+        body: JSON.stringify(fields),
+      },
+      { method: 'GET', path: `/v1/inquiries/${trackId}`, key: null, prefer: 'wait=30', body: '' },
+    ]);
   });
 
   it('sends an end user token from the provider on every call, and throws on an answer that is not the gateway’s', async () => {

@@ -7,7 +7,9 @@
  * - an API key with every scope: SANDBOX_API_KEY, or a random one generated and printed here;
  * - a narrow key with `kyc:shahkar` only (the first key plus `-shahkar-only`), for 403 answers;
  * - JWT callers: a key pair made at each start (sandbox-jwt.ts); `npm run sandbox:jwt` mints tokens;
- * - the simulator's test inputs (SANDBOX_INPUT_OUTCOMES): a non-match and supplier failures.
+ * - the simulator's test inputs (SANDBOX_INPUT_OUTCOMES): a non-match and supplier failures;
+ * - operations added with INQUIRY_OPERATIONS (or its _FILE) from the environment, answered by the
+ *   simulator, their scopes on the every-scope key (sandbox-operations.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -15,6 +17,7 @@ import { relative } from 'node:path';
 import { createGateway } from '../../src/bootstrap.js';
 import { ConfigError } from '../../src/config/load-config.js';
 import { SANDBOX_INPUT_OUTCOMES, UpstreamSimulator } from '../upstream-simulator/upstream-simulator.js';
+import { addedOperationNames } from './sandbox-operations.js';
 import { sandboxStoreKeys } from './sandbox-store-key.js';
 import { SANDBOX_JWT_AUDIENCE, SANDBOX_JWT_ISSUER, createSandboxSigningKey, mintSandboxToken } from './sandbox-jwt.js';
 
@@ -60,6 +63,7 @@ async function main(): Promise<void> {
   const upstreamUrl = await simulator.start(Number(process.env.SIMULATOR_PORT ?? 4010));
   const signingKey = await createSandboxSigningKey();
   const storeKeys = sandboxStoreKeys(process.env);
+  const added = addedOperationNames(process.env);
 
   const env = {
     LOG_LEVEL: 'info',
@@ -69,7 +73,11 @@ async function main(): Promise<void> {
     UPSTREAM_USERNAME: SANDBOX_USERNAME,
     UPSTREAM_PASSWORD: SANDBOX_PASSWORD,
     API_KEYS: JSON.stringify([
-      { clientId: 'sandbox', keySha256: sha256(apiKey), scopes: ALL_SCOPES },
+      {
+        clientId: 'sandbox',
+        keySha256: sha256(apiKey),
+        scopes: [...ALL_SCOPES, ...added.map((name) => `kyc:${name}`)],
+      },
       { clientId: 'sandbox-shahkar-only', keySha256: sha256(narrowKey), scopes: ['kyc:shahkar'] },
     ]),
     JWT_PUBLIC_KEY: signingKey.publicKeyPem,
@@ -126,6 +134,9 @@ async function main(): Promise<void> {
       `  curl -s -X POST ${url}/v1/kyc/shahkar -H 'X-Api-Key: ${apiKey}' -H 'Content-Type: application/json' \\`,
       `       -d '{"nationalCode":"0499370899","mobileNumber":"09121234567"}'`,
       `  (add -i -H 'Cache-Control: max-age=600' and send it twice: the second is reused, see Age and Cache-Status)`,
+      ...(added.length > 0
+        ? [`Added operations (INQUIRY_OPERATIONS): ${added.map((n) => `POST /v1/kyc/${n}`).join(', ')}`]
+        : []),
       '',
       `The ledger (${ledgerWhere(config.ledger)}; an entry a moment after each inquiry):`,
       `  curl -s '${opsUrl}/admin/ledger?from=${today}&to=${tomorrow}' -H 'X-Api-Key: ${apiKey}'`,

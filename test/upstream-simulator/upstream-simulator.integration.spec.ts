@@ -473,8 +473,11 @@ describe('UpstreamSimulator: body validation', () => {
   });
 
   it('unknown /api/v5 path or method → 404 code 3 NotFound envelope', async () => {
-    const res = await inquire('/api/v5/KYC/Unknown', {}, token);
-    expectError(res, 404, 3, 'NotFound');
+    // Any other POST /api/v5/<segments> is one of the upstream's other inquiries (added-operations.ts).
+    for (const path of ['/api/v5/KYC/Un.known', '/api/v5/KYC//Unknown', `${CHECK_SHAHKAR_PATH}/`]) {
+      expectError(await inquire(path, {}, token), 404, 3, 'NotFound');
+    }
+    expect((await http.get<Envelope>('/api/v5/KYC/Unknown')).data.meta.code).toBe(3);
     expect((await http.get<Envelope>(CHECK_SHAHKAR_PATH)).data.meta.code).toBe(3);
     expect((await http.post('/api/v4/KYC/CheckShahkar', SHAHKAR)).status).toBe(404);
     expect(sim.inquiryCalls).toBe(0);

@@ -46,7 +46,8 @@
  *   is consumed, nothing is charged. An empty supplier chain is answered like a supplier error
  *   (502/15, 'No supplier available').
  * - Unknown path (any method) or a known path with a method other than POST: 404, code 3,
- *   NotFound, answered before any Bearer check (routing comes first).
+ *   NotFound, answered before any Bearer check (routing comes first). A POST to any other
+ *   `/api/v5/...` path is one of the upstream's other inquiries (added-operations.ts).
  * - Bearer token of a disabled account on an inquiry: 403, code 9, Inaccessible (same as GetToken).
  * - Request body larger than 1 MiB: 413, code 2, BadRequest.
  * - Any unexpected exception while processing: 500, code 1, ServerError.
@@ -107,10 +108,15 @@
  *   (`{"a":{"a":…}}`, about 10 KB), or holds a string of `HUGE_DATA_BYTES` (32 MiB).
  */
 import { EventEmitter } from 'node:events';
-import { addedOperationAnswer } from './added-operations.js';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import {
+  addedOperationAnswer,
+  addedOperationFieldErrors,
+  addedOperationInputs,
+  isAddedOperationPath,
+} from './added-operations.js';
 
 export interface Supplier {
   name: string;
@@ -143,8 +149,8 @@ export interface SimulatorOptions {
   inputOutcomes: Readonly<Record<string, InputOutcome>>;
   /** Clock in milliseconds; token expiry is measured with it. */
   now?: () => number;
-  /** Upstream paths of operations added to the gateway (added-operations.ts). */
-  addedPaths?: readonly string[];
+  /** The other inquiries' paths the simulator knows; unset: any (added-operations.ts). */
+  addedOperationPaths?: readonly string[];
 }
 
 export interface FaultSpec {
@@ -357,6 +363,11 @@ interface ResponseInfo {
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** CheckShahkar or IbanInquiry; any other inquiry path is an added one (added-operations.ts). */
+function isBuiltIn(path: string): boolean {
+  return path === CHECK_SHAHKAR_PATH || path === IBAN_INQUIRY_PATH;
 }
 
 function isNonEmptyString(v: unknown): v is string {
@@ -736,8 +747,11 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     app.post(GET_TOKEN_PATH, (request, reply) => this.handleApi('token', request, reply));
     app.post(CHECK_SHAHKAR_PATH, (request, reply) => this.handleApi('inquiry', request, reply));
     app.post(IBAN_INQUIRY_PATH, (request, reply) => this.handleApi('inquiry', request, reply));
-    for (const path of this.options.addedPaths ?? [])
-      app.post(path, (request, reply) => this.handleApi('inquiry', request, reply));
+    app.post(`${API_PREFIX}/*`, (request, reply) =>
+      isAddedOperationPath(request.url.split('?')[0], this.options.addedOperationPaths)
+        ? this.handleApi('inquiry', request, reply)
+        : reply.callNotFound(),
+    );
 
     this.registerControl(app);
     return app;
@@ -967,6 +981,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     if (handling !== 'standard' && handling !== 'advanced') {
       errors.push({ field: 'requestHandlingType', message: "requestHandlingType must be 'standard' or 'advanced'" });
     }
+    if (!isBuiltIn(path)) errors.push(...addedOperationFieldErrors(body));
     const required =
       path === CHECK_SHAHKAR_PATH ? ['nationalCode', 'mobileNumber'] : path === IBAN_INQUIRY_PATH ? ['iban'] : [];
     for (const field of required) {
@@ -1019,16 +1034,19 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
   }
 
   private inputOutcome(path: string, body: Record<string, unknown>): InputOutcome | undefined {
-    const input = String(path === CHECK_SHAHKAR_PATH ? body.nationalCode : body.iban);
-    return Object.hasOwn(this.options.inputOutcomes, input) ? this.options.inputOutcomes[input] : undefined;
+    const inputs = !isBuiltIn(path)
+      ? addedOperationInputs(body)
+      : [String(path === CHECK_SHAHKAR_PATH ? body.nationalCode : body.iban)];
+    const scripted = inputs.find((input) => Object.hasOwn(this.options.inputOutcomes, input));
+    return scripted === undefined ? undefined : this.options.inputOutcomes[scripted];
   }
 
   private answer(path: string, body: Record<string, unknown>): unknown {
+    if (!isBuiltIn(path)) return addedOperationAnswer(path, body, this.inputOutcome(path, body) === 'no-match');
     if (path === CHECK_SHAHKAR_PATH) {
       if (this.inputOutcome(path, body) === 'no-match') return { isMatch: false };
       return { isMatch: this.shahkarMatcher(String(body.nationalCode), String(body.mobileNumber)) === true };
     }
-    if (path !== IBAN_INQUIRY_PATH) return addedOperationAnswer(body);
     const iban = String(body.iban);
     const digits = iban.replace(/\s+/g, '').toUpperCase();
     const bankName = BANKS[digits.slice(4, 7)] ?? 'Unknown Bank';

@@ -25,7 +25,31 @@ export type InquiryAccepted = components['schemas']['InquiryAccepted'];
 export type InquiryRecord = components['schemas']['InquiryRecord'];
 /** `GET /v1/budget`: the caller's own spend budgets (docs/api.md §6). */
 export type ClientBudgets = components['schemas']['ClientBudgets'];
+/** The built-in operations, each with a typed method of its own. */
 export type Operation = 'shahkar' | 'iban';
+
+/**
+ * The body of an inquiry of an operation the deployment's operator added (docs/api.md, "Operations
+ * the operator adds"): its fields, as strings, and `requestHandlingType`. Type it exactly with the
+ * deployment's own `/docs-json` (README, "Operations your deployment adds"), e.g.
+ * `OperationFields<paths, 'card-to-iban'>`.
+ */
+export type InquiryFields = { [field: string]: string | undefined } & {
+  requestHandlingType?: 'standard' | 'advanced';
+};
+
+/**
+ * The request body of `POST /v1/kyc/{name}` in an app's own `paths` (openapi-typescript's output
+ * for a deployment's `/docs-json`): `OperationFields<paths, 'card-to-iban'>`.
+ */
+export type OperationFields<P, Name extends string> = P extends {
+  [path in `/v1/kyc/${Name}`]: { post: { requestBody?: { content: { 'application/json': infer Body } } } };
+}
+  ? Body
+  : never;
+
+/** An operation's name (docs/api.md, "Operations the operator adds"): its route is /v1/kyc/{name}. */
+const OPERATION_NAME = /^[a-z][a-z0-9-]{1,39}$/;
 
 /** The facts every answer carries. */
 interface AnswerFacts {
@@ -131,7 +155,6 @@ export class UnexpectedResponseError extends Error {
   }
 }
 
-const PATHS = { shahkar: '/v1/kyc/shahkar', iban: '/v1/kyc/iban' } as const;
 const NO_RETRY: Required<RetryPolicy> = { maxAttempts: 1, deadlineMs: 0, baseDelayMs: 0, maxDelayMs: 0 };
 const DEFAULT_RETRY: Required<RetryPolicy> = {
   maxAttempts: 5,
@@ -175,11 +198,29 @@ export class VerificationGatewayClient {
   ): Promise<Result<InquiryRecord>>;
   inquire(operation: 'shahkar', body: ShahkarRequest, options?: InquiryOptions): Promise<Result<InquiryResult>>;
   inquire(operation: 'iban', body: IbanRequest, options?: InquiryOptions): Promise<Result<InquiryResult>>;
+  /**
+   * An operation the deployment's operator added, by its name (`card-to-iban`: `POST
+   * /v1/kyc/card-to-iban`), with the same keys, retries and asynchronous answers. A name that
+   * cannot be an operation's rejects with a TypeError before anything is sent; one the
+   * deployment does not have is a 404 `not_found`.
+   */
+  inquire<Name extends string>(
+    operation: Name & (Name extends Operation ? never : unknown),
+    fields: InquiryFields,
+    options: InquiryOptions & { async: true | AsyncOptions },
+  ): Promise<Result<InquiryRecord>>;
+  inquire<Name extends string>(
+    operation: Name & (Name extends Operation ? never : unknown),
+    fields: InquiryFields,
+    options?: InquiryOptions,
+  ): Promise<Result<InquiryResult>>;
   async inquire(
-    operation: Operation,
-    body: ShahkarRequest | IbanRequest,
+    operation: string,
+    body: ShahkarRequest | IbanRequest | InquiryFields,
     options: InquiryOptions & { async?: true | AsyncOptions } = {},
   ): Promise<Result<InquiryResult> | Result<InquiryRecord>> {
+    // The name becomes a path: nothing but a name of the contract's shape may (no `..`, no `/`).
+    if (!OPERATION_NAME.test(operation)) throw new TypeError(`not an operation's name: ${JSON.stringify(operation)}`);
     const idempotencyKey =
       typeof options.idempotencyKey === 'string' ? options.idempotencyKey : globalThis.crypto.randomUUID();
     const asyncOptions = options.async === true ? {} : options.async;
@@ -200,7 +241,7 @@ export class VerificationGatewayClient {
         path: string,
         init: { body: unknown; headers: Record<string, string>; signal?: AbortSignal },
       ) => Promise<{ data?: InquiryResult | InquiryAccepted; error?: unknown; response: Response }>;
-      return settle(await post(PATHS[operation], { body, headers, signal: options.signal }));
+      return settle(await post(`/v1/kyc/${operation}`, { body, headers, signal: options.signal }));
     });
     const result = { ...answer, idempotencyKey };
     if (!asyncOptions || !result.ok || !result.trackId) return result as Result<InquiryResult>;

@@ -326,12 +326,47 @@ would otherwise surface only as exit code 78 and a CrashLoopBackOff).
 {{- end }}
 {{- fail (printf "no ledger database is configured but up to %s replicas may run (replicaCount, or autoscaling.maxReplicas). Without ledger.existingSecret each pod keeps its own embedded ledger (PGlite) in its memory: the entries are spread over the pods and lost with each pod, at every restart and rollout, while the ledger is kept for years. Set ledger.existingSecret (a Secret with the PostgreSQL URL under ledger.existingSecretKey, mounted as LEDGER_DATABASE_URL_FILE)%s; or set replicaCount=1 (and autoscaling.enabled=false)." (include "verification-gateway.maxReplicas" .) $egress) }}
 {{- end }}
+{{- /* Operations the operator adds (docs/api.md, "Operations the operator adds"); their shapes are values.schema.json's */ -}}
+{{- $operations := list "shahkar" "iban" }}
+{{- range $i, $operation := .Values.operations }}
+{{- if has $operation.name $operations }}
+{{- fail (printf "operations[%d].name: %q is already an operation (names are unique, and shahkar and iban are built in)" $i $operation.name) }}
+{{- end }}
+{{- $operations = append $operations $operation.name }}
+{{- range $field, $spec := $operation.fields }}
+{{- $at := printf "operations[%d].fields.%s" $i $field }}
+{{- if has $field (list "trackId" "requestHandlingType") }}
+{{- fail (printf "%s: %s is a field the gateway sets itself, not an operation's" $at $field) }}
+{{- end }}
+{{- $settings := omit $spec "type" "optional" | keys | sortAlpha }}
+{{- $expected := get (dict "digits" (list "maxLength" "minLength") "text" (list "maxLength") "enum" (list "values")) $spec.type | default list }}
+{{- if ne (join "," $settings) (join "," $expected) }}
+{{- fail (printf "%s: a %s field takes %s" $at $spec.type (empty $expected | ternary "no settings" (join " and " $expected))) }}
+{{- end }}
+{{- if and (eq $spec.type "digits") (or (gt (int $spec.minLength) 64) (gt (int $spec.minLength) (int $spec.maxLength)) (gt (int $spec.maxLength) 64)) }}
+{{- fail (printf "%s: minLength and maxLength of digits are 1-64, minLength at most maxLength" $at) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if .Values.operations }}
+{{- range $operations }}
+{{- if not (hasKey $.Values.budgets.prices .) }}
+{{- fail (printf "budgets.prices.%s is required: with operations, INQUIRY_PRICES prices every operation, the built-ins and each added one ({standard, advanced} units)" .) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- range $name, $_ := .Values.reuse.operations }}
+{{- if not (has $name $operations) }}
+{{- fail (printf "reuse.operations.%s: no such operation (the built-ins, or a name of operations)" $name) }}
+{{- end }}
+{{- end }}
 {{- /* API keys */ -}}
 {{- if and (not .Values.apiKeys.existingSecret) .Values.apiKeys.entries }}
 {{- if not (kindIs "slice" .Values.apiKeys.entries) }}
 {{- fail "apiKeys.entries must be a list of {clientId, keySha256, scopes}" }}
 {{- end }}
-{{- $allowedScopes := list "kyc:shahkar" "kyc:iban" "inquiries:read" "kyc:advanced" }}
+{{- $allowedScopes := list "kyc:shahkar" "kyc:iban" "inquiries:read" "kyc:advanced" "ledger:read" "ledger:reconcile" }}
+{{- range .Values.operations }}{{ $allowedScopes = append $allowedScopes (printf "kyc:%s" .name) }}{{ end }}
 {{- $seen := dict }}
 {{- range $i, $entry := .Values.apiKeys.entries }}
 {{- if not (kindIs "map" $entry) }}
