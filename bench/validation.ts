@@ -4,9 +4,9 @@
  * same inputs: a plain regex test of the input's shape. Fixed iteration counts, median of rounds.
  */
 import { performance } from 'node:perf_hooks';
-import { normaliseIban } from '../src/inquiry/validation/iban.js';
-import { normaliseIranianMobile } from '../src/inquiry/validation/mobile.js';
-import { normaliseNationalCode } from '../src/inquiry/validation/national-code.js';
+import { normaliseIban } from '../src/inquiry/catalog/validators/iban.js';
+import { normaliseIranianMobile } from '../src/inquiry/catalog/validators/mobile.js';
+import { normaliseNationalCode } from '../src/inquiry/catalog/validators/national-code.js';
 import { heading, num, ratio, table } from './lib/format.js';
 
 export interface ValidationSettings {

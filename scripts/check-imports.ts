@@ -25,15 +25,11 @@ import ts from 'typescript';
 const LAYERS: ReadonlyArray<{ name: string; paths: readonly string[] }> = [
   { name: 'vocabulary', paths: ['src/crypto/', 'src/vocabulary/'] },
   {
-    name: 'config',
-    paths: [
-      'src/config/',
-      'src/ledger/ledger-config.ts',
-      'src/reuse/reuse-config.ts',
-      'src/tracking/tracking-config.ts',
-      'src/webhooks/webhooks-config.ts',
-    ],
+    // The operations' catalog and its field types: read by config at start and by every layer above.
+    name: 'catalog',
+    paths: ['src/inquiry/catalog/', 'src/upstream/inquiry-operation.ts'],
   },
+  { name: 'config', paths: ['src/config/'] },
   { name: 'problem', paths: ['src/problem/'] },
   { name: 'openapi', paths: ['src/openapi.ts'] },
   { name: 'observability', paths: ['src/observability/'] },
@@ -173,6 +169,37 @@ function upwardImports(graph: Map<string, string[]>): string[] {
   return problems;
 }
 
+/**
+ * Two folders whose production files import each other (config ↔ ledger, say): each is then part
+ * of the other, whatever the layers say of single files. A folder owns what it needs from below
+ * or gives it away, never both ways.
+ */
+function mutualFolders(graph: Map<string, string[]>): string[] {
+  // A feature's folder (src/ledger/…), or a layer's own folder inside one (src/inquiry/catalog/);
+  // the wiring files directly in src/ import every feature and are no feature's.
+  const folders = LAYERS.flatMap((layer) =>
+    layer.paths.filter((path) => path.endsWith('/') && path.split('/').length > 3),
+  );
+  const folderOf = (file: string) =>
+    folders.find((folder) => file.startsWith(folder)) ?? file.split('/').slice(0, 2).join('/');
+  const edges = new Map<string, string>();
+  for (const [file, targets] of graph) {
+    if (SPEC.test(file)) continue;
+    for (const target of targets) {
+      const [from, to] = [folderOf(file), folderOf(target)];
+      if (file.split('/').length === 2 || target.split('/').length === 2) continue;
+      if (from !== to && !edges.has(`${from} ${to}`)) edges.set(`${from} ${to}`, `${file} imports ${target}`);
+    }
+  }
+  const problems: string[] = [];
+  for (const [pair, example] of edges) {
+    const [from, to] = pair.split(' ');
+    const back = edges.get(`${to} ${from}`);
+    if (back && from < to) problems.push(`mutual: ${from}/ and ${to}/ import each other (${example}; ${back})`);
+  }
+  return problems;
+}
+
 /** Each cycle once, as the path that closes it (depth-first search, three colours). */
 function cycles(graph: Map<string, string[]>): string[] {
   const state = new Map<string, 'open' | 'done'>();
@@ -262,7 +289,13 @@ export function checkTree(root: string, allowances: readonly Allowance[] = [...E
   const graph = importGraph(sources);
   const listed = new Map(allowances.map((allowance) => [allowance.file, allowance]));
   const lists = listProblems(sources, listed);
-  const problems = [...upwardImports(graph), ...cycles(graph), ...limitProblems(sources, listed), ...lists.problems];
+  const problems = [
+    ...upwardImports(graph),
+    ...mutualFolders(graph),
+    ...cycles(graph),
+    ...limitProblems(sources, listed),
+    ...lists.problems,
+  ];
   const imports = [...graph.values()].reduce((sum, targets) => sum + targets.length, 0);
   return { problems, notes: lists.notes, files: graph.size, imports, listed: [...listed.keys()] };
 }

@@ -110,7 +110,8 @@ export async function createGateway(
   });
   // Fastify's own request errors (malformed JSON, body too large) reach this filter too:
   // Nest's adapter wraps them in HttpException with the fastify error as cause.
-  app.useGlobalFilters(new ProblemFilter());
+  const added = config.operations.filter((operation) => !operation.builtIn).map((operation) => operation.name);
+  app.useGlobalFilters(new ProblemFilter(new Set(added)));
   // Once shutdown begins, answers close their connection: a keep-alive client would otherwise
   // hold the server open (Node waits for the connection) until its keep-alive timeout.
   const shutdown = app.get(ShutdownState);

@@ -43,6 +43,7 @@ const BREAKING: Record<string, string> = {
   'src/problem/reexport.ts': "export { GRACE } from '../http/listener.js';\n",
   'src/problem/typed.ts': "export type G = typeof import('../http/listener.js');\n",
   'src/problem/required.cjs': "module.exports = require('../http/listener.js');\n",
+  'src/store/from-config.ts': "import { UP } from '../config/single.js';\nexport const BACK = UP;\n",
   'src/store/cycle-a.ts': "export * from './cycle-b.js';\n",
   'src/store/cycle-b.ts': 'export const loop = () => import(`./cycle-a.js`);\n',
   'src/config/long.ts': lines(301),
@@ -105,6 +106,12 @@ describe('scripts/check-imports.ts', () => {
     expect(found).toContain('upward: src/config/single.ts (config) imports src/store/store.ts (store)');
     for (const file of ['double.ts', 'template.ts', 'reexport.ts', 'typed.ts', 'required.cjs'])
       expect(found).toContain(`upward: src/problem/${file} (problem) imports src/http/listener.ts (wiring)`);
+  });
+
+  it('names two folders that import each other (config ↔ ledger, as before issue 42), file to file without a cycle', () => {
+    expect(found).toContain(
+      'mutual: src/config/ and src/store/ import each other (src/config/single.ts imports src/store/store.ts; src/store/from-config.ts imports src/config/single.ts)',
+    );
   });
 
   it('names a cycle closed by a re-export and an import() of a template literal', () => {

@@ -207,7 +207,7 @@ function drawn(fields: typeof inquiry extends fc.Arbitrary<infer T> ? T : never)
     trackId: `${randomUUID()}${fields.trackIdTail}`,
     clientId: fields.clientId,
     subjectSha256: fields.subjectSha256,
-    operation: fields.operation as InquiryFactsInput['operation'],
+    operation: fields.operation,
     requestHandlingType: fields.requestHandlingType as InquiryFactsInput['requestHandlingType'],
     status: fields.status,
     createdAt: at(fields.createdAt),

@@ -12,7 +12,7 @@ import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { ParkedEntries } from '../src/ledger/parked-entries.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { WebhookOutbox } from '../src/webhooks/webhook-outbox.js';
-import type { WebhookEndpoint } from '../src/webhooks/webhooks-config.js';
+import type { WebhookEndpoint } from '../src/config/webhooks-config.js';
 import { closeLedger, ledgerEngines } from './support/ledger-engines.js';
 import { queuedEntry } from './support/ledger-entries.js';
 import { PostgresServer } from './support/postgres-server.js';

@@ -23,6 +23,7 @@ export class ApiKeyAuthenticator implements CallerAuthenticator, OnModuleInit, O
 
   constructor(config: ConfigService<AppConfig, true>, @Optional() metrics?: GatewayMetrics) {
     const callers = config.get('callers', { infer: true });
+    const operations = config.get('operations', { infer: true }).map((operation) => operation.name);
     this.entries = hashed(callers.apiKeys);
     // API_KEYS_FILE is re-read while running: a key added to the Secret works, a removed one
     // stops working, within SECRET_FILES_POLL_MS, without a restart.
@@ -36,7 +37,7 @@ export class ApiKeyAuthenticator implements CallerAuthenticator, OnModuleInit, O
         registry: metrics?.registry,
         apply: (content) => {
           const problems: string[] = [];
-          const entries = parseApiKeys(content, problems);
+          const entries = parseApiKeys(content, operations, problems);
           if (problems.length === 0 && entries.length === 0 && !callers.jwt) {
             problems.push('API_KEYS: no key left and no JWT configured: every caller would be refused');
           }

@@ -1,24 +1,30 @@
 import type { TracingConfig } from './tracing-config.js';
-import type { LedgerConfig } from '../ledger/ledger-config.js';
-import type { ReuseConfig } from '../reuse/reuse-config.js';
-import type { TrackingConfig } from '../tracking/tracking-config.js';
-import type { WebhooksConfig } from '../webhooks/webhooks-config.js';
+import type { LedgerConfig } from './ledger-config.js';
+import type { ReuseConfig } from './reuse-config.js';
+import type { TrackingConfig } from './tracking-config.js';
+import type { WebhooksConfig } from './webhooks-config.js';
 import type { Secret } from './secret.js';
+import { OPERATION_NAME, type OperationDefinition } from '../inquiry/catalog/operation.js';
 import type { BudgetConfig, InquiryPriceTable } from './budget-config.js';
 
 /**
  * Scopes a caller may hold (docs/api.md §1); `ledger:read` and `ledger:reconcile` open the
  * administration routes (docs/api.md §6) and are honoured on API keys only.
  */
-export const SCOPES = [
-  'kyc:shahkar',
-  'kyc:iban',
-  'inquiries:read',
-  'kyc:advanced',
-  'ledger:read',
-  'ledger:reconcile',
-] as const;
-export type Scope = (typeof SCOPES)[number];
+export const SCOPES = ['inquiries:read', 'kyc:advanced', 'ledger:read', 'ledger:reconcile'] as const;
+/** An operation's scope, `kyc:{name}` (docs/api.md §10): the built-ins' and the added ones'. */
+export type OperationScope = `kyc:${string}`;
+export type Scope = (typeof SCOPES)[number] | OperationScope;
+
+/**
+ * Whether `value` is a scope: one of SCOPES, or `kyc:` and an operation's name. A key or token may
+ * name an operation this deployment's catalog lacks (one catalog, many keys): it opens nothing.
+ */
+export function isScope(value: unknown): value is Scope {
+  if (typeof value !== 'string') return false;
+  return (SCOPES as readonly string[]).includes(value) || OPERATION_SCOPE.test(value);
+}
+const OPERATION_SCOPE = new RegExp(`^kyc:${OPERATION_NAME.source.slice(1)}`);
 
 export interface ApiKeyEntry {
   clientId: string;
@@ -127,6 +133,8 @@ export interface AppConfig {
   inquiryWaits: { maxHeld: number };
   /** Spend budgets per client and calendar window (docs/api.md §6, "Budgets"). */
   budgets: BudgetConfig;
+  /** The operations offered (docs/api.md §10): the built-ins, then INQUIRY_OPERATIONS' entries. */
+  operations: readonly OperationDefinition[];
   /** Cost units of an inquiry (`INQUIRY_PRICES`), read through accounting/inquiry-prices.ts. */
   inquiryPrices: InquiryPriceTable;
   /** Reuse of paid answers per operation, and the key of the questions' hash (docs/api.md §2; reuse/reuse-config.ts). */

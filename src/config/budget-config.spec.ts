@@ -6,6 +6,7 @@ import {
   parseInquiryPrices,
   parseUnitPrice,
 } from './budget-config.js';
+import { BUILT_IN_OPERATIONS } from '../inquiry/catalog/built-in-operations.js';
 
 describe('budget configuration', () => {
   it('reads budgets per client and for all callers', () => {
@@ -43,15 +44,43 @@ describe('budget configuration', () => {
 
   it('prices every operation and handling type, with the contract default', () => {
     const problems: string[] = [];
-    expect(parseInquiryPrices(undefined, problems)).toEqual(DEFAULT_INQUIRY_PRICES);
+    expect(parseInquiryPrices(undefined, BUILT_IN_OPERATIONS, problems)).toEqual(DEFAULT_INQUIRY_PRICES);
     expect(
-      parseInquiryPrices('{"shahkar":{"standard":2,"advanced":5},"iban":{"standard":1,"advanced":4}}', problems),
+      parseInquiryPrices(
+        '{"shahkar":{"standard":2,"advanced":5},"iban":{"standard":1,"advanced":4}}',
+        BUILT_IN_OPERATIONS,
+        problems,
+      ),
     ).toEqual({ shahkar: { standard: 2, advanced: 5 }, iban: { standard: 1, advanced: 4 } });
     expect(problems).toEqual([]);
-    parseInquiryPrices('{"shahkar":{"standard":0,"advanced":5},"iban":{"standard":1}}', problems);
+    parseInquiryPrices('{"shahkar":{"standard":0,"advanced":5},"iban":{"standard":1}}', BUILT_IN_OPERATIONS, problems);
     expect(problems).toEqual([
       'INQUIRY_PRICES.shahkar.standard: must be a whole number of units, at least 1',
       'INQUIRY_PRICES.iban.advanced: must be a whole number of units, at least 1',
+    ]);
+  });
+
+  it('fails the start when an added operation has no price, or a price names no operation', () => {
+    const problems: string[] = [];
+    const catalog = [...BUILT_IN_OPERATIONS, { name: 'card-to-iban', advanced: false }];
+    parseInquiryPrices(undefined, catalog, problems);
+    expect(problems).toEqual([
+      'INQUIRY_PRICES.card-to-iban: is missing (every operation of the catalog must be priced)',
+    ]);
+    const priced = parseInquiryPrices(
+      '{"shahkar":{"standard":1,"advanced":3},"iban":{"standard":1,"advanced":3},"card-to-iban":{"standard":2}}',
+      catalog,
+      ((problems.length = 0), problems),
+    );
+    expect(problems).toEqual([]);
+    expect(priced['card-to-iban']).toEqual({ standard: 2, advanced: 2 });
+    parseInquiryPrices(
+      '{"shahkar":{"standard":1,"advanced":3},"iban":{"standard":1,"advanced":3},"card-to-iban":{"standard":2},"typo":{"standard":1}}',
+      catalog,
+      problems,
+    );
+    expect(problems).toEqual([
+      'INQUIRY_PRICES: must be {"<operation>":{"standard":n,"advanced":n},…} for every operation (an operation not in the catalog is priced)',
     ]);
   });
 

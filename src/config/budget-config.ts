@@ -4,6 +4,8 @@
  * entry, never a value. `parseBudgets` is also what a changed `BUDGETS_FILE` goes through.
  */
 
+import type { OperationDefinition } from '../inquiry/catalog/operation.js';
+
 /** The client id that stands for all callers together. */
 export const ALL_CALLERS = '*';
 
@@ -19,7 +21,7 @@ export interface BudgetEntry {
 }
 
 /** Units per operation and handling type (`INQUIRY_PRICES`). */
-export type InquiryPriceTable = Record<'shahkar' | 'iban', Record<'standard' | 'advanced', number>>;
+export type InquiryPriceTable = Record<string, Record<'standard' | 'advanced', number>>;
 
 export const DEFAULT_INQUIRY_PRICES: InquiryPriceTable = {
   shahkar: { standard: 1, advanced: 3 },
@@ -135,32 +137,50 @@ export function parseBudgets(raw: string | undefined, problems: string[]): Budge
   return entries;
 }
 
-/** Parses INQUIRY_PRICES: every operation and handling type must be priced (at least 1 unit). */
-export function parseInquiryPrices(raw: string | undefined, problems: string[]): InquiryPriceTable {
-  if (raw === undefined) return DEFAULT_INQUIRY_PRICES;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    problems.push('INQUIRY_PRICES: is not valid JSON');
-    return DEFAULT_INQUIRY_PRICES;
-  }
-  const table = parsed as Record<string, Record<string, unknown> | undefined> | null;
-  const shape = 'must be {"shahkar":{"standard":n,"advanced":n},"iban":{"standard":n,"advanced":n}}';
-  if (typeof table !== 'object' || table === null || Array.isArray(table)) {
-    problems.push(`INQUIRY_PRICES: ${shape}`);
-    return DEFAULT_INQUIRY_PRICES;
-  }
-  const prices = { shahkar: { standard: 1, advanced: 1 }, iban: { standard: 1, advanced: 1 } };
-  for (const operation of ['shahkar', 'iban'] as const) {
-    for (const handling of ['standard', 'advanced'] as const) {
-      const units = table[operation]?.[handling];
-      if (isUnits(units, 1)) prices[operation][handling] = units;
-      else problems.push(`INQUIRY_PRICES.${operation}.${handling}: must be a whole number of units, at least 1`);
+/**
+ * Parses INQUIRY_PRICES: every operation of the catalog must be priced (at least 1 unit) for
+ * `standard`, and for `advanced` when it allows it; a price of an operation not in the catalog
+ * is refused (a typo would otherwise leave the real one unpriced).
+ */
+export function parseInquiryPrices(
+  raw: string | undefined,
+  operations: readonly Pick<OperationDefinition, 'name' | 'advanced'>[],
+  problems: string[],
+): InquiryPriceTable {
+  const shape = 'must be {"<operation>":{"standard":n,"advanced":n},…} for every operation';
+  let table: Record<string, Record<string, unknown> | undefined> = DEFAULT_INQUIRY_PRICES;
+  if (raw !== undefined) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      problems.push('INQUIRY_PRICES: is not valid JSON');
+      return DEFAULT_INQUIRY_PRICES;
     }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      problems.push(`INQUIRY_PRICES: ${shape}`);
+      return DEFAULT_INQUIRY_PRICES;
+    }
+    table = parsed as Record<string, Record<string, unknown> | undefined>;
   }
-  const extra = Object.keys(table).find((operation) => operation !== 'shahkar' && operation !== 'iban');
-  if (extra !== undefined) problems.push(`INQUIRY_PRICES: ${shape} (an unknown operation is priced)`);
+  const prices: InquiryPriceTable = {};
+  for (const { name, advanced } of operations) {
+    if (!Object.hasOwn(table, name)) {
+      problems.push(`INQUIRY_PRICES.${name}: is missing (every operation of the catalog must be priced)`);
+      continue;
+    }
+    const price = { standard: 1, advanced: 1 };
+    for (const handling of advanced ? (['standard', 'advanced'] as const) : (['standard'] as const)) {
+      const units = table[name]?.[handling];
+      if (isUnits(units, 1)) price[handling] = units;
+      else problems.push(`INQUIRY_PRICES.${name}.${handling}: must be a whole number of units, at least 1`);
+    }
+    if (!advanced) price.advanced = price.standard;
+    prices[name] = price;
+  }
+  const known = new Set(operations.map((operation) => operation.name));
+  const extra = Object.keys(table).find((operation) => !known.has(operation));
+  if (extra !== undefined) problems.push(`INQUIRY_PRICES: ${shape} (an operation not in the catalog is priced)`);
   return prices;
 }
 

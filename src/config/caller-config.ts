@@ -1,11 +1,20 @@
 import { createPublicKey } from 'node:crypto';
-import { SCOPES, type ApiKeyEntry, type AppConfig } from './app-config.js';
+import { SCOPES, isScope, type ApiKeyEntry, type AppConfig } from './app-config.js';
 import type { EnvironmentVariables } from './environment.js';
 
 // The callers' slice of the configuration: API keys (API_KEYS) and JWT verification (JWT_*).
 
-/** Parses an API_KEYS document; problems are pushed by entry and field, never quoting a value. */
-export function parseApiKeys(raw: string | undefined, problems: string[]): ApiKeyEntry[] {
+/**
+ * Parses an API_KEYS document; problems are pushed by entry and field, never quoting a value. An
+ * operation's scope must name an operation of the catalog (`operations`, docs/api.md §10).
+ */
+export function parseApiKeys(
+  raw: string | undefined,
+  operations: readonly string[],
+  problems: string[],
+): ApiKeyEntry[] {
+  const known = (scope: unknown) =>
+    isScope(scope) && (!scope.startsWith('kyc:') || scope === 'kyc:advanced' || operations.includes(scope.slice(4)));
   if (raw === undefined) return [];
   let parsed: unknown;
   try {
@@ -34,8 +43,8 @@ export function parseApiKeys(raw: string | undefined, problems: string[]): ApiKe
       problems.push(`${where}.keySha256: the same key is configured twice`);
     }
     const scopes = entry.scopes;
-    if (!Array.isArray(scopes) || !scopes.every((s) => (SCOPES as readonly unknown[]).includes(s))) {
-      problems.push(`${where}.scopes: must be an array of ${SCOPES.join(', ')}`);
+    if (!Array.isArray(scopes) || !scopes.every(known)) {
+      problems.push(`${where}.scopes: must be an array of ${SCOPES.join(', ')} or kyc:<an operation of the catalog>`);
     }
     const quota = entry.quotaPerMinute;
     if (quota !== undefined && !(Number.isInteger(quota) && (quota as number) > 0 && (quota as number) <= 1_000_000)) {

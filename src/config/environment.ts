@@ -153,10 +153,10 @@ export class EnvironmentVariables {
   @IsString()
   BUDGETS?: string;
 
-  /** Cost units per operation and handling type (docs/api.md §6); the default is in budget-config.ts. */
-  @IsOptional()
-  @IsString()
-  INQUIRY_PRICES?: string;
+  /** Cost units per operation and handling type (docs/api.md §6, §7), parsed in budget-config.ts. */
+  @IsOptional() @IsString() INQUIRY_PRICES?: string;
+  /** Operations the operator adds (docs/api.md §10), parsed in inquiry/catalog/operations-config.ts. */
+  @IsOptional() @IsString() INQUIRY_OPERATIONS?: string;
 
   /** IANA time zone in which a budget's day and month begin (checked against Intl in budget-config.ts). */
   @IsString()

@@ -10,10 +10,11 @@ import { budgetConfigFrom, parseInquiryPrices } from './budget-config.js';
 import { jwtConfig, parseApiKeys } from './caller-config.js';
 import { parseEncryptionKeys, subjectHashConfig } from './key-rings.js';
 import { storeConfig } from './store-config.js';
-import { ledgerConfigFrom } from '../ledger/ledger-config.js';
-import { reuseConfigFrom } from '../reuse/reuse-config.js';
-import { trackingConfigFrom } from '../tracking/tracking-config.js';
-import { webhooksConfigFrom } from '../webhooks/webhooks-config.js';
+import { parseInquiryOperations } from '../inquiry/catalog/operations-config.js';
+import { ledgerConfigFrom } from './ledger-config.js';
+import { reuseConfigFrom } from './reuse-config.js';
+import { trackingConfigFrom } from './tracking-config.js';
+import { webhooksConfigFrom } from './webhooks-config.js';
 
 export { parseApiKeys } from './caller-config.js';
 
@@ -31,6 +32,7 @@ const FILE_VARIABLES = [
   'SUBJECT_HASH_KEYS',
   'LEDGER_DATABASE_URL',
   'INQUIRY_REUSE',
+  'INQUIRY_OPERATIONS',
   'REUSE_HMAC_KEY',
   'UPSTREAM_TRACKING',
   'WEBHOOKS',
@@ -77,7 +79,9 @@ export function loadConfig(env: Env): AppConfig {
   const bad = new Set(problems.map((p) => p.split(':')[0]));
 
   const store = storeConfig(vars, problems);
-  const apiKeys = bad.has('API_KEYS') ? [] : parseApiKeys(vars.API_KEYS, problems);
+  const operations = parseInquiryOperations(resolved.INQUIRY_OPERATIONS, problems);
+  const operationNames = operations.map((operation) => operation.name);
+  const apiKeys = bad.has('API_KEYS') ? [] : parseApiKeys(vars.API_KEYS, operationNames, problems);
   const jwt = jwtConfig(vars, problems);
   const storeEncryption = { keys: parseEncryptionKeys('STORE_ENCRYPTION_KEYS', vars.STORE_ENCRYPTION_KEYS, problems) };
   const subjectHash = subjectHashConfig(vars, storeEncryption.keys, problems);
@@ -96,9 +100,9 @@ export function loadConfig(env: Env): AppConfig {
     );
   }
   const budgets = budgetConfigFrom(vars, resolved.BUDGETS_FILE, problems);
-  const inquiryPrices = parseInquiryPrices(vars.INQUIRY_PRICES, problems);
+  const inquiryPrices = parseInquiryPrices(vars.INQUIRY_PRICES, operations, problems);
   const ledger = ledgerConfigFrom(resolved, problems);
-  const reuse = reuseConfigFrom(resolved, problems);
+  const reuse = reuseConfigFrom(resolved, operationNames, problems);
   const tracking = trackingConfigFrom(resolved, problems);
   const webhooks = webhooksConfigFrom(resolved, problems);
   if (!ledger.drain && store.mode === 'memory') {
@@ -146,6 +150,7 @@ export function loadConfig(env: Env): AppConfig {
     idempotency: { ttlSeconds: vars.IDEMPOTENCY_TTL_SECONDS },
     inquiryWaits: { maxHeld: vars.INQUIRY_MAX_HELD_WAITS },
     budgets,
+    operations,
     inquiryPrices,
     reuse,
     ...(tracking ? { tracking } : {}),

@@ -3,7 +3,6 @@ import type { InquiryOperation, RequestHandlingType } from '../upstream/inquiry-
 import { statusNow } from './inquiry-deadline.js';
 
 export {
-  INQUIRY_OPERATIONS,
   REQUEST_HANDLING_TYPES,
   type InquiryOperation,
   type RequestHandlingType,

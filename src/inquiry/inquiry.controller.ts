@@ -1,4 +1,5 @@
 import { Controller, Get, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { ApiExcludeEndpoint } from '@nestjs/swagger';
 import { isUUID } from 'class-validator';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../caller-auth/caller.js';
@@ -9,6 +10,7 @@ import { ProblemException } from '../problem/problem.js';
 import { parseCacheControl } from '../reuse/cache-control.js';
 import {
   CACHE_CONTROL_HEADER_IN,
+  IDEMPOTENCY_KEY_HEADER_IN,
   IDEMPOTENT_REPLAYED_HEADER,
   PREFERENCE_APPLIED_HEADER,
   PREFER_HEADER_IN,
@@ -22,7 +24,15 @@ import { ApiInquiry, ApiInquiryRecord } from './inquiry.openapi.js';
 import type { AsyncPreference, InquiryRequest, InquiryResponse } from './inquiry-in-flight.js';
 import { InquiryReads } from './inquiry-reads.js';
 import { InquiryService } from './inquiry.service.js';
-import { ValidInquiry, type ValidInquiryInput } from './validation/inquiry-request.validation.js';
+import {
+  ValidInquiry,
+  checkJsonMediaType,
+  withIdempotencyKey,
+  type ValidInquiryInput,
+} from './validation/inquiry-request.validation.js';
+import { validateOperationBody } from './validation/operation-body.validation.js';
+import { KnownOperationGuard, OperationCatalog } from './operation-catalog.js';
+import { scopeOf, type OperationDefinition } from './catalog/operation.js';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
@@ -35,15 +45,16 @@ const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
  * keeps `X-Track-Id` and the content type the same everywhere.
  */
 @Controller('v1')
-@UseGuards(CallerAuthGuard)
 export class InquiryController {
   constructor(
     private readonly inquiries: InquiryService,
     private readonly reads: InquiryReads,
     private readonly quotas: CallerQuotas,
+    private readonly catalog: OperationCatalog,
   ) {}
 
   @Post('kyc/shahkar')
+  @UseGuards(CallerAuthGuard)
   @RequireScopes('kyc:shahkar')
   @ApiInquiry({
     summary: 'Does this mobile number belong to this national code (Shahkar)?',
@@ -65,6 +76,7 @@ export class InquiryController {
   }
 
   @Post('kyc/iban')
+  @UseGuards(CallerAuthGuard)
   @RequireScopes('kyc:iban')
   @ApiInquiry({ summary: 'Who owns this IBAN?', scope: 'kyc:iban', body: IbanRequestDto })
   iban(
@@ -81,7 +93,36 @@ export class InquiryController {
     });
   }
 
+  /**
+   * Every operation the operator adds (docs/api.md §10): one route, the name a parameter. A name
+   * not in the catalog is 404 before authentication (KnownOperationGuard); then its scope
+   * `kyc:{name}`, its fields checked by their types, and the built-ins' steps.
+   */
+  @Post('kyc/:operation')
+  @UseGuards(KnownOperationGuard, CallerAuthGuard)
+  @ApiExcludeEndpoint()
+  added(
+    @CurrentCaller() caller: Caller,
+    @Param('operation') name: string,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const operation = this.catalog.added(name) as OperationDefinition;
+    requireScope(caller, scopeOf(operation.name));
+    checkJsonMediaType(request.body, request.headers['content-type']);
+    const { body, idempotencyKey } = withIdempotencyKey(
+      () => validateOperationBody(operation, request.body),
+      request.headers[IDEMPOTENCY_KEY_HEADER_IN],
+    );
+    return this.inquire(caller, request, reply, idempotencyKey, {
+      operation: operation.name,
+      route: `/v1/kyc/${operation.name}`,
+      ...body,
+    });
+  }
+
   @Get('inquiries/:trackId')
+  @UseGuards(CallerAuthGuard)
   @RequireScopes('inquiries:read')
   @ApiInquiryRecord()
   async inquiry(

@@ -18,6 +18,7 @@ import { IdempotencyService } from './idempotency.service.js';
 import { BooksBesideRecord, BooksInRecordScript, InquiryBooks } from './inquiry-books.js';
 import { InquiryCall } from './inquiry-call.js';
 import { InquiryController } from './inquiry.controller.js';
+import { KnownOperationGuard, OperationCatalog } from './operation-catalog.js';
 import { InquiryOpening } from './inquiry-opening.js';
 import { InquiryReads } from './inquiry-reads.js';
 import { InquiryService } from './inquiry.service.js';
@@ -41,6 +42,8 @@ import { UpstreamCall } from './upstream-call.js';
   imports: [BudgetModule, CallerAuthModule, StoreModule, TokenModule, LedgerModule, ReuseModule],
   controllers: [InquiryController],
   providers: [
+    OperationCatalog,
+    KnownOperationGuard,
     {
       provide: InquiryStore,
       inject: [RedisConnection, StoreCipher, LedgerQueue],

@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { BUILT_IN_OPERATIONS } from './catalog/built-in-operations.js';
 import { Logger } from '@nestjs/common';
 import type { RequestFacts } from '../observability/request-context.js';
 import { GatewayMetrics } from '../observability/metrics.js';
@@ -15,7 +16,9 @@ const OPEN = {
 
 function calling(inquire: () => Promise<unknown>) {
   const metrics = new GatewayMetrics();
-  const config = { get: () => ({ circuitResetMs: 1_000 }) } as never;
+  const config = {
+    get: (name: string) => (name === 'operations' ? BUILT_IN_OPERATIONS : { circuitResetMs: 1_000 }),
+  } as never;
   return { metrics, call: new UpstreamCall(config, { inquire } as never, metrics, new SettleTimes()) };
 }
 

@@ -4,7 +4,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { requestLogFields, type InquiryLogFields, type RequestFacts } from '../observability/request-context.js';
 import { AuthorizedUpstream } from '../token/authorized-upstream.js';
-import { INQUIRY_OPERATIONS } from '../upstream/inquiry-operation.js';
+import { routeOf, type OperationDefinition } from './catalog/operation.js';
 import type { OpenInquiry } from './inquiry-in-flight.js';
 import { failureLogLine, failureOutcome, successOutcome, type InquiryOutcome } from './inquiry-outcome.js';
 import { SettleTimes } from './settle-times.js';
@@ -27,7 +27,7 @@ export class UpstreamCall {
     private readonly settleTimes: SettleTimes,
   ) {
     this.circuitRetryAfter = String(Math.ceil(config.get('upstream', { infer: true }).circuitResetMs / 1000));
-    zeroInquirySeries(metrics);
+    zeroInquirySeries(metrics, config.get('operations', { infer: true }));
   }
 
   /**
@@ -80,11 +80,12 @@ export class UpstreamCall {
  * first event after a start (a lone `unknown` outcome, a burst of 502s between two scrapes):
  * a counter first scraped at 1 shows no rise (docs/operations.md, "Metrics").
  */
-function zeroInquirySeries(metrics: GatewayMetrics): void {
-  for (const operation of INQUIRY_OPERATIONS) {
+function zeroInquirySeries(metrics: GatewayMetrics, operations: readonly OperationDefinition[]): void {
+  for (const definition of operations) {
+    const operation = definition.name;
     for (const status of ['succeeded', 'failed', 'unknown'] as const) metrics.inquiries.inc({ operation, status }, 0);
     for (const [status, code] of INQUIRY_SERVER_ERRORS) {
-      metrics.httpRequests.zero({ route: `/v1/kyc/${operation}`, method: 'POST', status, code });
+      metrics.httpRequests.zero({ route: routeOf(definition), method: 'POST', status, code });
     }
   }
 }

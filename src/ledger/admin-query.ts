@@ -1,5 +1,6 @@
 import { ProblemException } from '../problem/problem.js';
-import { INQUIRY_OPERATIONS, REQUEST_HANDLING_TYPES } from '../upstream/inquiry-operation.js';
+import { REQUEST_HANDLING_TYPES } from '../upstream/inquiry-operation.js';
+import { OPERATION_NAME } from '../inquiry/catalog/operation.js';
 import type { Charged, EntryStatus } from './ledger-entry.js';
 import { ledgerRange } from './ledger-dates.js';
 import { MAX_LIST_ROWS, decodeCursor, type InquiryFilter, type ListCursor } from './inquiry-list.js';
@@ -43,8 +44,12 @@ export function inquiryFilterOf(query: AdminQuery): InquiryFilter {
       throw invalidParameter('clientId', 'must be 1-256 printable ASCII characters');
     filter.clientId = clientId;
   }
-  const operation = oneOf(query, 'operation', INQUIRY_OPERATIONS);
-  if (operation) filter.operation = operation;
+  // Any operation's name, in the catalog or not: the ledger keeps operations a catalog has dropped.
+  const operation = single(query, 'operation');
+  if (operation !== undefined) {
+    if (!OPERATION_NAME.test(operation)) throw invalidParameter('operation', 'must be an operation name');
+    filter.operation = operation;
+  }
   const handling = oneOf(query, 'handling', REQUEST_HANDLING_TYPES);
   if (handling) filter.handling = handling;
   const status = oneOf(query, 'status', STATUSES);

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import pg from 'pg';
-import { IN_MEMORY } from './ledger-config.js';
+import { IN_MEMORY } from '../config/ledger-config.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { PgliteConnection, settledOk, type ConnectionRequest } from './pglite-connection.js';
 

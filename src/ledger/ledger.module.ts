@@ -5,7 +5,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { StoreCipher } from '../store/store-cipher.js';
 import { StoreModule } from '../store/store.module.js';
-import { IN_MEMORY } from './ledger-config.js';
+import { IN_MEMORY } from '../config/ledger-config.js';
 import { LedgerDatabase, PgLedgerDatabase, PgliteLedgerDatabase } from './ledger-database.js';
 import { LedgerStartup } from './ledger-startup.js';
 import { LedgerDrainer } from './ledger-drainer.js';

@@ -18,13 +18,16 @@ export function sendProblem(reply: FastifyReply, problem: ProblemException): voi
 export class ProblemFilter implements ExceptionFilter {
   private readonly logger = new Logger('Problem');
 
+  /** `addedOperations`: the names `POST /v1/kyc/:operation` serves (the catalog's added ones). */
+  constructor(private readonly addedOperations: ReadonlySet<string> = new Set()) {}
+
   catch(error: unknown, host: ArgumentsHost): void {
     const request = host.switchToHttp().getRequest<FastifyRequest>();
     // The route's own body limit, so a 413 can state it (docs/api.md §3).
     let problem = toProblem(error, { bodyLimitBytes: request.routeOptions?.bodyLimit });
     // The router's 404 (Nest's not-found handler) for a path that exists with other methods.
     if (problem.code === 'not_found' && !(error instanceof ProblemException))
-      problem = wrongMethod(request) ?? nearestPath(request) ?? problem;
+      problem = wrongMethod(request, this.addedOperations) ?? nearestPath(request) ?? problem;
     if (problem.code === 'internal') {
       // Name only: messages and stacks of unexpected errors may carry input or secrets.
       this.logger.error(`unexpected ${error instanceof Error ? error.name : typeof error} while serving a request`);
@@ -42,11 +45,16 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
  * OPTIONS is left out, asked or allowed: with CORS_ORIGINS unset a preflight is no route (404,
  * test/cors.e2e.spec.ts), and with it set CORS answers it for every path.
  */
-function wrongMethod(request: FastifyRequest): ProblemException | undefined {
+function wrongMethod(request: FastifyRequest, addedOperations: ReadonlySet<string>): ProblemException | undefined {
   if (request.method === 'OPTIONS' || !onMainListener(request)) return undefined;
   const { server } = request;
   const url = request.url.split('?', 1)[0];
-  const allowed = METHODS.filter((method) => server.findRoute({ method, url }) !== null);
+  // The added operations' one route matches any name: a path is served only for a name of the catalog.
+  const serves = (method: string) => {
+    const route = server.findRoute({ method, url }) as { params?: Record<string, string> } | null;
+    return route !== null && (route.params?.operation === undefined || addedOperations.has(route.params.operation));
+  };
+  const allowed = METHODS.filter(serves);
   if (allowed.length === 0 || allowed.includes(request.method as (typeof METHODS)[number])) return undefined;
   const allow = allowed.join(', ');
   return new ProblemException(

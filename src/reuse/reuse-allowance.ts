@@ -1,6 +1,6 @@
 import type { ReuseAllowance } from './answer-store.js';
 import type { ReuseDirectives } from './cache-control.js';
-import type { ReusePolicy } from './reuse-config.js';
+import type { ReusePolicy } from '../config/reuse-config.js';
 
 /**
  * What a caller may take, from its directives and the operator's policy (docs/api.md §2): an

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { GatewayMetrics, REUSE_RESULTS, type ReuseResult } from '../observability/metrics.js';
-import { INQUIRY_OPERATIONS, type InquiryOperation } from '../upstream/inquiry-operation.js';
+import { ConfigService } from '@nestjs/config';
+import type { AppConfig } from '../config/app-config.js';
+import type { InquiryOperation } from '../upstream/inquiry-operation.js';
 
 /**
  * The reuse metrics (docs/operations.md, "Metrics"): every (operation, result) series and every
@@ -8,8 +10,12 @@ import { INQUIRY_OPERATIONS, type InquiryOperation } from '../upstream/inquiry-o
  */
 @Injectable()
 export class ReuseCounters {
-  constructor(private readonly metrics: GatewayMetrics) {
-    for (const operation of INQUIRY_OPERATIONS) {
+  constructor(
+    private readonly metrics: GatewayMetrics,
+    config: ConfigService<AppConfig, true>,
+  ) {
+    // One series per operation of the catalog: the label set is bounded by it.
+    for (const { name: operation } of config.get('operations', { infer: true })) {
       for (const result of REUSE_RESULTS) metrics.reuseLookups.inc({ operation, result }, 0);
       metrics.reuseUnitsSaved.inc({ operation }, 0);
     }

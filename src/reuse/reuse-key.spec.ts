@@ -8,7 +8,7 @@ import { Secret } from '../config/secret.js';
 import { ShahkarRequestDto } from '../inquiry/dto/shahkar-request.dto.js';
 import { validateInquiryBody } from '../inquiry/validation/inquiry-request.validation.js';
 import { canonicalQuestion, questionKey, reusePartition, ReuseQuestions } from './reuse-key.js';
-import type { ReuseConfig } from './reuse-config.js';
+import type { ReuseConfig } from '../config/reuse-config.js';
 
 const HMAC = 'reuse-key-spec-0123456789abcdef-0123456789';
 const service = (id: string): Caller => ({ clientId: id, scopes: new Set(), credential: 'api_key' });

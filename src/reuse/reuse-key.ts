@@ -4,7 +4,7 @@ import { ConfigService } from '@nestjs/config';
 import type { Caller } from '../caller-auth/caller.js';
 import type { AppConfig } from '../config/app-config.js';
 import type { InquiryOperation } from '../upstream/inquiry-operation.js';
-import type { ReusePolicy, ReuseShare } from './reuse-config.js';
+import type { ReusePolicy, ReuseShare } from '../config/reuse-config.js';
 
 /**
  * Whose answers a caller may reuse, as a list of strings (docs/api.md §2, "Partitions"): the

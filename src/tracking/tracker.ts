@@ -2,7 +2,7 @@ import { Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import type { ResolutionMoves } from '../ledger/resolution-moves.js';
 import type { QuestionLimiter } from './question-limiter.js';
 import { ASK_FOR_HOURS, type Lease, type TrackingBook, type TrackingCandidate } from './tracking-book.js';
-import type { TrackingConfig } from './tracking-config.js';
+import type { TrackingConfig } from '../config/tracking-config.js';
 import type { TrackingMetrics } from './tracking-metrics.js';
 import type { TrackingQuestions } from './tracking-questions.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { readAnswer } from './tracking-answer.js';
-import type { TrackingConfig } from './tracking-config.js';
+import type { TrackingConfig } from '../config/tracking-config.js';
 import { backoffSeconds, MAX_BACKOFF_SECONDS, roundMs } from './tracker.js';
 
 const STRINGS: TrackingConfig = {

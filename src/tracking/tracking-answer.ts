@@ -1,5 +1,5 @@
 import jsonpointer from 'jsonpointer';
-import type { TrackingConfig } from './tracking-config.js';
+import type { TrackingConfig } from '../config/tracking-config.js';
 
 /**
  * What one question came to, as vgw_tracking_questions_total labels it: the provider said

@@ -1,7 +1,7 @@
 import { Pool, errors } from 'undici';
 import type { TokenProvider } from '../token/token.provider.js';
 import { readAnswer, type TrackingAnswer } from './tracking-answer.js';
-import type { TrackingConfig } from './tracking-config.js';
+import type { TrackingConfig } from '../config/tracking-config.js';
 
 export interface TrackingUpstream {
   baseUrl: string;

@@ -1,10 +1,9 @@
 /**
- * The inquiries the gateway offers (docs/api.md §2), by its own operation names. Defined here,
- * in the lowest layer that needs them (the upstream client maps each to its path), so that
- * token/ and upstream/ never import from inquiry/ (docs/architecture.md, "Layers").
+ * An inquiry the gateway offers, by its name in the catalog (inquiry/catalog/, docs/api.md §10):
+ * the built-ins and the operations the operator adds alike. Which names exist is the catalog's
+ * (AppConfig.operations), never a list in the code.
  */
-export const INQUIRY_OPERATIONS = ['shahkar', 'iban'] as const;
-export type InquiryOperation = (typeof INQUIRY_OPERATIONS)[number];
+export type InquiryOperation = string;
 
 /** Which upstream suppliers may answer (docs/upstream-api.md §4.4 rules 6-8). */
 export const REQUEST_HANDLING_TYPES = ['standard', 'advanced'] as const;

@@ -2,7 +2,7 @@ import { Injectable, Logger, Optional } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import CircuitBreaker from 'opossum';
 import type { AppConfig } from '../config/app-config.js';
-import { INQUIRY_OPERATIONS, type InquiryOperation } from './inquiry-operation.js';
+import type { InquiryOperation } from './inquiry-operation.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { requestLogFields, type RequestFacts } from '../observability/request-context.js';
 import {
@@ -17,12 +17,6 @@ import { UpstreamHttp } from './upstream-http.js';
 import { UpstreamCredentials } from './upstream-credentials.js';
 
 export const TOKEN_PATH = '/api/v5/Authentication/GetToken';
-
-/** Inquiry operations of docs/upstream-api.md §4.2, by the gateway's own operation names. */
-export const INQUIRY_PATHS: Readonly<Record<InquiryOperation, string>> = {
-  shahkar: '/api/v5/KYC/CheckShahkar',
-  iban: '/api/v5/KYC/IbanInquiry',
-};
 
 /** Outcomes of an inquiry call, as vgw_upstream_call_duration_seconds labels them (see post()). */
 const INQUIRY_OUTCOMES = [
@@ -79,10 +73,13 @@ export class UpstreamClient {
     @Optional() private readonly credentials?: UpstreamCredentials,
   ) {
     this.settings = config.get('upstream', { infer: true });
+    // Each operation's upstream path, from the catalog (docs/api.md §10): the built-ins' too.
+    const operations = config.get('operations', { infer: true });
+    const paths = new Map(operations.map((operation) => [operation.name, operation.upstreamPath]));
     // Every inquiry outcome an alert reads exists at 0 from start-up, so increase() sees the
     // first one after a start (docs/operations.md, "Metrics"). http_<status> is open-ended: the
     // statuses the contract and the alerts name are listed; others appear when first seen.
-    for (const operation of INQUIRY_OPERATIONS) {
+    for (const { name: operation } of operations) {
       for (const outcome of INQUIRY_OUTCOMES) metrics.upstreamCalls.zero({ operation, outcome });
     }
     this.http = new UpstreamHttp({
@@ -98,7 +95,7 @@ export class UpstreamClient {
         accessToken: string,
         request: RequestFacts | undefined,
         timeoutMs: number,
-      ) => this.post(INQUIRY_PATHS[operation], body, accessToken, operation, request, timeoutMs),
+      ) => this.post(paths.get(operation) as string, body, accessToken, operation, request, timeoutMs),
       {
         timeout: false, // UpstreamHttp enforces UPSTREAM_TIMEOUT_MS itself
         errorThresholdPercentage: 50,

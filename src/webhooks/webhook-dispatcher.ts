@@ -10,7 +10,7 @@ import { WebhookEndpoints } from './webhook-endpoints.js';
 import { WebhookMetrics } from './webhook-metrics.js';
 import { WebhookOutbox, type ClaimedDelivery } from './webhook-outbox.js';
 import { DELIVERY_TIMEOUT_MS, WebhookSender } from './webhook-sender.js';
-import type { DeliverySettings, WebhookEndpoint } from './webhooks-config.js';
+import type { DeliverySettings, WebhookEndpoint } from '../config/webhooks-config.js';
 
 /** A claim holds its row this long: an attempt ends within 10 s, so only a dead replica's lease runs out. */
 const LEASE_MS = 3 * DELIVERY_TIMEOUT_MS;

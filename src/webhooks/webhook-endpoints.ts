@@ -3,7 +3,7 @@ import { ConfigService } from '@nestjs/config';
 import type { AppConfig } from '../config/app-config.js';
 import { SecretFileWatcher } from '../config/secret-file-watcher.js';
 import { GatewayMetrics } from '../observability/metrics.js';
-import { parseWebhooks, type WebhookEndpoint } from './webhooks-config.js';
+import { parseWebhooks, type WebhookEndpoint } from '../config/webhooks-config.js';
 
 /**
  * The configured endpoints (WEBHOOKS, or WEBHOOKS_FILE re-read when it changes, as API_KEYS_FILE

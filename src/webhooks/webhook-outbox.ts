@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { LedgerStore } from '../ledger/ledger.store.js';
-import type { WebhookEndpoint } from './webhooks-config.js';
+import type { WebhookEndpoint } from '../config/webhooks-config.js';
 
 /** One claimed delivery: what a worker sends, under its lease. */
 export interface ClaimedDelivery {

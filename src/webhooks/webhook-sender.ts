@@ -1,5 +1,5 @@
 import { Agent, request } from 'undici';
-import type { WebhookEndpoint } from './webhooks-config.js';
+import type { WebhookEndpoint } from '../config/webhooks-config.js';
 import { signedHeaders } from './webhook-signature.js';
 
 /** A delivery's whole attempt, connection to answer (docs/api.md §9: a 2xx within 10 s). */

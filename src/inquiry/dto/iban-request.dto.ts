@@ -2,8 +2,8 @@ import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { IsIranianIban, NormaliseWith } from '../validation/decorators.js';
 import type { RequestHandlingType } from '../inquiry-record.js';
 import { RequestHandlingTypeField } from './request-handling-type.field.js';
-import { normaliseIban } from '../validation/iban.js';
-import { IBAN_PATTERN } from '../validation/input-patterns.js';
+import { normaliseIban } from '../catalog/validators/iban.js';
+import { IBAN_PATTERN } from '../catalog/validators/input-patterns.js';
 
 /**
  * Body of `POST /v1/kyc/iban`. After `validateInquiryRequest` the instance holds the

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
-import { INQUIRY_OPERATIONS, REQUEST_HANDLING_TYPES, type RequestHandlingType } from '../inquiry-record.js';
+import { REQUEST_HANDLING_TYPES, type RequestHandlingType } from '../inquiry-record.js';
+import { BUILT_IN_OPERATIONS } from '../catalog/built-in-operations.js';
 
 const UPSTREAM_DATA = {
   type: 'object',
@@ -67,7 +68,7 @@ export class InquiryRecordDto {
   @ApiProperty({ type: String, format: 'uuid', example: '3f0c1c9e-8d2a-4c55-9a4e-2b7f1f0c6d11' })
   trackId!: string;
 
-  @ApiProperty({ enum: INQUIRY_OPERATIONS, enumName: 'InquiryOperation' })
+  @ApiProperty({ enum: BUILT_IN_OPERATIONS.map((operation) => operation.name), enumName: 'InquiryOperation' })
   operation!: 'shahkar' | 'iban';
 
   @ApiProperty({

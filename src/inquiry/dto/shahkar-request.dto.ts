@@ -2,9 +2,9 @@ import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { IsIranianMobile, IsIranianNationalCode, NormaliseWith } from '../validation/decorators.js';
 import type { RequestHandlingType } from '../inquiry-record.js';
 import { RequestHandlingTypeField } from './request-handling-type.field.js';
-import { MOBILE_PATTERN, NATIONAL_CODE_PATTERN } from '../validation/input-patterns.js';
-import { normaliseIranianMobile } from '../validation/mobile.js';
-import { normaliseNationalCode } from '../validation/national-code.js';
+import { MOBILE_PATTERN, NATIONAL_CODE_PATTERN } from '../catalog/validators/input-patterns.js';
+import { normaliseIranianMobile } from '../catalog/validators/mobile.js';
+import { normaliseNationalCode } from '../catalog/validators/national-code.js';
 
 /**
  * Body of `POST /v1/kyc/shahkar`. After `validateInquiryRequest` the instance holds the

@@ -5,9 +5,12 @@ import {
   type ValidatorConstraintInterface,
 } from 'class-validator';
 import { Transform } from 'class-transformer';
-import { normaliseIban } from './iban.js';
-import { normaliseIranianMobile } from './mobile.js';
-import { normaliseNationalCode } from './national-code.js';
+import { ibanType } from '../catalog/types/iban.type.js';
+import { mobileType } from '../catalog/types/mobile.type.js';
+import { nationalCodeType } from '../catalog/types/national-code.type.js';
+import { normaliseIban } from '../catalog/validators/iban.js';
+import { normaliseIranianMobile } from '../catalog/validators/mobile.js';
+import { normaliseNationalCode } from '../catalog/validators/national-code.js';
 import { REQUEST_HANDLING_TYPES, type RequestHandlingType } from '../inquiry-record.js';
 
 /**
@@ -22,10 +25,9 @@ import { REQUEST_HANDLING_TYPES, type RequestHandlingType } from '../inquiry-rec
 export const MESSAGES = {
   required: 'is required',
   notString: 'must be a string',
-  nationalCode: 'must be a 10-digit Iranian national code with a valid check digit',
-  mobile:
-    'must be an Iranian mobile number: 09xxxxxxxxx, +989xxxxxxxxx, 989xxxxxxxxx or 9xxxxxxxxx (spaces and dashes allowed)',
-  iban: 'must be an Iranian IBAN: IR followed by 24 digits with a valid ISO 13616 checksum (spaces and lower case allowed)',
+  nationalCode: nationalCodeType.expected,
+  mobile: mobileType.expected,
+  iban: ibanType.expected,
   requestHandlingType: `must be one of: ${REQUEST_HANDLING_TYPES.join(', ')}`,
   unknownField: 'is not allowed',
   trackId: 'may not be sent; the gateway stamps the trackId',

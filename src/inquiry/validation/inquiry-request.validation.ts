@@ -13,6 +13,9 @@ import { IDEMPOTENCY_KEY_HEADER_IN } from '../../vocabulary/headers.js';
 import { ProblemException, type FieldError } from '../../problem/problem.js';
 import { notJsonMediaType } from '../../problem/to-problem.js';
 import { MESSAGES } from './decorators.js';
+import { withIdempotencyKey } from './idempotency-key.validation.js';
+
+export { validateIdempotencyKey, withIdempotencyKey } from './idempotency-key.validation.js';
 
 const BODY_FIELD = 'body';
 /** Stands in for an array or object sent where a string is expected (validateInquiryBody). */
@@ -214,28 +217,6 @@ function validateCompiled<T extends object>(
   return instance as T;
 }
 
-const IDEMPOTENCY_KEY_FIELD = 'Idempotency-Key';
-/** 1–255 visible ASCII characters (0x21–0x7E): no spaces, no control or non-ASCII characters. */
-const IDEMPOTENCY_KEY = /^[\x21-\x7E]{1,255}$/;
-
-/**
- * Checks the `Idempotency-Key` header. Absent → `undefined`; valid → the key; otherwise
- * throws `validation_failed` with one `Idempotency-Key` entry (never echoing the key).
- * A repeated header (array, or Node's comma-joined form, which contains a space) is refused.
- */
-export function validateIdempotencyKey(value: string | string[] | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  if (Array.isArray(value)) {
-    throw ProblemException.validation([{ field: IDEMPOTENCY_KEY_FIELD, message: 'must be sent at most once' }]);
-  }
-  if (typeof value !== 'string' || !IDEMPOTENCY_KEY.test(value)) {
-    throw ProblemException.validation([
-      { field: IDEMPOTENCY_KEY_FIELD, message: 'must be 1 to 255 visible ASCII characters (0x21-0x7E)' },
-    ]);
-  }
-  return value;
-}
-
 const JSON_MEDIA_TYPE = 'application/json';
 
 /**
@@ -260,21 +241,7 @@ export function validateInquiryRequest<T extends object>(
   body: unknown,
   idempotencyKey: string | string[] | undefined,
 ): { body: T; idempotencyKey: string | undefined } {
-  const problems: ProblemException[] = [];
-  const collect = <R>(check: () => R): R | undefined => {
-    try {
-      return check();
-    } catch (error) {
-      if (!(error instanceof ProblemException) || error.code !== 'validation_failed') throw error;
-      problems.push(error);
-      return undefined;
-    }
-  };
-  const validBody = collect(() => validateInquiryBody(dto, body));
-  const key = collect(() => validateIdempotencyKey(idempotencyKey));
-  if (problems.length === 1) throw problems[0];
-  if (problems.length > 1) throw ProblemException.validation(problems.flatMap((p) => p.errors ?? []));
-  return { body: validBody as T, idempotencyKey: key };
+  return withIdempotencyKey(() => validateInquiryBody(dto, body), idempotencyKey);
 }
 
 /**

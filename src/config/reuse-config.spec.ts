@@ -5,14 +5,14 @@ import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { ConfigError, loadConfig } from '../config/load-config.js';
+import { ConfigError, loadConfig } from './load-config.js';
 import { reuseConfigFrom } from './reuse-config.js';
 
 const KEY = 'reuse-hmac-key-0123456789abcdef0123456789';
 
 const read = (env: Record<string, string | undefined>) => {
   const problems: string[] = [];
-  const config = reuseConfigFrom(env, problems);
+  const config = reuseConfigFrom(env, ['shahkar', 'iban', 'card-to-iban'], problems);
   return { config, problems };
 };
 
@@ -31,7 +31,7 @@ describe('reuse configuration (INQUIRY_REUSE, REUSE_HMAC_KEY)', () => {
   it.each([
     ['{', 'INQUIRY_REUSE: is not valid JSON'],
     ['[]', 'INQUIRY_REUSE: must be {"<operation>":{"maxAgeSeconds":n,"share":"subject|client|company"}}'],
-    ['{"selfie":{"maxAgeSeconds":1}}', 'INQUIRY_REUSE: unknown operation (only shahkar, iban)'],
+    ['{"selfie":{"maxAgeSeconds":1}}', 'INQUIRY_REUSE: unknown operation (only shahkar, iban, card-to-iban)'],
     ['{"iban":{"maxAgeSeconds":1,"ttl":2}}', 'INQUIRY_REUSE.iban: unknown field (only maxAgeSeconds, share)'],
     ['{"iban":{"maxAgeSeconds":-1}}', 'INQUIRY_REUSE.iban.maxAgeSeconds: must be a whole number of seconds, 0 or more'],
     [

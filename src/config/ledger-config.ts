@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { Secret } from '../config/secret.js';
+import { Secret } from './secret.js';
 
 type Env = Record<string, string | undefined>;
 

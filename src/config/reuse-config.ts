@@ -1,4 +1,4 @@
-import { Secret } from '../config/secret.js';
+import { Secret } from './secret.js';
 
 /**
  * The reuse slice of the configuration (docs/api.md §2, "Reusing answers"): `INQUIRY_REUSE` /
@@ -7,10 +7,6 @@ import { Secret } from '../config/secret.js';
  * It sits in the config layer (scripts/check-imports.ts): problems name the variable, the
  * operation and the field, never a value.
  */
-
-/** The operations (upstream/inquiry-operation.ts, a layer above config: repeated here, as INQUIRY_PRICES does). */
-const OPERATIONS = ['shahkar', 'iban'] as const;
-type Operation = (typeof OPERATIONS)[number];
 
 /** Whose answers a caller may reuse: its own (client and end user), its client's, or any caller's. */
 export const REUSE_SHARES = ['subject', 'client', 'company'] as const;
@@ -25,7 +21,7 @@ export interface ReusePolicy {
 
 export interface ReuseConfig {
   /** Operations whose answers may be reused; an operation absent (or configured with 0) never is. */
-  operations: Partial<Record<Operation, ReusePolicy>>;
+  operations: Partial<Record<string, ReusePolicy>>;
   /** Keys the questions (reuse-key.ts); present whenever an operation is reusable. */
   hmacKey?: Secret;
 }
@@ -37,7 +33,11 @@ export const MIN_HMAC_KEY_BYTES = 32;
 
 const SHAPE = 'must be {"<operation>":{"maxAgeSeconds":n,"share":"subject|client|company"}}';
 
-function parsePolicies(raw: string | undefined, problems: string[]): ReuseConfig['operations'] {
+function parsePolicies(
+  raw: string | undefined,
+  names: readonly string[],
+  problems: string[],
+): ReuseConfig['operations'] {
   if (raw === undefined) return {};
   let parsed: unknown;
   try {
@@ -53,8 +53,8 @@ function parsePolicies(raw: string | undefined, problems: string[]): ReuseConfig
   const operations: ReuseConfig['operations'] = {};
   for (const [operation, value] of Object.entries(parsed as Record<string, unknown>)) {
     const where = `INQUIRY_REUSE.${operation}`;
-    if (!(OPERATIONS as readonly string[]).includes(operation)) {
-      problems.push(`INQUIRY_REUSE: unknown operation (only ${OPERATIONS.join(', ')})`);
+    if (!names.includes(operation)) {
+      problems.push(`INQUIRY_REUSE: unknown operation (only ${names.join(', ')})`);
       continue;
     }
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -77,14 +77,21 @@ function parsePolicies(raw: string | undefined, problems: string[]): ReuseConfig
     }
     // 0: never reused, as if absent (docs/api.md §2).
     if (problems.length > before || maxAgeSeconds === 0) continue;
-    operations[operation as Operation] = { maxAgeSeconds: maxAgeSeconds as number, share: share as ReuseShare };
+    operations[operation] = { maxAgeSeconds: maxAgeSeconds as number, share: share as ReuseShare };
   }
   return operations;
 }
 
-/** Reads INQUIRY_REUSE and REUSE_HMAC_KEY (their `_FILE` forms already resolved). */
-export function reuseConfigFrom(env: Record<string, string | undefined>, problems: string[]): ReuseConfig {
-  const operations = parsePolicies(env.INQUIRY_REUSE, problems);
+/**
+ * Reads INQUIRY_REUSE and REUSE_HMAC_KEY (their `_FILE` forms already resolved), keyed by the
+ * names of the catalog's operations.
+ */
+export function reuseConfigFrom(
+  env: Record<string, string | undefined>,
+  operationNames: readonly string[],
+  problems: string[],
+): ReuseConfig {
+  const operations = parsePolicies(env.INQUIRY_REUSE, operationNames, problems);
   const raw = env.REUSE_HMAC_KEY;
   if (raw !== undefined && Buffer.byteLength(raw, 'utf8') < MIN_HMAC_KEY_BYTES) {
     problems.push(`REUSE_HMAC_KEY: must be at least ${MIN_HMAC_KEY_BYTES} bytes (openssl rand -base64 32)`);

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { describe, expect, it } from '@jest/globals';
-import { ConfigError, loadConfig } from '../config/load-config.js';
+import { ConfigError, loadConfig } from './load-config.js';
 import { trackingConfigFrom } from './tracking-config.js';
 
 const read = (value: unknown) => {

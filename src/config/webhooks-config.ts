@@ -1,4 +1,4 @@
-import { Secret } from '../config/secret.js';
+import { Secret } from './secret.js';
 
 /**
  * The webhooks slice of the configuration (docs/api.md §9, "Events to the company's services"):

@@ -1,0 +1,247 @@
+/**
+ * Operations the operator adds (docs/api.md §10, issue 42), end to end on Redis and the run's
+ * PostgreSQL against the simulator: three added operations covering the nine field types,
+ * accepted (as normalised upstream), refused (nothing sent, nothing charged), scopes, 404,
+ * Idempotency-Key, Prefer: respond-async, reuse, the ledger, metrics, and no field value in the
+ * logs (debug), Redis keys or ledger rows.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { PgLedgerDatabase } from '../src/ledger/ledger-database.js';
+import { migrate } from '../src/ledger/ledger-schema.js';
+import { CapturedLog } from './support/captured-log.js';
+import { untilEntriesWritten } from './support/ledger-entries.js';
+import { RedisServer } from './support/redis-server.js';
+import {
+  TEST_CLIENTS,
+  apiKeysWith,
+  callGateway,
+  startGateway,
+  untilStoreReady,
+  type RunningGateway,
+} from './support/gateway.js';
+import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
+
+const OPERATIONS = [
+  {
+    name: 'card-to-iban',
+    upstreamPath: '/api/v5/KYC/CardToIban',
+    fields: { cardNumber: { type: 'cardNumber' } },
+    advanced: false,
+    description: 'The IBAN behind a bank card',
+  },
+  {
+    name: 'iban-ownership',
+    upstreamPath: '/api/v5/KYC/IbanOwnership',
+    fields: { iban: { type: 'iban' }, nationalCode: { type: 'nationalCode' }, birthDate: { type: 'persianDate' } },
+  },
+  {
+    name: 'address-check',
+    upstreamPath: '/api/v5/KYC/AddressCheck',
+    fields: {
+      postalCode: { type: 'postalCode' },
+      mobile: { type: 'mobile' },
+      kind: { type: 'enum', values: ['home', 'work'] },
+      reference: { type: 'digits', minLength: 4, maxLength: 8 },
+      note: { type: 'text', maxLength: 20, optional: true },
+    },
+  },
+];
+const PRICES = {
+  shahkar: { standard: 1, advanced: 3 },
+  iban: { standard: 1, advanced: 3 },
+  'card-to-iban': { standard: 2 },
+  'iban-ownership': { standard: 2, advanced: 4 },
+  'address-check': { standard: 1, advanced: 2 },
+};
+const ADDED = {
+  clientId: 'app-added',
+  key: 'key-added-0123456789',
+  scopes: ['kyc:card-to-iban', 'kyc:iban-ownership', 'kyc:address-check', 'inquiries:read', 'kyc:advanced'],
+};
+const HMAC = 'reuse-hmac-key-0123456789abcdef0123456789';
+
+/** Values written the way people type them, and as they must reach the upstream. */
+const CARD = { typed: '۶۰۳۷-۹۹۰۰ ۰۰۰۰ ۰۰۰۶', sent: '6037990000000006' };
+const IBAN = { typed: 'ir06 2960 0000 0010 0324 2000 01', sent: 'IR062960000000100324200001' };
+const CODE = { typed: '۰۴۹۹۳۷۰۸۹۹', sent: '0499370899' };
+const BIRTH = { typed: '1403-12-30', sent: '1403/12/30' };
+const POSTAL = { typed: '13145-76543', sent: '1314576543' };
+const MOBILE = { typed: '+98 912 123 4567', sent: '09121234567' };
+
+let redis: RedisServer;
+let sim: UpstreamSimulator;
+let gateway: RunningGateway;
+let redisClient: Redis;
+let db: PgLedgerDatabase;
+const log = new CapturedLog();
+const trackIds: string[] = [];
+
+beforeAll(async () => {
+  redis = await RedisServer.start();
+  sim = new UpstreamSimulator({ credit: 1_000_000, addedOperationPaths: OPERATIONS.map((o) => o.upstreamPath) });
+  await sim.start(0);
+  gateway = await startGateway(
+    {
+      UPSTREAM_BASE_URL: sim.baseUrl,
+      REDIS_URL: redis.url,
+      REDIS_KEY_PREFIX: 'added-ops',
+      API_KEYS: apiKeysWith(ADDED),
+      INQUIRY_OPERATIONS: JSON.stringify(OPERATIONS),
+      INQUIRY_PRICES: JSON.stringify(PRICES),
+      INQUIRY_REUSE: JSON.stringify({ 'iban-ownership': { maxAgeSeconds: 600, share: 'client' } }),
+      REUSE_HMAC_KEY: HMAC,
+      LOG_LEVEL: 'debug',
+    },
+    { logger: log },
+  );
+  await untilStoreReady(gateway, 15_000);
+  redisClient = new Redis(redis.url);
+  db = new PgLedgerDatabase(process.env.VGW_TEST_LEDGER_DATABASE_URL ?? 'postgres://run-postgres-missing');
+  await migrate(db);
+});
+
+afterAll(async () => {
+  await gateway?.close();
+  redisClient?.disconnect();
+  await db?.close();
+  await sim?.stop();
+  await redis?.stop();
+});
+
+const ask = (name: string, json: unknown, headers: Record<string, string> = {}, apiKey = ADDED.key) =>
+  callGateway(gateway.url, 'POST', `/v1/kyc/${name}`, { apiKey, json, headers });
+
+describe('accepted and normalised', () => {
+  it('sends every type normalised upstream and answers with the upstream data', async () => {
+    const cases: [string, Record<string, string>, Record<string, string>][] = [
+      ['card-to-iban', { cardNumber: CARD.typed }, { cardNumber: CARD.sent }],
+      [
+        'iban-ownership',
+        { iban: IBAN.typed, nationalCode: CODE.typed, birthDate: BIRTH.typed },
+        { iban: IBAN.sent, nationalCode: CODE.sent, birthDate: BIRTH.sent },
+      ],
+      [
+        'address-check',
+        { postalCode: POSTAL.typed, mobile: MOBILE.typed, kind: ' work ', reference: '۱۲ ۳۴-۵', note: ' e\u0301 ' },
+        { postalCode: POSTAL.sent, mobile: MOBILE.sent, kind: 'work', reference: '12345', note: '\u00e9' },
+      ],
+    ];
+    for (const [name, typed, sent] of cases) {
+      const answer = await ask(name, typed);
+      expect(answer.status).toBe(200);
+      expect(answer.body).toMatchObject({ status: 'succeeded', data: { ...sent, result: 'synthetic' } });
+      const request = sim.requests.at(-1);
+      expect(request?.path).toBe(OPERATIONS.find((o) => o.name === name)?.upstreamPath);
+      expect(request?.body).toEqual({ ...sent, trackId: answer.body.trackId, requestHandlingType: 'standard' });
+      trackIds.push(answer.body.trackId as string);
+      const record = await callGateway(gateway.url, 'GET', `/v1/inquiries/${answer.body.trackId as string}`, {
+        apiKey: ADDED.key,
+      });
+      expect(record.body).toMatchObject({ operation: name, status: 'succeeded' });
+    }
+  });
+});
+
+describe('refused before any credit', () => {
+  it.each([
+    ['card-to-iban', { cardNumber: '6037990000000007' }, ['cardNumber']],
+    [
+      'iban-ownership',
+      { iban: 'IR062960000000100324200002', nationalCode: '0499370898', birthDate: '1404/12/30' },
+      ['iban', 'nationalCode', 'birthDate'],
+    ],
+    [
+      'address-check',
+      { postalCode: '13145-765-43', mobile: '0812123456', kind: 'Home', reference: '123', note: 'a\nb' },
+      ['postalCode', 'mobile', 'kind', 'reference', 'note'],
+    ],
+    [
+      'address-check',
+      { postalCode: POSTAL.typed, mobile: MOBILE.typed, kind: 'home', reference: '1234', trackId: 'x', extra: 1 },
+      ['trackId', 'extra'],
+    ],
+    ['iban-ownership', { iban: IBAN.typed, birthDate: 1403 }, ['nationalCode', 'birthDate']],
+    ['card-to-iban', { cardNumber: CARD.typed, requestHandlingType: 'advanced' }, ['requestHandlingType']],
+  ])('%s %j: 400, one error per bad field, nothing sent', async (name, body, fields) => {
+    const before = sim.inquiryCalls;
+    const answer = await ask(name, body);
+    expect(answer.status).toBe(400);
+    expect(answer.body.code).toBe('validation_failed');
+    expect((answer.body.errors as { field: string }[]).map((e) => e.field).sort()).toEqual([...fields].sort());
+    expect(sim.inquiryCalls).toBe(before);
+  });
+
+  it('answers 404 to a name not in the catalog (before the credential), 401 without one, 403 without its scope', async () => {
+    expect((await ask('no-such-op', { a: '1' }, {}, '')).status).toBe(404);
+    expect((await callGateway(gateway.url, 'GET', '/v1/kyc/no-such-op')).status).toBe(404);
+    const wrong = await callGateway(gateway.url, 'GET', '/v1/kyc/card-to-iban');
+    expect([wrong.status, wrong.headers.get('allow')]).toEqual([405, 'POST']);
+    expect(
+      (await callGateway(gateway.url, 'POST', '/v1/kyc/card-to-iban', { json: { cardNumber: CARD.typed } })).status,
+    ).toBe(401);
+    const forbidden = await ask('card-to-iban', { cardNumber: CARD.typed }, {}, TEST_CLIENTS.full.key);
+    expect([forbidden.status, forbidden.body.code]).toEqual([403, 'forbidden']);
+  });
+});
+
+describe('the built-ins’ steps', () => {
+  it('replays an Idempotency-Key and answers Prefer: respond-async with 202', async () => {
+    const body = { cardNumber: CARD.typed };
+    const first = await ask('card-to-iban', body, { 'idempotency-key': 'added-op-key-1' });
+    const calls = sim.inquiryCalls;
+    const again = await ask('card-to-iban', body, { 'idempotency-key': 'added-op-key-1' });
+    expect([again.status, again.body.trackId, again.headers.get('idempotent-replayed')]).toEqual([
+      200,
+      first.body.trackId,
+      'true',
+    ]);
+    expect(sim.inquiryCalls).toBe(calls);
+    const async = await ask('card-to-iban', body, { prefer: 'respond-async' });
+    expect([202, 200]).toContain(async.status);
+    trackIds.push(first.body.trackId as string, async.body.trackId as string);
+  });
+
+  it('reuses an answer to the same normalised question, whatever digits it was written in', async () => {
+    const written = { iban: IBAN.sent, nationalCode: '0499370899', birthDate: '1403/12/30' };
+    const fresh = await ask('iban-ownership', written, { 'cache-control': 'max-age=600' });
+    const reused = await ask(
+      'iban-ownership',
+      { iban: IBAN.typed, nationalCode: CODE.typed, birthDate: BIRTH.typed },
+      { 'cache-control': 'max-age=600' },
+    );
+    expect(reused.status).toBe(200);
+    expect(reused.body.reusedFrom).toBe(fresh.body.trackId);
+    trackIds.push(fresh.body.trackId as string, reused.body.trackId as string);
+  });
+
+  it('writes ledger entries under the operation’s name and its price, and labels metrics by name from start-up', async () => {
+    await untilEntriesWritten(db, trackIds, { inquiries: trackIds.length });
+    const rows = await db.query<{ operation: string; cost_units: number }>(
+      'SELECT operation, cost_units FROM ledger_entries WHERE track_id = $1',
+      [trackIds[0]],
+    );
+    expect(rows[0]).toMatchObject({ operation: 'card-to-iban', cost_units: 2 });
+    const metrics = await callGateway(gateway.url, 'GET', '/metrics');
+    expect(metrics.text).toMatch(/vgw_inquiries_total\{operation="address-check",status="unknown"\} 0/);
+    expect(metrics.text).toMatch(/vgw_inquiries_total\{operation="card-to-iban",status="succeeded"\} [1-9]/);
+  });
+});
+
+describe('personal data', () => {
+  it('finds no field value in log lines (debug), Redis keys or ledger rows', async () => {
+    await untilEntriesWritten(db, trackIds, { inquiries: trackIds.length });
+    const values = [CARD.sent, IBAN.sent, CODE.sent, POSTAL.sent, MOBILE.sent, '6037-9900', '1403/12/30', '1314576543'];
+    const keys = (await redisClient.keys('*')).join('\n');
+    const rows = JSON.stringify(
+      await db.query('SELECT * FROM ledger_entries WHERE track_id = ANY($1::uuid[])', [trackIds]),
+    );
+    const metrics = (await callGateway(gateway.url, 'GET', '/metrics')).text;
+    for (const value of values) {
+      expect(log.lines.filter((line) => line.includes(value))).toEqual([]);
+      expect(keys).not.toContain(value);
+      expect(rows).not.toContain(value);
+      expect(metrics).not.toContain(value);
+    }
+  });
+});
