@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import 'reflect-metadata';
 import { parse } from 'yaml';
 import { SCOPES } from '../src/config/app-config.js';
+import { BUILT_IN_OPERATIONS } from '../src/inquiry/catalog/built-in-operations.js';
 import { loadConfig } from '../src/config/load-config.js';
 import { nextEvent } from './support/events.js';
 import { freePort } from './support/redis-server.js';
@@ -80,8 +81,10 @@ describe('compose.yaml (local stack)', () => {
     const key = /X-Api-Key: ([\w-]+)/.exec(read('docs/local-stack.md'))![1];
     const [entry] = JSON.parse(env.API_KEYS) as Array<{ keySha256: string; scopes: string[] }>;
     expect(entry.keySha256).toBe(createHash('sha256').update(key).digest('hex'));
-    // Every scope: ledger:read opens the console and the ledger's reads, as the docs promise.
-    expect([...entry.scopes].sort()).toEqual([...SCOPES].sort());
+    // Every scope: each built-in operation's, and ledger:read opens the console and the ledger's
+    // reads, as the docs promise.
+    const operationScopes = BUILT_IN_OPERATIONS.map((operation) => `kyc:${operation.name}`);
+    expect([...entry.scopes].sort()).toEqual([...SCOPES, ...operationScopes].sort());
     // Published on loopback only, on the ports the gateway listens on.
     expect(gateway.ports).toEqual([`127.0.0.1:${env.PORT}:${env.PORT}`, `127.0.0.1:${env.OPS_PORT}:${env.OPS_PORT}`]);
     expect(simulator.ports).toEqual([`127.0.0.1:4010:${simulator.environment!.SIMULATOR_PORT}`]);

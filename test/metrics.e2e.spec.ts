@@ -177,6 +177,8 @@ describe('metrics after a scripted mix of requests', () => {
       vgw_ledger_entries_written_total: 'counter',
       vgw_ledger_write_failures_total: 'counter',
       vgw_ledger_worker_restarts_total: 'counter',
+      vgw_ledger_unknowns_older_than_a_day: 'gauge',
+      vgw_tracking_questions_total: 'counter',
       vgw_reconciliation_unsent_charges_total: 'counter',
       vgw_reuse_total: 'counter',
       vgw_reuse_units_saved_total: 'counter',

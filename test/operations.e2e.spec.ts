@@ -97,6 +97,8 @@ describe('operations endpoints', () => {
         '/admin/inquiries',
         '/admin/trends',
         '/admin/forecast',
+        '/admin/webhooks/deliveries',
+        '/admin/webhooks/deliveries/{id}/retry',
         '/v1/budget',
         '/v1/inquiries/{trackId}',
         '/v1/kyc/iban',

@@ -128,8 +128,8 @@ describe('a change of COST_UNIT_PRICE between inquiries', () => {
     // The CSV's last two columns: the recorded price, after the columns other teams parse.
     const csv = await (await admin(`/admin/ledger?${range.toString()}`, { headers: { accept: 'text/csv' } })).text();
     const [header, resolution] = csv.split('\r\n');
-    expect(header.endsWith(',upstreamMessage,unitPrice,currency')).toBe(true);
-    expect(resolution).toMatch(/,reconciled,.*,25000,IRR$/);
+    expect(header.endsWith(',upstreamMessage,unitPrice,currency,resolvedBy')).toBe(true);
+    expect(resolution).toMatch(/,reconciled,.*,25000,IRR,reconciliation$/);
     // Resolved as charged: the same units at the same (original) price.
     expect(await spent()).toEqual({ units: 5, amount: '140001.5', currencies: ['IRR'] });
   });

@@ -1,8 +1,7 @@
-import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { Injectable, NotFoundException, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { FastifyRequest } from 'fastify';
 import type { AppConfig } from '../config/app-config.js';
-import { ProblemException } from '../problem/problem.js';
 import type { OperationDefinition } from './catalog/operation.js';
 
 /** The live catalog (docs/api.md §10): the built-ins and INQUIRY_OPERATIONS' entries, by name. */
@@ -25,7 +24,8 @@ export class OperationCatalog {
 
 /**
  * `POST /v1/kyc/{name}` of a name the catalog lacks is an unknown route (404), before any
- * credential is read, as for any other unknown path.
+ * credential is read, as for any other unknown path: the router's own 404, so that the problem
+ * filter names the nearest path (test/http-edges.e2e.spec.ts, "a mistyped path").
  */
 @Injectable()
 export class KnownOperationGuard implements CanActivate {
@@ -33,7 +33,7 @@ export class KnownOperationGuard implements CanActivate {
 
   canActivate(context: ExecutionContext): boolean {
     const { operation } = context.switchToHttp().getRequest<FastifyRequest<{ Params: { operation: string } }>>().params;
-    if (!this.catalog.added(operation)) throw new ProblemException('not_found', 'No such route.');
+    if (!this.catalog.added(operation)) throw new NotFoundException();
     return true;
   }
 }

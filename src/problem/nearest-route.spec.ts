@@ -9,6 +9,7 @@ describe('nearestCallerPath', () => {
     expect(nearestCallerPath('/v1/kyc/ibna')).toBe('/v1/kyc/iban');
     expect(nearestCallerPath('/v1/inquirys/6f1c7c3e-1111-4e2e-9c1a-000000000000')).toBe('/v1/inquiries/{trackId}');
     expect(nearestCallerPath('/health/readyy')).toBe('/health/ready');
+    expect(nearestCallerPath('/v1/kyc/card-to-ibn', ['card-to-iban'])).toBe('/v1/kyc/card-to-iban');
   });
 
   it('names nothing for a path that is nobody’s typo', () => {

@@ -34,11 +34,12 @@ const MAX_COMPARED_LENGTH = 128;
  * The caller path nearest to `path` (a parameter segment such as `{trackId}` matches any one
  * segment), when it is a plausible typo of it: at most a third of its letters differ.
  */
-export function nearestCallerPath(path: string): string | undefined {
+export function nearestCallerPath(path: string, addedOperations: Iterable<string> = []): string | undefined {
   if (path.length > MAX_COMPARED_LENGTH) return undefined;
   const segments = path.split('/');
   let best: { path: string; edits: number } | undefined;
-  for (const candidate of CALLER_PATHS) {
+  // The operations the operator added are caller paths too (docs/api.md §10), bounded by the catalog's 50.
+  for (const candidate of [...CALLER_PATHS, ...[...addedOperations].map((name) => `/v1/kyc/${name}`)]) {
     const parts = candidate.split('/');
     if (parts.length !== segments.length) continue;
     const edits = parts.reduce(

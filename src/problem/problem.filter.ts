@@ -27,7 +27,7 @@ export class ProblemFilter implements ExceptionFilter {
     let problem = toProblem(error, { bodyLimitBytes: request.routeOptions?.bodyLimit });
     // The router's 404 (Nest's not-found handler) for a path that exists with other methods.
     if (problem.code === 'not_found' && !(error instanceof ProblemException))
-      problem = wrongMethod(request, this.addedOperations) ?? nearestPath(request) ?? problem;
+      problem = wrongMethod(request, this.addedOperations) ?? nearestPath(request, this.addedOperations) ?? problem;
     if (problem.code === 'internal') {
       // Name only: messages and stacks of unexpected errors may carry input or secrets.
       this.logger.error(`unexpected ${error instanceof Error ? error.name : typeof error} while serving a request`);
@@ -74,9 +74,9 @@ function onMainListener(request: FastifyRequest): boolean {
 }
 
 /** A mistyped caller path (on the main listener): the 404 names the path meant, never echoing the one sent. */
-function nearestPath(request: FastifyRequest): ProblemException | undefined {
+function nearestPath(request: FastifyRequest, addedOperations: ReadonlySet<string>): ProblemException | undefined {
   if (!onMainListener(request)) return undefined;
-  const nearest = nearestCallerPath(request.url.split('?', 1)[0]);
+  const nearest = nearestCallerPath(request.url.split('?', 1)[0], addedOperations);
   if (nearest === undefined) return undefined;
   return new ProblemException('not_found', `${NOT_FOUND_DETAIL.replace(/\.$/, '')}; the nearest is ${nearest}.`);
 }
