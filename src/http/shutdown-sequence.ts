@@ -43,10 +43,10 @@ export const WHILE_SERVING: readonly ShutdownStep[] = [
  */
 export const AFTER_SERVER_CLOSED: readonly ShutdownStep[] = [
   { name: 'flush owed settlements', run: (get) => get(Settlements).flushOwed() },
-  // Before the ledger's database closes (the drainer's stop closes it): this replica's refusal
-  // counts, for at most 5 s (src/ledger/refusal-flusher.spec.ts, "stop() ends within a bound").
   // Before the ledger's database closes: attempts in flight end (10 s at most) and record their outcome.
   { name: 'stop webhook deliveries', run: (get) => get(WebhookDispatcher).stop() },
+  // Before the ledger's database closes (the drainer's stop closes it): this replica's refusal
+  // counts, for at most 5 s (src/ledger/refusal-flusher.spec.ts, "stop() ends within a bound").
   { name: 'flush refusal counts', run: (get) => get(RefusalFlusher).stop() },
   // After the settlements (they put the last entries on the queue), before Redis closes: what
   // is queued is written to PostgreSQL for a few seconds; the rest waits for another replica.
