@@ -58,7 +58,7 @@ const port = (receiver.address() as { port: number }).port;
 const endpoint: WebhookEndpoint = {
   id: 'bench',
   clientId: 'svc-a',
-  url: new URL(`http://127.0.0.1:${port}/hook`),
+  url: new Secret(`http://127.0.0.1:${port}/hook`),
   keys: [new Secret(key)],
   events: ['inquiry.settled'],
 };

@@ -20,7 +20,7 @@ import { PostgresServer } from './support/postgres-server.js';
 const endpoint = (id: string, clientId: string, events: WebhookEndpoint['events']): WebhookEndpoint => ({
   id,
   clientId,
-  url: new URL(`https://hooks.example.com/${id}`),
+  url: new Secret(`https://hooks.example.com/${id}`),
   keys: [new Secret(Buffer.alloc(32, 1).toString('base64'))],
   events,
 });
@@ -146,7 +146,7 @@ describe.each(ledgerEngines(() => server.url, 'webhook-outbox'))('the webhook ou
     expect(await outbox.claim('gone', 4, 30_000)).toEqual([]);
     // While disabled, no event is written for it: the outbox does not grow for a receiver that left.
     await store.insert([queuedEntry({ clientId: 'svc-gone' })]);
-    await outbox.syncEndpoints([...others, { ...gone, url: new URL('https://hooks.example.com/moved') }], {
+    await outbox.syncEndpoints([...others, { ...gone, url: new Secret('https://hooks.example.com/moved') }], {
       configChanged: true,
     });
     expect(await outbox.disabledEndpoints()).toEqual(new Set());

@@ -56,7 +56,7 @@ export const LIST_ROWS = 500;
 export function fingerprintOf(endpoint: WebhookEndpoint): string {
   const keys = endpoint.keys.map((key) => key.reveal());
   return createHash('sha256')
-    .update(JSON.stringify([endpoint.clientId, endpoint.url.href, endpoint.events, keys]))
+    .update(JSON.stringify([endpoint.clientId, endpoint.url.reveal(), endpoint.events, keys]))
     .digest('hex');
 }
 
