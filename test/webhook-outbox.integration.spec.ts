@@ -20,7 +20,7 @@ import { PostgresServer } from './support/postgres-server.js';
 const endpoint = (id: string, clientId: string, events: WebhookEndpoint['events']): WebhookEndpoint => ({
   id,
   clientId,
-  url: new URL(`https://hooks.example.com/${id}`),
+  url: new Secret(`https://hooks.example.com/${id}`),
   keys: [new Secret(Buffer.alloc(32, 1).toString('base64'))],
   events,
 });
@@ -47,7 +47,7 @@ describe.each(ledgerEngines(() => server.url, 'webhook-outbox'))('the webhook ou
     db = await open();
     store = new LedgerStore(db, new StoreCipher([]), 90);
     outbox = new WebhookOutbox(store);
-    await outbox.syncEndpoints(ENDPOINTS);
+    await outbox.syncEndpoints(ENDPOINTS, { configChanged: true });
   });
   afterAll(async () => {
     await closeLedger(db);
@@ -97,33 +97,58 @@ describe.each(ledgerEngines(() => server.url, 'webhook-outbox'))('the webhook ou
     expect(ids.length).toBeGreaterThanOrEqual(2);
     const claim = first[0] ?? second[0];
     expect(
-      await outbox.settle({ ...claim, leaseToken: '00000000-0000-4000-8000-000000000000' }, { status: 'delivered' }),
+      await outbox.settle({ ...claim, leaseToken: '00000000-0000-4000-8000-000000000000' }, { status: 'dead' }),
     ).toBe(false);
     expect(await outbox.settle(claim, { status: 'delivered', httpStatus: 204 })).toBe(true);
     expect(await outbox.settle(claim, { status: 'dead' })).toBe(false);
   });
 
-  it("leaves a claim whose lease ran out (its replica died mid-delivery) to another, and the dead one's outcome is dropped", async () => {
+  it("leaves a claim whose lease ran out (its replica died mid-delivery) to another, and the dead one's failure is dropped", async () => {
     await store.insert([queuedEntry({ clientId: 'svc-lease' })]);
     const [dying] = await outbox.claim('lease', 1, 0);
     const [taker] = await outbox.claim('lease', 1, 30_000);
     expect(taker).toMatchObject({ id: dying.id, attempt: dying.attempt + 1 });
-    expect(await outbox.settle(dying, { status: 'delivered' })).toBe(false);
+    expect(await outbox.settle(dying, { status: 'pending', retryInMs: 1_000, error: 'UND_ERR_SOCKET' })).toBe(false);
     expect(await outbox.settle(taker, { status: 'delivered' })).toBe(true);
+  });
+
+  it('keeps a 2xx that arrives after its lease ran out: the failure of the attempt that took over does not overwrite it', async () => {
+    await store.insert([queuedEntry({ clientId: 'svc-lease' })]);
+    const [slow] = await outbox.claim('lease', 1, 0);
+    const [taker] = await outbox.claim('lease', 1, 30_000);
+    expect(await outbox.settle(slow, { status: 'delivered', httpStatus: 200 })).toBe(true);
+    expect(await outbox.settle(taker, { status: 'pending', retryInMs: 1_000, error: 'HTTP 500' })).toBe(false);
+    const [row] = await db.query<{ status: string }>('SELECT status FROM webhook_deliveries WHERE id = $1', [slow.id]);
+    expect(row.status).toBe('delivered');
+  });
+
+  it('keeps the endpoints another replica configures when one with a different configuration mirrors its own', async () => {
+    const newer = endpoint('newer', 'svc-newer', ['inquiry.settled']);
+    await outbox.syncEndpoints([...ENDPOINTS, newer], { configChanged: true });
+    // A replica still on the older configuration (restarted mid-rollout) mirrors it.
+    await outbox.syncEndpoints(ENDPOINTS, { configChanged: true });
+    await store.insert([queuedEntry({ clientId: 'svc-newer' })]);
+    expect(await outbox.claim('newer', 4, 30_000)).toHaveLength(1);
+    // An endpoint no replica configures any more is forgotten once its heartbeats stop.
+    await outbox.syncEndpoints(ENDPOINTS, { configChanged: false, forgetAfterMs: 0 });
+    await store.insert([queuedEntry({ clientId: 'svc-newer' })]);
+    expect(await outbox.claim('newer', 4, 30_000)).toHaveLength(0);
   });
 
   it('keeps an endpoint a 410 disabled off until its configuration changes', async () => {
     const gone = endpoint('gone', 'svc-gone', ['inquiry.settled']);
     const others = ENDPOINTS;
-    await outbox.syncEndpoints([...others, gone]);
+    await outbox.syncEndpoints([...others, gone], { configChanged: true });
     await outbox.disable('gone');
-    await outbox.syncEndpoints([...others, gone]);
+    await outbox.syncEndpoints([...others, gone], { configChanged: true });
     expect(await outbox.disabledEndpoints()).toEqual(new Set(['gone']));
     await store.insert([queuedEntry({ clientId: 'svc-gone' })]);
     expect(await outbox.claim('gone', 4, 30_000)).toEqual([]);
     // While disabled, no event is written for it: the outbox does not grow for a receiver that left.
     await store.insert([queuedEntry({ clientId: 'svc-gone' })]);
-    await outbox.syncEndpoints([...others, { ...gone, url: new URL('https://hooks.example.com/moved') }]);
+    await outbox.syncEndpoints([...others, { ...gone, url: new Secret('https://hooks.example.com/moved') }], {
+      configChanged: true,
+    });
     expect(await outbox.disabledEndpoints()).toEqual(new Set());
     expect(await outbox.claim('gone', 4, 30_000)).toHaveLength(0);
     await store.insert([queuedEntry({ clientId: 'svc-gone' })]);

@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { describe, expect, it } from '@jest/globals';
 import { parseWebhooks, webhooksConfigFrom } from './webhooks-config.js';
 
@@ -23,7 +24,19 @@ describe('WEBHOOKS', () => {
     const [endpoint] = parseWebhooks(JSON.stringify([entry({ secret: [SECRET, SECRET] })]), false, problems);
     expect(problems).toEqual([]);
     expect(endpoint.keys).toHaveLength(2);
-    expect(endpoint.url.host).toBe('hooks.example.com');
+    expect(new URL(endpoint.url.reveal()).host).toBe('hooks.example.com');
+  });
+
+  it('never shows a URL (a token in its path or query) when the configuration is serialised', () => {
+    const problems: string[] = [];
+    const config = webhooksConfigFrom(
+      { WEBHOOKS: JSON.stringify([entry({ url: 'https://hooks.example.com/T01/tok-in-path?key=tok-in-query' })]) },
+      problems,
+    );
+    expect(problems).toEqual([]);
+    for (const text of [JSON.stringify(config), inspect(config, { depth: 10 }), `${String(config.endpoints[0].url)}`]) {
+      expect(text).not.toContain('tok-in-');
+    }
   });
 
   it('refuses http unless WEBHOOKS_ALLOW_HTTP=true', () => {

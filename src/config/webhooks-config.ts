@@ -29,7 +29,8 @@ export interface WebhookEndpoint {
   id: string;
   /** A client id, or `*` for every client's events. */
   clientId: string;
-  url: URL;
+  /** The URL, held as a Secret: a receiver's token may sit in its path or query (webhooks-config.spec.ts). */
+  url: Secret;
   /** The keys it signs with (several while a secret rotates: one signature each). */
   keys: Secret[];
   events: WebhookEventType[];
@@ -145,7 +146,7 @@ function endpointOf(value: unknown, where: string, allowHttp: boolean, problems:
   return {
     id: entry.id as string,
     clientId: entry.clientId as string,
-    url,
+    url: new Secret(url.href),
     keys: keys.map((key) => new Secret(key.toString('base64'))),
     events: [...new Set(events as WebhookEventType[])],
   };

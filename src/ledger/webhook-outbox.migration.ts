@@ -6,8 +6,10 @@
  * reconciliation, the provider's tracking). Read and written by src/webhooks/.
  */
 export const WEBHOOK_OUTBOX_SQL = `
-      -- The configured endpoints (WEBHOOKS), mirrored by every replica at start and on each
-      -- re-read (src/webhooks/webhook-outbox.ts), so that the triggers below know who subscribes.
+      -- The configured endpoints (WEBHOOKS), mirrored by every replica with WEBHOOKS at start, on
+      -- each re-read and every few seconds (src/webhooks/webhook-outbox.ts), so that the triggers below know who subscribes.
+      -- seen_at: the last time a replica configuring it mirrored it (an endpoint is forgotten only
+      -- when none has for a while: replicas may hold different configurations during a rollout).
       -- fingerprint: the SHA-256 of the endpoint's configuration; a 410 sets disabled_fingerprint,
       -- and the endpoint stays disabled until its configuration (so its fingerprint) changes:
       -- meanwhile no event is written for it (the outbox does not grow for a receiver that left).
@@ -16,7 +18,8 @@ export const WEBHOOK_OUTBOX_SQL = `
         client_id text NOT NULL,
         events text[] NOT NULL,
         fingerprint text NOT NULL,
-        disabled_fingerprint text
+        disabled_fingerprint text,
+        seen_at timestamptz NOT NULL DEFAULT now()
       );
       -- One row per event and endpoint (docs/api.md §9): its id is the webhook-id of every
       -- attempt. Written in the transaction of the fact that causes it; claimed by the delivery

