@@ -67,9 +67,7 @@ describe('clean-tree guard', () => {
       // The sandbox writes on; a test starts a gateway on a ledger in the tree and leaves it running.
       writeFileSync(join(repo, '.data/ledger/pglite/16483_fsm'), '');
       leftover = await liveLedger('.data/test-ledger');
-      expect(runChanges(before, treeState(repo)!, atStart)).toEqual([
-        '+ !! .data/test-ledger/pglite/PG_VERSION',
-      ]);
+      expect(runChanges(before, treeState(repo)!, atStart)).toEqual(['+ !! .data/test-ledger/pglite/PG_VERSION']);
     } finally {
       sandbox.close();
       leftover?.close();
