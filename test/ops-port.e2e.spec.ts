@@ -137,7 +137,12 @@ describe('OPS_PORT', () => {
       const hidden = await callGateway(gateway.url, 'GET', path);
       expect({ path, status: hidden.status, code: hidden.body.code }).toEqual({ path, status: 404, code: 'not_found' });
       expect(hidden.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      // Nor does the main port's 404 point at an ops route, for this path or a mistyped caller path.
+      expect(hidden.body.detail).not.toMatch(/\/(docs|metrics|admin|console)\b/);
     }
+    const typo = await callGateway(gateway.url, 'GET', '/v1/budgte', { apiKey: TEST_CLIENTS.full.key });
+    expect(typo.body.detail).toMatch(/the nearest is \/v1\/budget\.$/);
+    expect(typo.body.detail).not.toMatch(/\/(docs|metrics|admin|console)\b/);
     // Not 405 either: another method does not reveal the path exists on the ops port.
     expect((await callGateway(gateway.url, 'POST', '/metrics')).status).toBe(404);
     // Nor a long segment under an ops-only route (the router once measured it before the port).

@@ -21,7 +21,7 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { nextEvent } from './support/events.js';
 import { freePort } from './support/redis-server.js';
-import { ledgersInUse, treeChanges, treeState, withoutLedgers } from './support/clean-tree.js';
+import { ledgersInUse, runChanges, treeChanges, treeState } from './support/clean-tree.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const API_KEY = 'sandbox-script-test-key';
@@ -153,19 +153,16 @@ describe('npm run sandbox', () => {
     expect(metrics.split('\n')[0]).toMatch(/^# HELP vgw_build_info /);
     expect(metrics).toContain(`vgw_build_info{version="${version}"`);
 
-    // npm test beside this running sandbox: its ledger's files are not a change made by the tests,
-    // but a file a test leaves, even an ignored one, still is.
+    // npm test started beside this running sandbox (globalSetup, then globalTeardown): its ledger's
+    // files are not a change made by the tests, but a file a test leaves, even an ignored one, is.
+    const runStart = treeState(repo)!;
+    expect(treeChanges(treeBefore, runStart)).toContainEqual(expect.stringMatching(/^\+ !! \.data\/ledger\/pglite\//));
+    const ledgers = await ledgersInUse(repo, runStart);
+    expect(ledgers).toEqual(['.data/ledger/', '.data/sandbox-store-encryption-key']);
     writeFileSync(join(repo, 'dump.rdb'), 'REDIS0011');
     mkdirSync(join(repo, '.data', 'reports'));
     writeFileSync(join(repo, '.data', 'reports', 'run.json'), '{}');
-    const treeAfter = treeState(repo)!;
-    expect(treeChanges(treeBefore, treeAfter)).toContainEqual(expect.stringMatching(/^\+ !! \.data\/ledger\/pglite\//));
-    const ledgers = await ledgersInUse(repo, treeBefore, treeAfter);
-    expect(ledgers).toEqual(['.data/ledger/', '.data/sandbox-store-encryption-key']);
-    expect(treeChanges(withoutLedgers(treeBefore, ledgers), withoutLedgers(treeAfter, ledgers))).toEqual([
-      '+ !! .data/reports/run.json',
-      '+ !! dump.rdb',
-    ]);
+    expect(runChanges(runStart, treeState(repo)!, ledgers)).toEqual(['+ !! .data/reports/run.json', '+ !! dump.rdb']);
 
     process.kill(npm.pid!, 'SIGTERM');
     await exited;

@@ -32,9 +32,12 @@ const CODE_BY_STATUS: Record<number, ProblemCode> = {
   429: 'rate_limited',
 };
 
-/** The router's 404: where the paths are (problem.filter.ts adds the nearest one to a typo). */
-export const NOT_FOUND_DETAIL =
-  "No such resource; the API's paths are listed in docs/api.md and in the OpenAPI document (/docs).";
+/**
+ * The router's 404: where the paths are (problem.filter.ts adds the nearest one to a typo). No
+ * route is named: /docs is an ops route, absent from the public port when OPS_PORT is set
+ * (test/ops-port.e2e.spec.ts).
+ */
+export const NOT_FOUND_DETAIL = "No such resource; the API's paths are listed in docs/api.md and its OpenAPI document.";
 
 /**
  * Turns anything thrown while serving a request into a problem. Only errors the gateway

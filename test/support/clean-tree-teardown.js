@@ -1,6 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ledgersInUse, treeChanges, treeState, withoutLedgers } from './clean-tree.js';
+import { runChanges, treeState } from './clean-tree.js';
 
 /**
  * Jest globalTeardown: fails the run when a test changed the work tree (see clean-tree.js).
@@ -13,9 +13,7 @@ export default async function cleanTreeTeardown() {
   const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
   const after = treeState(root);
   if (!after) return;
-  // The ledgers of gateways running beside the run, at its start or now (a sandbox started meanwhile).
-  const ledgers = [...(globalThis.__vgwLedgersInUse ?? []), ...(await ledgersInUse(root, before, after))];
-  const changes = treeChanges(withoutLedgers(before, ledgers), withoutLedgers(after, ledgers));
+  const changes = runChanges(before, after, globalThis.__vgwLedgersInUse ?? []);
   if (changes.length > 0) {
     throw new Error(`the tests changed the work tree (git status --porcelain --ignored):\n${changes.join('\n')}`);
   }

@@ -66,9 +66,8 @@ function answers(path) {
 
 /**
  * The ignored directories of `states` (tree-relative, each ending in /) that hold the embedded
- * ledger of a gateway alive now (its lock answers): a sandbox or a local start beside the run,
- * each with the sandbox's key beside it. The tests' own gateways have all stopped before the
- * check, so none of theirs is among them.
+ * ledger of a gateway alive now (its lock answers): at globalSetup, a sandbox or a local start
+ * beside the run, each with the sandbox's key beside it.
  */
 export async function ledgersInUse(dir, ...states) {
   const candidates = new Set();
@@ -92,4 +91,14 @@ export function withoutLedgers(state, ledgers) {
   return state.filter(
     (line) => !(line.startsWith('!! ') && ledgers.some((prefix) => line.slice(3).startsWith(prefix))),
   );
+}
+
+/**
+ * What the run changed between `before` and `after`, leaving out only the ledgers of gateways
+ * that were running when it began (`ledgersAtStart`, from ledgersInUse at globalSetup). A ledger
+ * whose lock answers only at the end is a test's gateway left running, a leak to report
+ * (test/clean-tree.integration.spec.ts); a sandbox started during the run is restarted after it.
+ */
+export function runChanges(before, after, ledgersAtStart) {
+  return treeChanges(withoutLedgers(before, ledgersAtStart), withoutLedgers(after, ledgersAtStart));
 }

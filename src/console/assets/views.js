@@ -73,8 +73,7 @@ const ENTRY_FIELDS = [
 /** What an entry spent: 0 when not charged (a failed inquiry's units are its price, not a spend). */
 export const spentOf = (entry) => (entry.charged === 'no' ? 0 : entry.costUnits);
 
-/** The upstream's code with its message: `15: National code and mobile do not match`. */
-/** The upstream's code and message; its code 0 (success) said in words, not a bare "0". */
+/** The upstream's code with its message (`15: National code and mobile do not match`); its code 0 (success) said in words, not a bare "0". */
 export const upstreamText = (entry) =>
   entry.upstreamCode === undefined
     ? '–'
