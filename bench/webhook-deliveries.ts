@@ -24,7 +24,7 @@ import { WebhookDispatcher } from '../src/webhooks/webhook-dispatcher.js';
 import { WebhookEndpoints } from '../src/webhooks/webhook-endpoints.js';
 import { WebhookMetrics } from '../src/webhooks/webhook-metrics.js';
 import { WebhookOutbox } from '../src/webhooks/webhook-outbox.js';
-import type { WebhookEndpoint, WebhooksConfig } from '../src/webhooks/webhooks-config.js';
+import type { WebhookEndpoint, WebhooksConfig } from '../src/config/webhooks-config.js';
 import { queuedEntry } from '../test/support/ledger-entries.js';
 import { PostgresServer } from '../test/support/postgres-server.js';
 
