@@ -139,9 +139,9 @@ export interface AppConfig {
   inquiryPrices: InquiryPriceTable;
   /** Reuse of paid answers per operation, and the key of the questions' hash (docs/api.md §2; reuse/reuse-config.ts). */
   reuse: ReuseConfig;
-  /** The upstream's request-tracking service, when configured (docs/api.md §8; tracking/tracking-config.ts). */
+  /** The upstream's request-tracking service, when configured (docs/api.md §8; config/tracking-config.ts). */
   tracking?: TrackingConfig;
-  /** Signed events to the company's services (docs/api.md §9; webhooks/webhooks-config.ts). */
+  /** Signed events to the company's services (docs/api.md §9; config/webhooks-config.ts). */
   webhooks: WebhooksConfig;
   build: { commit: string };
   /** Secret files re-read while running (rotation without restart); absent = given inline. */
