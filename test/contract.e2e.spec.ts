@@ -65,6 +65,14 @@ const NOT_PROVOKED_FOR = new Map([
     'a list over 2 000 000 rows (17 s to send); the cap is MAX_ROWS in src/ledger/reconciliation.ts',
   ],
   [
+    'WebhooksController_retry 202',
+    'needs a delivery in the outbox: a dead delivery sent again, test/webhooks.e2e.spec.ts',
+  ],
+  [
+    'WebhooksController_retry 400',
+    'documented with every admin route; an id that is not a UUID names no delivery: 404 (below)',
+  ],
+  [
     'AdminController_reconcile 429',
     'a second upload while one is read: proven on the component (test/reconciliation.integration.spec.ts)',
   ],
@@ -406,6 +414,7 @@ describe('the live gateway against docs/openapi.json', () => {
         ok: '?from=2020-01-01&to=2020-01-02&timeZone=UTC',
         bad: '?from=2020-01-01&to=2020-01-02&timeZone=Mars/Olympus',
       },
+      { method: 'GET', template: '/admin/webhooks/deliveries', ok: '?status=failing', bad: '?status=lost' },
     ];
     for (const route of routes) {
       const at = (query: string, body = route.body) => ({
@@ -432,6 +441,15 @@ describe('the live gateway against docs/openapi.json', () => {
     expect((await call(gateway, 'GET', '/admin/forecast')).status).toBe(401);
     expect((await call(gateway, 'GET', '/admin/forecast', { apiKey: TEST_CLIENTS.full.key })).status).toBe(403);
     expect((await call(noLedger, 'GET', '/admin/forecast', { apiKey: ADMIN_KEY })).status).toBe(503);
+    // Sending a webhook delivery again: no such delivery (a UUID or not), no credential, no scope, no ledger.
+    const retry = '/admin/webhooks/deliveries/{id}/retry';
+    const retryOf = (id: string) => ({ path: `/admin/webhooks/deliveries/${id}/retry` });
+    for (const id of [crypto.randomUUID(), 'not-a-uuid'])
+      expect((await call(gateway, 'POST', retry, { ...retryOf(id), apiKey: ADMIN_KEY })).status).toBe(404);
+    const some = retryOf(crypto.randomUUID());
+    expect((await call(gateway, 'POST', retry, some)).status).toBe(401);
+    expect((await call(gateway, 'POST', retry, { ...some, apiKey: TEST_CLIENTS.full.key })).status).toBe(403);
+    expect((await call(noLedger, 'POST', retry, { ...some, apiKey: ADMIN_KEY })).status).toBe(503);
   });
 
   it('documents the answers given before routing (a body too slow, headers too large)', async () => {
