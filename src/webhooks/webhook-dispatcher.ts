@@ -127,6 +127,12 @@ export class WebhookDispatcher implements OnApplicationBootstrap {
         lane.add(attempt);
       }
     }
+    // Pruning first: the thresholds read Redis, and a Redis outage must not stop the outbox's pruning.
+    if (now >= this.nextPrune) {
+      this.nextPrune = now + PRUNE_MS;
+      const pruned = await this.outbox.prune(this.settings.deliveredRetentionMs, DEAD_RETENTION_MS);
+      if (pruned > 0) this.logger.log(`webhook outbox: ${pruned} finished deliveries pruned`);
+    }
     if (now >= this.nextObserve) {
       this.nextObserve = now + OBSERVE_MS;
       this.metrics.observeOldest(
@@ -134,11 +140,6 @@ export class WebhookDispatcher implements OnApplicationBootstrap {
         await this.outbox.oldestPending(),
       );
       if (this.endpoints.subscribes('budget.threshold')) await this.thresholds.check();
-    }
-    if (now >= this.nextPrune) {
-      this.nextPrune = now + PRUNE_MS;
-      const pruned = await this.outbox.prune(this.settings.deliveredRetentionMs, DEAD_RETENTION_MS);
-      if (pruned > 0) this.logger.log(`webhook outbox: ${pruned} finished deliveries pruned`);
     }
   }
 
