@@ -44,18 +44,18 @@ afterAll(async () => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
-const crashFile = () => join(scratch, 'crash-ledger-worker');
+const crashFile = (name = 'crash-ledger-worker') => join(scratch, name);
 
-async function start(): Promise<GatewayProcess> {
+async function start(ledger = 'ledger', signal = crashFile(), untilOpen = true): Promise<GatewayProcess> {
   const gateway = await gateways.start({
     UPSTREAM_BASE_URL: sim.baseUrl,
     API_KEYS: apiKeysWith(ADMIN),
     LEDGER_DATABASE_URL: '', // the embedded ledger, not the run's PostgreSQL
-    LEDGER_DATA_DIR: join(scratch, 'ledger'),
+    LEDGER_DATA_DIR: join(scratch, ledger),
     NODE_OPTIONS: `--import=${PRELOAD}`,
-    VGW_TEST_LEDGER_WORKER_CRASH_FILE: crashFile(),
+    VGW_TEST_LEDGER_WORKER_CRASH_FILE: signal,
   });
-  await untilEmbeddedLedgerOpen(gateway);
+  if (untilOpen) await untilEmbeddedLedgerOpen(gateway);
   return gateway;
 }
 
@@ -130,6 +130,8 @@ describe('a dead embedded ledger worker', () => {
       status: 'down',
       message: "the embedded ledger's worker died; a new one is being started",
     });
+    // The start-up has finished and stays so (contract §4): only readiness waits for the new worker.
+    expect((await fetch(`${gateway.url}/health/startup`)).status).toBe(200);
     // Counted at the death; the series exists from start-up (at 0 before).
     expect(await restarts(gateway)).toBe(1);
     // Inquiries are still answered and charged meanwhile: their entries wait in the queue.
@@ -149,4 +151,19 @@ describe('a dead embedded ledger worker', () => {
     const afterRestart = await entriesByTrackId(restarted);
     expect(charged.filter((id) => afterRestart.get(id) !== 1)).toEqual([]);
   }, 120_000);
+
+  it('comes back ready when its worker dies during the first migration', async () => {
+    // Its own file (the other test's gateway watches the first): the first worker exits at its
+    // first answer, PGlite open and the first migration under way.
+    const signal = crashFile('crash-first-migration');
+    writeFileSync(signal, '');
+    const gateway = await start('ledger-first-migration', signal, false);
+    const settled = () =>
+      /embedded ledger open and migrated|could not be opened; the gateway stays not ready/.test(gateway.output());
+    await untilLogged(gateway, "the embedded ledger's worker exited (code 70)");
+    if (!settled()) await nextEvent(gateway.process.stdout!, 'data', settled, 60_000);
+    expect(gateway.output()).toContain('embedded ledger open and migrated');
+    expect((await ready(gateway)).status).toBe(200);
+    expect(await restarts(gateway)).toBe(1);
+  }, 60_000);
 });

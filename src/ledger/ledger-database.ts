@@ -27,6 +27,11 @@ export abstract class LedgerDatabase implements SqlQueries {
     return null;
   }
 
+  /** Resolves once the database can serve again (at once when it can; never once closed). */
+  serving(): Promise<void> {
+    return Promise.resolve();
+  }
+
   /** Changes when the database behind may have been replaced (a new embedded worker: `memory://` then starts empty). */
   get generation(): number {
     return 0;
@@ -130,6 +135,8 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
   private held = false;
   private readonly waiting: Array<() => void> = [];
   private closing: Promise<void> | null = null;
+  /** Resolved when a new worker is open (respawn). */
+  private servingAgain: { promise: Promise<void>; resolve: () => void } | null = null;
 
   private constructor(
     /** An absolute directory, or `memory://`. */
@@ -166,7 +173,19 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
   }
 
   override get outage(): string | null {
-    return this.lost && !this.closing ? this.lost.message : null;
+    // The worker's end is known at once (its calls rejected), before connect()'s watch sets `lost`.
+    const lost = this.lost ?? this.connection.lostAfterOpening;
+    return lost && !this.closing ? lost.message : null;
+  }
+
+  override serving(): Promise<void> {
+    if (this.outage === null) return Promise.resolve();
+    if (!this.servingAgain) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((done) => (resolve = done));
+      this.servingAgain = { promise, resolve };
+    }
+    return this.servingAgain.promise;
   }
 
   override get generation(): number {
@@ -214,6 +233,8 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
           );
         }
         this.logger.log("the embedded ledger's worker was re-created; the ledger is ready");
+        this.servingAgain?.resolve();
+        this.servingAgain = null;
         this.events.replaced?.();
       },
       // Its end follows (terminated here): connect()'s watch schedules the next attempt.

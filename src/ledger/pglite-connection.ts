@@ -35,6 +35,7 @@ export class PgliteConnection {
   >();
   private nextId = 1;
   private failure: Error | null = null;
+  private isOpen = false;
 
   /** `pgdata`: PGlite's own directory, or `memory://`. */
   constructor(pgdata: string) {
@@ -45,7 +46,7 @@ export class PgliteConnection {
     // Awaited by the caller that needs it; never an unhandled rejection here.
     this.opened.catch(() => undefined);
     this.worker.on('message', (reply: WorkerReply) => {
-      if (reply.id === 0) return 'error' in reply ? failed(restored(reply.error)) : open();
+      if (reply.id === 0) return 'error' in reply ? failed(restored(reply.error)) : ((this.isOpen = true), open());
       const call = this.pending.get(reply.id);
       if (!call) return;
       if ('error' in reply) {
@@ -73,6 +74,11 @@ export class PgliteConnection {
         resolve(this.failure!);
       }),
     );
+  }
+
+  /** Why the thread ended after PGlite had opened in it (its calls rejected at that moment); null while it runs or if it never opened. */
+  get lostAfterOpening(): Error | null {
+    return this.isOpen ? this.failure : null;
   }
 
   /** Sends one request; rejects at once once the worker has ended. */
