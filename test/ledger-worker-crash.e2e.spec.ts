@@ -66,6 +66,12 @@ async function untilLogged(gateway: GatewayProcess, text: string): Promise<void>
   }
 }
 
+/** Resolves once the gateway's log holds `text` `times` times. */
+async function untilLoggedTimes(gateway: GatewayProcess, text: string, times: number): Promise<void> {
+  const enough = () => gateway.output().split(text).length > times;
+  if (!enough()) await nextEvent(gateway.process.stdout!, 'data', enough, 60_000);
+}
+
 /** `count` Shahkar inquiries, 4 at a time, each answered 200; their trackIds. */
 async function inquiries(gateway: GatewayProcess, count: number): Promise<string[]> {
   const ids: string[] = [];
@@ -166,4 +172,22 @@ describe('a dead embedded ledger worker', () => {
     expect((await ready(gateway)).status).toBe(200);
     expect(await restarts(gateway)).toBe(1);
   }, 60_000);
+
+  it('writes what is queued at a SIGTERM while a crash loop waits out its backoff', async () => {
+    const signal = crashFile('crash-loop');
+    const gateway = await start('ledger-crash-loop', signal);
+    // Four quick deaths: the fifth worker's re-creation would wait 8 s (RESPAWN_MS), longer than
+    // the shutdown's 5 s flush.
+    for (let death = 1; death <= 5; death += 1) {
+      writeFileSync(signal, '');
+      await untilLoggedTimes(gateway, "the embedded ledger's worker exited (code 70)", death);
+      if (death < 5) await untilLoggedTimes(gateway, "the embedded ledger's worker was re-created", death);
+    }
+    const charged = await inquiries(gateway, 4);
+    gateway.process.kill('SIGTERM');
+    expect(await gateway.exited).toBe(0);
+    const restarted = await start('ledger-crash-loop', signal);
+    const counts = await entriesByTrackId(restarted);
+    expect(charged.filter((id) => counts.get(id) !== 1)).toEqual([]);
+  }, 120_000);
 });

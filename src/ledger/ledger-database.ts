@@ -32,6 +32,9 @@ export abstract class LedgerDatabase implements SqlQueries {
     return Promise.resolve();
   }
 
+  /** A shutdown's last writes: an embedded worker waiting out its backoff is re-created now. */
+  recoverNow(): void {}
+
   /** Changes when the database behind may have been replaced (a new embedded worker: `memory://` then starts empty). */
   get generation(): number {
     return 0;
@@ -219,7 +222,14 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
     return connection;
   }
 
+  override recoverNow(): void {
+    if (this.respawnTimer === undefined || this.closing) return;
+    clearTimeout(this.respawnTimer);
+    this.respawn();
+  }
+
   private respawn(): void {
+    this.respawnTimer = undefined;
     if (this.closing) return;
     const connection = this.connect();
     this.connection = connection;
