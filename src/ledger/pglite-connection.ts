@@ -13,6 +13,21 @@ function restored(fields: WorkerError): Error {
   return Object.assign(new Error(message), rest, { name });
 }
 
+/**
+ * A worker that died is re-created after 0.5 s, then 1, 2, … up to 30 s while re-creations keep
+ * failing or dying young (each open costs seconds of CPU); one that had been up for the
+ * longest wait starts again at 0.5 s. Constants: no outside number feeds these timers.
+ */
+export const RESPAWN_MS = { first: 500, max: 30_000 };
+
+/** What the owner of the embedded ledger hears about its worker (metrics, logs). */
+export interface WorkerEvents {
+  /** The worker ended unasked: calls fail until a new one is open. */
+  lost?(error: Error): void;
+  /** A new worker is open in its place. */
+  replaced?(): void;
+}
+
 /** What one request asks the worker. */
 export type ConnectionRequest = { op: 'query'; sql: string; params?: unknown[] } | { op: 'close' };
 
@@ -96,6 +111,27 @@ export class PgliteConnection {
     this.failure ??= reason;
     await this.worker.terminate();
     await this.ended;
+  }
+}
+
+/** One holder of the connection at a time, the others served in call order. */
+export class ConnectionTurns {
+  held = false;
+  private readonly waiting: Array<() => void> = [];
+
+  /** Resolves when it is the caller's turn (at once when nobody holds it); release() passes it on. */
+  take(): Promise<void> {
+    if (!this.held) {
+      this.held = true;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.held = false;
   }
 }
 
