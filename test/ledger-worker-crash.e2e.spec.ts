@@ -44,18 +44,18 @@ afterAll(async () => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
-const crashFile = () => join(scratch, 'crash-ledger-worker');
+const crashFile = (name = 'crash-ledger-worker') => join(scratch, name);
 
-async function start(): Promise<GatewayProcess> {
+async function start(ledger = 'ledger', signal = crashFile(), untilOpen = true): Promise<GatewayProcess> {
   const gateway = await gateways.start({
     UPSTREAM_BASE_URL: sim.baseUrl,
     API_KEYS: apiKeysWith(ADMIN),
     LEDGER_DATABASE_URL: '', // the embedded ledger, not the run's PostgreSQL
-    LEDGER_DATA_DIR: join(scratch, 'ledger'),
+    LEDGER_DATA_DIR: join(scratch, ledger),
     NODE_OPTIONS: `--import=${PRELOAD}`,
-    VGW_TEST_LEDGER_WORKER_CRASH_FILE: crashFile(),
+    VGW_TEST_LEDGER_WORKER_CRASH_FILE: signal,
   });
-  await untilEmbeddedLedgerOpen(gateway);
+  if (untilOpen) await untilEmbeddedLedgerOpen(gateway);
   return gateway;
 }
 
@@ -64,6 +64,12 @@ async function untilLogged(gateway: GatewayProcess, text: string): Promise<void>
   if (!gateway.output().includes(text)) {
     await nextEvent(gateway.process.stdout!, 'data', () => gateway.output().includes(text), 60_000);
   }
+}
+
+/** Resolves once the gateway's log holds `text` `times` times. */
+async function untilLoggedTimes(gateway: GatewayProcess, text: string, times: number): Promise<void> {
+  const enough = () => gateway.output().split(text).length > times;
+  if (!enough()) await nextEvent(gateway.process.stdout!, 'data', enough, 60_000);
 }
 
 /** `count` Shahkar inquiries, 4 at a time, each answered 200; their trackIds. */
@@ -130,6 +136,8 @@ describe('a dead embedded ledger worker', () => {
       status: 'down',
       message: "the embedded ledger's worker died; a new one is being started",
     });
+    // The start-up has finished and stays so (contract §4): only readiness waits for the new worker.
+    expect((await fetch(`${gateway.url}/health/startup`)).status).toBe(200);
     // Counted at the death; the series exists from start-up (at 0 before).
     expect(await restarts(gateway)).toBe(1);
     // Inquiries are still answered and charged meanwhile: their entries wait in the queue.
@@ -148,5 +156,38 @@ describe('a dead embedded ledger worker', () => {
     const restarted = await start();
     const afterRestart = await entriesByTrackId(restarted);
     expect(charged.filter((id) => afterRestart.get(id) !== 1)).toEqual([]);
+  }, 120_000);
+
+  it('comes back ready when its worker dies during the first migration', async () => {
+    // Its own file (the other test's gateway watches the first): the first worker exits at its
+    // first answer, PGlite open and the first migration under way.
+    const signal = crashFile('crash-first-migration');
+    writeFileSync(signal, '');
+    const gateway = await start('ledger-first-migration', signal, false);
+    const settled = () =>
+      /embedded ledger open and migrated|could not be opened; the gateway stays not ready/.test(gateway.output());
+    await untilLogged(gateway, "the embedded ledger's worker exited (code 70)");
+    if (!settled()) await nextEvent(gateway.process.stdout!, 'data', settled, 60_000);
+    expect(gateway.output()).toContain('embedded ledger open and migrated');
+    expect((await ready(gateway)).status).toBe(200);
+    expect(await restarts(gateway)).toBe(1);
+  }, 60_000);
+
+  it('writes what is queued at a SIGTERM while a crash loop waits out its backoff', async () => {
+    const signal = crashFile('crash-loop');
+    const gateway = await start('ledger-crash-loop', signal);
+    // Four quick deaths: the fifth worker's re-creation would wait 8 s (RESPAWN_MS), longer than
+    // the shutdown's 5 s flush.
+    for (let death = 1; death <= 5; death += 1) {
+      writeFileSync(signal, '');
+      await untilLoggedTimes(gateway, "the embedded ledger's worker exited (code 70)", death);
+      if (death < 5) await untilLoggedTimes(gateway, "the embedded ledger's worker was re-created", death);
+    }
+    const charged = await inquiries(gateway, 4);
+    gateway.process.kill('SIGTERM');
+    expect(await gateway.exited).toBe(0);
+    const restarted = await start('ledger-crash-loop', signal);
+    const counts = await entriesByTrackId(restarted);
+    expect(charged.filter((id) => counts.get(id) !== 1)).toEqual([]);
   }, 120_000);
 });

@@ -38,7 +38,7 @@ export class HealthController {
     return this.health.check([
       () => this.lifecycle.isHealthy('lifecycle'),
       () => this.store.isHealthy('store'),
-      ...this.ledger.checks('ledger'),
+      ...this.ledger.checks('ledger', 'ready'),
     ]);
   }
 
@@ -48,6 +48,9 @@ export class HealthController {
     canFail: true,
   })
   startup(): Promise<HealthCheckResult> {
-    return this.health.check([() => this.firstToken.isHealthy('firstTokenAttempt'), ...this.ledger.checks('ledger')]);
+    return this.health.check([
+      () => this.firstToken.isHealthy('firstTokenAttempt'),
+      ...this.ledger.checks('ledger', 'startup'),
+    ]);
   }
 }

@@ -3,7 +3,14 @@ import { Logger } from '@nestjs/common';
 import pg from 'pg';
 import { IN_MEMORY } from '../config/ledger-config.js';
 import { DataDirLock } from './data-dir-lock.js';
-import { PgliteConnection, settledOk, type ConnectionRequest } from './pglite-connection.js';
+import {
+  ConnectionTurns,
+  PgliteConnection,
+  RESPAWN_MS,
+  settledOk,
+  type ConnectionRequest,
+  type WorkerEvents,
+} from './pglite-connection.js';
 
 /** One connection's queries: plain SQL with `$1` parameters, the same text on both engines. */
 export interface SqlQueries {
@@ -26,6 +33,14 @@ export abstract class LedgerDatabase implements SqlQueries {
   get outage(): string | null {
     return null;
   }
+
+  /** Resolves once the database can serve again (at once when it can; never once closed). */
+  serving(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** A shutdown's last writes: an embedded worker waiting out its backoff is re-created now. */
+  recoverNow(): void {}
 
   /** Changes when the database behind may have been replaced (a new embedded worker: `memory://` then starts empty). */
   get generation(): number {
@@ -86,21 +101,6 @@ export class PgLedgerDatabase extends LedgerDatabase {
 const PGDATA = 'pglite';
 
 /**
- * A worker that died is re-created after 0.5 s, then 1, 2, … up to 30 s while re-creations keep
- * failing or dying young (each open costs seconds of CPU); one that had been up for the
- * longest wait starts again at 0.5 s. Constants: no outside number feeds these timers.
- */
-export const RESPAWN_MS = { first: 500, max: 30_000 };
-
-/** What the owner of the embedded ledger hears about its worker (metrics, logs). */
-export interface WorkerEvents {
-  /** The worker ended unasked: calls fail until a new one is open. */
-  lost?(error: Error): void;
-  /** A new worker is open in its place. */
-  replaced?(): void;
-}
-
-/**
  * PGlite, one connection, for one replica (the sandbox, a single-node install): an RPC client
  * over the port of the worker thread that runs it (pglite-connection.ts, pglite-worker.ts;
  * decision 0013). Nothing PGlite does (its start, every statement) runs on the gateway's event
@@ -127,9 +127,11 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
   private respawnTimer: NodeJS.Timeout | undefined;
   private workerGeneration = 0;
   /** The connection's turn: held by a transaction (or a call queued behind one). */
-  private held = false;
-  private readonly waiting: Array<() => void> = [];
+  private readonly turns = new ConnectionTurns();
   private closing: Promise<void> | null = null;
+  /** Resolved when a new worker is open (respawn). */
+  private servingAgain: Promise<void> | null = null;
+  private nowServing = () => {};
 
   private constructor(
     /** An absolute directory, or `memory://`. */
@@ -166,11 +168,18 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
   }
 
   override get outage(): string | null {
-    return this.lost && !this.closing ? this.lost.message : null;
+    // The worker's end is known at once (its calls rejected), before connect()'s watch sets `lost`.
+    const lost = this.lost ?? this.connection.lostAfterOpening;
+    return lost && !this.closing ? lost.message : null;
   }
 
   override get generation(): number {
     return this.workerGeneration;
+  }
+
+  override serving(): Promise<void> {
+    if (this.outage === null) return Promise.resolve();
+    return (this.servingAgain ??= new Promise<void>((resolve) => (this.nowServing = resolve)));
   }
 
   /** A worker, watched: one that ends unasked once it had opened is replaced. */
@@ -200,7 +209,14 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
     return connection;
   }
 
+  override recoverNow(): void {
+    if (this.respawnTimer === undefined || this.closing) return;
+    clearTimeout(this.respawnTimer);
+    this.respawn();
+  }
+
   private respawn(): void {
+    this.respawnTimer = undefined;
     if (this.closing) return;
     const connection = this.connect();
     this.connection = connection;
@@ -214,6 +230,8 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
           );
         }
         this.logger.log("the embedded ledger's worker was re-created; the ledger is ready");
+        this.nowServing();
+        this.servingAgain = null;
         this.events.replaced?.();
       },
       // Its end follows (terminated here): connect()'s watch schedules the next attempt.
@@ -229,35 +247,20 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
     return this.connection.send<R>(request);
   }
 
-  /** Resolves when it is the caller's turn (at once when nobody holds it); release() passes it on. */
-  private turn(): Promise<void> {
-    if (!this.held) {
-      this.held = true;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => this.waiting.push(resolve));
-  }
-
-  private release(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.held = false;
-  }
-
   query<R>(sql: string, params?: unknown[]): Promise<R[]> {
     // Not behind anyone: sent now (statements outside transactions are pipelined to the worker).
-    if (!this.held) return this.send<R>({ op: 'query', sql, params });
-    return this.turn().then(() => {
+    if (!this.turns.held) return this.send<R>({ op: 'query', sql, params });
+    return this.turns.take().then(() => {
       try {
         return this.send<R>({ op: 'query', sql, params });
       } finally {
-        this.release();
+        this.turns.release();
       }
     });
   }
 
   async transaction<T>(work: (tx: SqlQueries) => Promise<T>): Promise<T> {
-    await this.turn();
+    await this.turns.take();
     let open = true;
     const tx: SqlQueries = {
       query: <R>(sql: string, params?: unknown[]) =>
@@ -273,7 +276,7 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
       throw error;
     } finally {
       open = false;
-      this.release();
+      this.turns.release();
     }
   }
 
@@ -281,7 +284,7 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearTimeout(this.respawnTimer);
-      await this.turn();
+      await this.turns.take();
       try {
         const connection = this.connection;
         if (await settledOk(connection.opened)) await connection.send({ op: 'close' }).catch(() => undefined);
@@ -289,7 +292,7 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
         await connection.terminate(this.lost);
         await this.lock?.release();
       } finally {
-        this.release();
+        this.turns.release();
       }
     })();
     return this.closing;

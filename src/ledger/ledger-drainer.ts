@@ -87,10 +87,14 @@ export class LedgerDrainer implements OnApplicationBootstrap {
     while (this.drains && Date.now() < until) {
       const written = await this.drainOnce().catch(() => -1);
       if (written === 0) break;
-      // The embedded ledger's worker being re-created mends within seconds: tried again while
-      // the flush has time (test/ledger-worker-crash.e2e.spec.ts). A server's outage is not waited for.
+      // The embedded ledger's worker being re-created mends within seconds: made now (not after a
+      // crash loop's backoff, up to 30 s) and tried again while the flush has time
+      // (test/ledger-worker-crash.e2e.spec.ts). A server's outage is not waited for.
       if (written < 0 && this.db.outage === null) break;
-      if (written < 0) await delay(FLUSH_RETRY_MS);
+      if (written < 0) {
+        this.db.recoverNow();
+        await delay(FLUSH_RETRY_MS);
+      }
     }
     await this.db.close().catch(() => undefined);
   }

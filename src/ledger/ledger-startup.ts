@@ -48,19 +48,31 @@ export class LedgerStartup implements OnModuleInit {
 
   onModuleInit(): void {
     if (!this.db.embedded) return this.openingSettled();
-    const began = performance.now();
-    this.store.ready().then(
-      () => {
+    void this.openAndMigrate(performance.now());
+  }
+
+  /**
+   * Migrates; a worker that died after it had opened (the migration cut short) is waited out and
+   * the migration run again on its successor, once per new worker (test/ledger-worker-crash.e2e.spec.ts,
+   * 'comes back ready when its worker dies during the first migration').
+   */
+  private async openAndMigrate(began: number): Promise<void> {
+    for (;;) {
+      try {
+        await this.store.ready();
         this.current = { phase: 'ready' };
         this.logger.log(`embedded ledger open and migrated in ${Math.round(performance.now() - began)} ms`);
-        this.openingSettled();
-      },
-      (error: unknown) => {
+        return this.openingSettled();
+      } catch (error) {
         const reason = error instanceof Error ? error.message : 'unknown error';
-        this.current = { phase: 'failed', reason };
-        this.logger.error(`the embedded ledger could not be opened; the gateway stays not ready: ${reason}`);
-        this.openingSettled();
-      },
-    );
+        if (this.db.outage === null) {
+          this.current = { phase: 'failed', reason };
+          this.logger.error(`the embedded ledger could not be opened; the gateway stays not ready: ${reason}`);
+          return this.openingSettled();
+        }
+        this.logger.warn(`the embedded ledger's migration was cut short (${reason}); again once a new worker is open`);
+        await this.db.serving();
+      }
+    }
   }
 }

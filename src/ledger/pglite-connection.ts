@@ -13,6 +13,21 @@ function restored(fields: WorkerError): Error {
   return Object.assign(new Error(message), rest, { name });
 }
 
+/**
+ * A worker that died is re-created after 0.5 s, then 1, 2, … up to 30 s while re-creations keep
+ * failing or dying young (each open costs seconds of CPU); one that had been up for the
+ * longest wait starts again at 0.5 s. Constants: no outside number feeds these timers.
+ */
+export const RESPAWN_MS = { first: 500, max: 30_000 };
+
+/** What the owner of the embedded ledger hears about its worker (metrics, logs). */
+export interface WorkerEvents {
+  /** The worker ended unasked: calls fail until a new one is open. */
+  lost?(error: Error): void;
+  /** A new worker is open in its place. */
+  replaced?(): void;
+}
+
 /** What one request asks the worker. */
 export type ConnectionRequest = { op: 'query'; sql: string; params?: unknown[] } | { op: 'close' };
 
@@ -35,6 +50,7 @@ export class PgliteConnection {
   >();
   private nextId = 1;
   private failure: Error | null = null;
+  private isOpen = false;
 
   /** `pgdata`: PGlite's own directory, or `memory://`. */
   constructor(pgdata: string) {
@@ -45,7 +61,7 @@ export class PgliteConnection {
     // Awaited by the caller that needs it; never an unhandled rejection here.
     this.opened.catch(() => undefined);
     this.worker.on('message', (reply: WorkerReply) => {
-      if (reply.id === 0) return 'error' in reply ? failed(restored(reply.error)) : open();
+      if (reply.id === 0) return 'error' in reply ? failed(restored(reply.error)) : ((this.isOpen = true), open());
       const call = this.pending.get(reply.id);
       if (!call) return;
       if ('error' in reply) {
@@ -75,6 +91,11 @@ export class PgliteConnection {
     );
   }
 
+  /** Why the thread ended after PGlite had opened in it (its calls rejected at that moment); null while it runs or if it never opened. */
+  get lostAfterOpening(): Error | null {
+    return this.isOpen ? this.failure : null;
+  }
+
   /** Sends one request; rejects at once once the worker has ended. */
   send<R>(request: ConnectionRequest): Promise<R[]> {
     if (this.failure) return Promise.reject(this.failure);
@@ -90,6 +111,27 @@ export class PgliteConnection {
     this.failure ??= reason;
     await this.worker.terminate();
     await this.ended;
+  }
+}
+
+/** One holder of the connection at a time, the others served in call order. */
+export class ConnectionTurns {
+  held = false;
+  private readonly waiting: Array<() => void> = [];
+
+  /** Resolves when it is the caller's turn (at once when nobody holds it); release() passes it on. */
+  take(): Promise<void> {
+    if (!this.held) {
+      this.held = true;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.held = false;
   }
 }
 

@@ -5,14 +5,23 @@
  * watches for the file named by VGW_TEST_LEDGER_WORKER_CRASH_FILE; when the test creates it, the
  * worker removes it and exits with code 70 (`process.exit` in a worker ends that thread only),
  * whatever it was doing: a crash of the thread, as an out-of-memory or a WebAssembly trap would be.
+ * If the file is there already when a worker starts, that worker exits instead of sending its
+ * first answer to a statement (PGlite open, the first migration under way), and removes the file.
  */
 import process from 'node:process';
 import { existsSync, rmSync, watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import { isMainThread, workerData } from 'node:worker_threads';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 
 const signal = process.env.VGW_TEST_LEDGER_WORKER_CRASH_FILE;
-if (!isMainThread && signal && typeof workerData?.dataDir === 'string') {
+if (!isMainThread && signal && typeof workerData?.dataDir === 'string' && existsSync(signal)) {
+  const post = parentPort.postMessage.bind(parentPort);
+  parentPort.postMessage = (reply, ...rest) => {
+    if (reply?.id === 0) return post(reply, ...rest);
+    rmSync(signal, { force: true });
+    process.exit(70);
+  };
+} else if (!isMainThread && signal && typeof workerData?.dataDir === 'string') {
   const watcher = watch(dirname(signal), (_event, name) => {
     if (name !== basename(signal) || !existsSync(signal)) return;
     rmSync(signal, { force: true });
