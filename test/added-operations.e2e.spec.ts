@@ -130,7 +130,7 @@ describe('accepted and normalised', () => {
     for (const [name, typed, sent] of cases) {
       const answer = await ask(name, typed);
       expect(answer.status).toBe(200);
-      expect(answer.body).toMatchObject({ status: 'succeeded', data: { ...sent, result: 'synthetic' } });
+      expect(answer.body).toMatchObject({ status: 'succeeded', data: { input: sent, matched: true } });
       const request = sim.requests.at(-1);
       expect(request?.path).toBe(OPERATIONS.find((o) => o.name === name)?.upstreamPath);
       expect(request?.body).toEqual({ ...sent, trackId: answer.body.trackId, requestHandlingType: 'standard' });
