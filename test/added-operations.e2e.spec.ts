@@ -65,6 +65,7 @@ const ADDED = {
   key: 'key-added-0123456789',
   scopes: ['kyc:card-to-iban', 'kyc:iban-ownership', 'kyc:address-check', 'inquiries:read', 'kyc:advanced'],
 };
+const OPERATOR = { clientId: 'ops-added', key: 'key-ops-added-0123456789', scopes: ['ledger:read'] };
 const HMAC = 'reuse-hmac-key-0123456789abcdef0123456789';
 
 /** Values written the way people type them, and as they must reach the upstream. */
@@ -92,7 +93,7 @@ beforeAll(async () => {
       UPSTREAM_BASE_URL: sim.baseUrl,
       REDIS_URL: redis.url,
       REDIS_KEY_PREFIX: 'added-ops',
-      API_KEYS: apiKeysWith(ADDED),
+      API_KEYS: apiKeysWith(ADDED, OPERATOR),
       INQUIRY_OPERATIONS: JSON.stringify(OPERATIONS),
       INQUIRY_PRICES: JSON.stringify(PRICES),
       INQUIRY_REUSE: JSON.stringify({ 'iban-ownership': { maxAgeSeconds: 600, share: 'client' } }),
@@ -231,6 +232,14 @@ describe('the built-ins’ steps', () => {
     const metrics = await callGateway(gateway.url, 'GET', '/metrics');
     expect(metrics.text).toMatch(/vgw_inquiries_total\{operation="address-check",status="unknown"\} 0/);
     expect(metrics.text).toMatch(/vgw_inquiries_total\{operation="card-to-iban",status="succeeded"\} [1-9]/);
+  });
+});
+
+describe('the names the catalog holds', () => {
+  it('opens the caller’s budget view to an added operation’s scope, and lists the catalog in /admin/status', async () => {
+    expect((await callGateway(gateway.url, 'GET', '/v1/budget', { apiKey: ADDED.key })).status).toBe(200);
+    const status = await callGateway(gateway.url, 'GET', '/admin/status', { apiKey: OPERATOR.key });
+    expect(status.body.operations).toEqual(['shahkar', 'iban', ...OPERATIONS.map((o) => o.name)]);
   });
 });
 

@@ -32,7 +32,8 @@ import {
 } from './validation/inquiry-request.validation.js';
 import { validateOperationBody } from './validation/operation-body.validation.js';
 import { KnownOperationGuard, OperationCatalog } from './operation-catalog.js';
-import { scopeOf, type OperationDefinition } from './catalog/operation.js';
+import { routeOf, scopeOf, type OperationDefinition } from './catalog/operation.js';
+import { IBAN_OPERATION, SHAHKAR_OPERATION } from './catalog/built-in-operations.js';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
@@ -68,8 +69,8 @@ export class InquiryController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     return this.inquire(caller, request, reply, idempotencyKey, {
-      operation: 'shahkar',
-      route: '/v1/kyc/shahkar',
+      operation: SHAHKAR_OPERATION.name,
+      route: routeOf(SHAHKAR_OPERATION),
       requestHandlingType: dto.requestHandlingType,
       fields: { nationalCode: dto.nationalCode, mobileNumber: dto.mobileNumber },
     });
@@ -86,8 +87,8 @@ export class InquiryController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     return this.inquire(caller, request, reply, idempotencyKey, {
-      operation: 'iban',
-      route: '/v1/kyc/iban',
+      operation: IBAN_OPERATION.name,
+      route: routeOf(IBAN_OPERATION),
       requestHandlingType: dto.requestHandlingType,
       fields: { iban: dto.iban },
     });
