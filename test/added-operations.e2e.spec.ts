@@ -3,19 +3,27 @@
  * PostgreSQL against the simulator: three added operations covering the nine field types,
  * accepted (as normalised upstream), refused (nothing sent, nothing charged), scopes, 404,
  * Idempotency-Key, Prefer: respond-async, reuse, the ledger, metrics, and no field value in the
- * logs (debug), Redis keys or ledger rows; the live /docs-json describing them, Redocly-clean.
+ * logs (debug), metric labels, trace attributes, Redis keys, Redis values (sealed under a key
+ * ring), ledger rows or the ledger's NDJSON and CSV exports; the live /docs-json describing them,
+ * Redocly-clean.
  */
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { SpanKind } from '@opentelemetry/api';
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
 import { Redis } from 'ioredis';
 import { PgLedgerDatabase } from '../src/ledger/ledger-database.js';
 import { migrate } from '../src/ledger/ledger-schema.js';
 import { CapturedLog } from './support/captured-log.js';
+import { nextEvent } from './support/events.js';
 import { untilEntriesWritten } from './support/ledger-entries.js';
 import { RedisServer } from './support/redis-server.js';
 import {
@@ -76,7 +84,19 @@ const BIRTH = { typed: '1403-12-30', sent: '1403/12/30' };
 const POSTAL = { typed: '13145-76543', sent: '1314576543' };
 const MOBILE = { typed: '+98 912 123 4567', sent: '09121234567' };
 
+/** Every span the gateway exports, announced as it comes (awaited, never slept for). */
+class RecordingExporter extends EventEmitter implements SpanExporter {
+  readonly spans: ReadableSpan[] = [];
+  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    this.spans.push(...spans);
+    done({ code: ExportResultCode.SUCCESS });
+    for (const span of spans) this.emit('span', span);
+  }
+  async shutdown(): Promise<void> {}
+}
+
 let redis: RedisServer;
+const spans = new RecordingExporter();
 let sim: UpstreamSimulator;
 let gateway: RunningGateway;
 let redisClient: Redis;
@@ -99,8 +119,11 @@ beforeAll(async () => {
       INQUIRY_REUSE: JSON.stringify({ 'iban-ownership': { maxAgeSeconds: 600, share: 'client' } }),
       REUSE_HMAC_KEY: HMAC,
       LOG_LEVEL: 'debug',
+      STORE_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_BSP_SCHEDULE_DELAY: '20',
     },
-    { logger: log },
+    { logger: log, spanExporter: spans },
   );
   await untilStoreReady(gateway, 15_000);
   redisClient = new Redis(redis.url);
@@ -115,6 +138,26 @@ afterAll(async () => {
   await sim?.stop();
   await redis?.stop();
 });
+
+/** A Redis key's value as text, whatever its type. */
+async function redisValue(key: string): Promise<string> {
+  switch (await redisClient.type(key)) {
+    case 'string':
+      return (await redisClient.getBuffer(key))?.toString('latin1') ?? '';
+    case 'hash':
+      return JSON.stringify(await redisClient.hgetall(key));
+    case 'list':
+      return JSON.stringify(await redisClient.lrange(key, 0, -1));
+    case 'set':
+      return JSON.stringify(await redisClient.smembers(key));
+    case 'zset':
+      return JSON.stringify(await redisClient.zrange(key, '0', '-1'));
+    case 'stream':
+      return JSON.stringify(await redisClient.xrange(key, '-', '+'));
+    default:
+      return '';
+  }
+}
 
 const ask = (name: string, json: unknown, headers: Record<string, string> = {}, apiKey = ADDED.key) =>
   callGateway(gateway.url, 'POST', `/v1/kyc/${name}`, { apiKey, json, headers });
@@ -244,19 +287,55 @@ describe('the names the catalog holds', () => {
 });
 
 describe('personal data', () => {
-  it('finds no field value in log lines (debug), Redis keys or ledger rows', async () => {
+  it('finds no field value in log lines (debug), metrics, trace attributes, Redis keys or values, ledger rows or exports', async () => {
     await untilEntriesWritten(db, trackIds, { inquiries: trackIds.length });
     const values = [CARD.sent, IBAN.sent, CODE.sent, POSTAL.sent, MOBILE.sent, '6037-9900', '1403/12/30', '1314576543'];
-    const keys = (await redisClient.keys('*')).join('\n');
+    // Spans end in order: once this request's span is exported, every earlier one is.
+    const last = nextEvent<ReadableSpan>(
+      spans,
+      'span',
+      (span) => span.kind === SpanKind.SERVER && span.attributes['vgw.request_id'] === 'added-last',
+      5000,
+    );
+    await callGateway(gateway.url, 'GET', '/health/live', { headers: { 'x-request-id': 'added-last' } });
+    await last;
+    const attributes = JSON.stringify(spans.spans.map((span) => [span.name, span.attributes]));
+    const keys = await redisClient.keys('*');
+    const stored = await Promise.all(keys.map((key) => redisValue(key)));
+    // The records (with the upstream's data, which echoes the fields) are there, sealed.
+    expect(stored.filter((value) => value.startsWith('enc:v1:k1:')).length).toBeGreaterThanOrEqual(trackIds.length);
     const rows = JSON.stringify(
       await db.query('SELECT * FROM ledger_entries WHERE track_id = ANY($1::uuid[])', [trackIds]),
     );
+    const day = new Date().toISOString().slice(0, 10);
+    const range = `from=${day}&to=${new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)}`;
+    const exports = await Promise.all(
+      ['application/x-ndjson', 'text/csv'].map(async (accept) => {
+        const answer = await callGateway(gateway.url, 'GET', `/admin/ledger?${range}&clientId=${ADDED.clientId}`, {
+          apiKey: OPERATOR.key,
+          headers: { accept },
+        });
+        expect(answer.status).toBe(200);
+        return answer.text;
+      }),
+    );
+    expect(exports.every((text) => text.includes(trackIds[0]))).toBe(true);
     const metrics = (await callGateway(gateway.url, 'GET', '/metrics')).text;
     for (const value of values) {
-      expect(log.lines.filter((line) => line.includes(value))).toEqual([]);
-      expect(keys).not.toContain(value);
-      expect(rows).not.toContain(value);
-      expect(metrics).not.toContain(value);
+      const where = { value, log: log.lines.filter((line) => line.includes(value)) };
+      expect(where).toEqual({ value, log: [] });
+      expect({ value, in: 'trace attributes', found: attributes.includes(value) }).toMatchObject({ found: false });
+      expect({ value, in: 'Redis keys', found: keys.some((key) => key.includes(value)) }).toMatchObject({
+        found: false,
+      });
+      expect({ value, in: 'Redis values', found: stored.some((v) => v.includes(value)) }).toMatchObject({
+        found: false,
+      });
+      expect({ value, in: 'ledger rows', found: rows.includes(value) }).toMatchObject({ found: false });
+      expect({ value, in: 'ledger exports', found: exports.some((text) => text.includes(value)) }).toMatchObject({
+        found: false,
+      });
+      expect({ value, in: 'metrics', found: metrics.includes(value) }).toMatchObject({ found: false });
     }
   });
 });
