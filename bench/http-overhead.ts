@@ -11,7 +11,7 @@
  * needed and stopped after the last scenario that uses it.
  */
 import { nodeFlagsFrom, PRODUCTION_NODE_FLAGS } from './lib/node-flags.js';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,9 +29,19 @@ const NATIONAL_CODE = '0499370899';
 const MOBILE = '09121234567';
 export const INQUIRY_BODY = JSON.stringify({ nationalCode: NATIONAL_CODE, mobileNumber: MOBILE });
 const IBAN_BODY = JSON.stringify({ iban: 'IR820540102680020817909002' });
+/**
+ * An operation the operator adds (docs/api.md §8) with two fields, as Shahkar has: the same work
+ * through the catalog's route and field types instead of the typed route and its DTO.
+ */
+const ADDED_OPERATION = {
+  name: 'card-owner',
+  upstreamPath: '/api/v5/KYC/CardOwner',
+  fields: { cardNumber: { type: 'cardNumber' }, nationalCode: { type: 'nationalCode' } },
+} as const;
+const ADDED_BODY = JSON.stringify({ cardNumber: '6037990000000006', nationalCode: NATIONAL_CODE });
 /** The inquiry a scenario sends: the gateway path /v1/kyc/<operation> and its body. */
-export type Operation = 'shahkar' | 'iban';
-const BODY: Record<Operation, string> = { shahkar: INQUIRY_BODY, iban: IBAN_BODY };
+export type Operation = 'shahkar' | 'iban' | typeof ADDED_OPERATION.name;
+const BODY: Record<Operation, string> = { shahkar: INQUIRY_BODY, iban: IBAN_BODY, [ADDED_OPERATION.name]: ADDED_BODY };
 export const API_KEY = TEST_CLIENTS.basic.key;
 const MONITOR_SAMPLE_INQUIRIES = 100;
 const MiB = 2 ** 20;
@@ -130,6 +140,28 @@ export const SCENARIOS: Scenario[] = [
     monitor: true,
   },
   { name: 'IBAN, no key', operation: 'iban', reference: true },
+  {
+    // Beside 'no key' (Shahkar): the catalog's one route, its guard and its field types.
+    name: 'added operation (two fields), no key',
+    operation: ADDED_OPERATION.name,
+    gatewayEnv: () => ({
+      INQUIRY_OPERATIONS: JSON.stringify([ADDED_OPERATION]),
+      INQUIRY_PRICES: JSON.stringify({
+        shahkar: { standard: 1, advanced: 3 },
+        iban: { standard: 1, advanced: 3 },
+        [ADDED_OPERATION.name]: { standard: 1, advanced: 3 },
+      }),
+      // The load's key (app-basic) with the added operation's scope.
+      API_KEYS: JSON.stringify([
+        {
+          clientId: TEST_CLIENTS.basic.clientId,
+          keySha256: createHash('sha256').update(API_KEY).digest('hex'),
+          scopes: [...TEST_CLIENTS.basic.scopes, `kyc:${ADDED_OPERATION.name}`],
+        },
+      ]),
+    }),
+    reference: false,
+  },
   {
     // COST_UNIT_PRICE set: the price stamped on every record and ledger entry (decision 0015).
     name: 'unit price recorded',

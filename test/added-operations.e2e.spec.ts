@@ -3,13 +3,27 @@
  * PostgreSQL against the simulator: three added operations covering the nine field types,
  * accepted (as normalised upstream), refused (nothing sent, nothing charged), scopes, 404,
  * Idempotency-Key, Prefer: respond-async, reuse, the ledger, metrics, and no field value in the
- * logs (debug), Redis keys or ledger rows.
+ * logs (debug), metric labels, trace attributes, Redis keys, Redis values (sealed under a key
+ * ring), ledger rows or the ledger's NDJSON and CSV exports; the live /docs-json describing them,
+ * Redocly-clean.
  */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { SpanKind } from '@opentelemetry/api';
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
 import { Redis } from 'ioredis';
 import { PgLedgerDatabase } from '../src/ledger/ledger-database.js';
 import { migrate } from '../src/ledger/ledger-schema.js';
 import { CapturedLog } from './support/captured-log.js';
+import { nextEvent } from './support/events.js';
 import { untilEntriesWritten } from './support/ledger-entries.js';
 import { RedisServer } from './support/redis-server.js';
 import {
@@ -59,6 +73,7 @@ const ADDED = {
   key: 'key-added-0123456789',
   scopes: ['kyc:card-to-iban', 'kyc:iban-ownership', 'kyc:address-check', 'inquiries:read', 'kyc:advanced'],
 };
+const OPERATOR = { clientId: 'ops-added', key: 'key-ops-added-0123456789', scopes: ['ledger:read'] };
 const HMAC = 'reuse-hmac-key-0123456789abcdef0123456789';
 
 /** Values written the way people type them, and as they must reach the upstream. */
@@ -69,7 +84,19 @@ const BIRTH = { typed: '1403-12-30', sent: '1403/12/30' };
 const POSTAL = { typed: '13145-76543', sent: '1314576543' };
 const MOBILE = { typed: '+98 912 123 4567', sent: '09121234567' };
 
+/** Every span the gateway exports, announced as it comes (awaited, never slept for). */
+class RecordingExporter extends EventEmitter implements SpanExporter {
+  readonly spans: ReadableSpan[] = [];
+  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    this.spans.push(...spans);
+    done({ code: ExportResultCode.SUCCESS });
+    for (const span of spans) this.emit('span', span);
+  }
+  async shutdown(): Promise<void> {}
+}
+
 let redis: RedisServer;
+const spans = new RecordingExporter();
 let sim: UpstreamSimulator;
 let gateway: RunningGateway;
 let redisClient: Redis;
@@ -86,14 +113,17 @@ beforeAll(async () => {
       UPSTREAM_BASE_URL: sim.baseUrl,
       REDIS_URL: redis.url,
       REDIS_KEY_PREFIX: 'added-ops',
-      API_KEYS: apiKeysWith(ADDED),
+      API_KEYS: apiKeysWith(ADDED, OPERATOR),
       INQUIRY_OPERATIONS: JSON.stringify(OPERATIONS),
       INQUIRY_PRICES: JSON.stringify(PRICES),
       INQUIRY_REUSE: JSON.stringify({ 'iban-ownership': { maxAgeSeconds: 600, share: 'client' } }),
       REUSE_HMAC_KEY: HMAC,
       LOG_LEVEL: 'debug',
+      STORE_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_BSP_SCHEDULE_DELAY: '20',
     },
-    { logger: log },
+    { logger: log, spanExporter: spans },
   );
   await untilStoreReady(gateway, 15_000);
   redisClient = new Redis(redis.url);
@@ -108,6 +138,26 @@ afterAll(async () => {
   await sim?.stop();
   await redis?.stop();
 });
+
+/** A Redis key's value as text, whatever its type. */
+async function redisValue(key: string): Promise<string> {
+  switch (await redisClient.type(key)) {
+    case 'string':
+      return (await redisClient.getBuffer(key))?.toString('latin1') ?? '';
+    case 'hash':
+      return JSON.stringify(await redisClient.hgetall(key));
+    case 'list':
+      return JSON.stringify(await redisClient.lrange(key, 0, -1));
+    case 'set':
+      return JSON.stringify(await redisClient.smembers(key));
+    case 'zset':
+      return JSON.stringify(await redisClient.zrange(key, '0', '-1'));
+    case 'stream':
+      return JSON.stringify(await redisClient.xrange(key, '-', '+'));
+    default:
+      return '';
+  }
+}
 
 const ask = (name: string, json: unknown, headers: Record<string, string> = {}, apiKey = ADDED.key) =>
   callGateway(gateway.url, 'POST', `/v1/kyc/${name}`, { apiKey, json, headers });
@@ -130,7 +180,7 @@ describe('accepted and normalised', () => {
     for (const [name, typed, sent] of cases) {
       const answer = await ask(name, typed);
       expect(answer.status).toBe(200);
-      expect(answer.body).toMatchObject({ status: 'succeeded', data: { ...sent, result: 'synthetic' } });
+      expect(answer.body).toMatchObject({ status: 'succeeded', data: { input: sent, matched: true } });
       const request = sim.requests.at(-1);
       expect(request?.path).toBe(OPERATIONS.find((o) => o.name === name)?.upstreamPath);
       expect(request?.body).toEqual({ ...sent, trackId: answer.body.trackId, requestHandlingType: 'standard' });
@@ -228,20 +278,140 @@ describe('the built-ins’ steps', () => {
   });
 });
 
+describe('the names the catalog holds', () => {
+  it('opens the caller’s budget view to an added operation’s scope, and lists the catalog in /admin/status', async () => {
+    expect((await callGateway(gateway.url, 'GET', '/v1/budget', { apiKey: ADDED.key })).status).toBe(200);
+    const status = await callGateway(gateway.url, 'GET', '/admin/status', { apiKey: OPERATOR.key });
+    expect(status.body.operations).toEqual(['shahkar', 'iban', ...OPERATIONS.map((o) => o.name)]);
+  });
+});
+
 describe('personal data', () => {
-  it('finds no field value in log lines (debug), Redis keys or ledger rows', async () => {
+  it('finds no field value in log lines (debug), metrics, trace attributes, Redis keys or values, ledger rows or exports', async () => {
     await untilEntriesWritten(db, trackIds, { inquiries: trackIds.length });
     const values = [CARD.sent, IBAN.sent, CODE.sent, POSTAL.sent, MOBILE.sent, '6037-9900', '1403/12/30', '1314576543'];
-    const keys = (await redisClient.keys('*')).join('\n');
+    // Spans end in order: once this request's span is exported, every earlier one is.
+    const last = nextEvent<ReadableSpan>(
+      spans,
+      'span',
+      (span) => span.kind === SpanKind.SERVER && span.attributes['vgw.request_id'] === 'added-last',
+      5000,
+    );
+    await callGateway(gateway.url, 'GET', '/health/live', { headers: { 'x-request-id': 'added-last' } });
+    await last;
+    const attributes = JSON.stringify(spans.spans.map((span) => [span.name, span.attributes]));
+    const keys = await redisClient.keys('*');
+    const stored = await Promise.all(keys.map((key) => redisValue(key)));
+    // The records (with the upstream's data, which echoes the fields) are there, sealed.
+    expect(stored.filter((value) => value.startsWith('enc:v1:k1:')).length).toBeGreaterThanOrEqual(trackIds.length);
     const rows = JSON.stringify(
       await db.query('SELECT * FROM ledger_entries WHERE track_id = ANY($1::uuid[])', [trackIds]),
     );
+    const day = new Date().toISOString().slice(0, 10);
+    const range = `from=${day}&to=${new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)}`;
+    const exports = await Promise.all(
+      ['application/x-ndjson', 'text/csv'].map(async (accept) => {
+        const answer = await callGateway(gateway.url, 'GET', `/admin/ledger?${range}&clientId=${ADDED.clientId}`, {
+          apiKey: OPERATOR.key,
+          headers: { accept },
+        });
+        expect(answer.status).toBe(200);
+        return answer.text;
+      }),
+    );
+    expect(exports.every((text) => text.includes(trackIds[0]))).toBe(true);
     const metrics = (await callGateway(gateway.url, 'GET', '/metrics')).text;
     for (const value of values) {
-      expect(log.lines.filter((line) => line.includes(value))).toEqual([]);
-      expect(keys).not.toContain(value);
-      expect(rows).not.toContain(value);
-      expect(metrics).not.toContain(value);
+      const where = { value, log: log.lines.filter((line) => line.includes(value)) };
+      expect(where).toEqual({ value, log: [] });
+      expect({ value, in: 'trace attributes', found: attributes.includes(value) }).toMatchObject({ found: false });
+      expect({ value, in: 'Redis keys', found: keys.some((key) => key.includes(value)) }).toMatchObject({
+        found: false,
+      });
+      expect({ value, in: 'Redis values', found: stored.some((v) => v.includes(value)) }).toMatchObject({
+        found: false,
+      });
+      expect({ value, in: 'ledger rows', found: rows.includes(value) }).toMatchObject({ found: false });
+      expect({ value, in: 'ledger exports', found: exports.some((text) => text.includes(value)) }).toMatchObject({
+        found: false,
+      });
+      expect({ value, in: 'metrics', found: metrics.includes(value) }).toMatchObject({ found: false });
+    }
+  });
+});
+
+describe('the live OpenAPI document', () => {
+  interface Route {
+    summary: string;
+    security: unknown[];
+    requestBody: { content: { 'application/json': { schema: { $ref: string } } } };
+    responses: Record<string, unknown>;
+  }
+  interface Document {
+    paths: Record<string, { post: Route }>;
+    components: {
+      schemas: Record<
+        string,
+        { properties: Record<string, Record<string, unknown>>; required?: string[]; enum?: string[] }
+      >;
+    };
+  }
+  const bodyOf = (document: Document, route: Route) =>
+    document.components.schemas[route.requestBody.content['application/json'].schema.$ref.split('/').at(-1) as string];
+
+  it('describes each added route with its fields, description, scope and the built-ins’ answers', async () => {
+    const document = (await (await fetch(`${gateway.url}/docs-json`)).json()) as Document;
+    expect(
+      Object.keys(document.paths)
+        .filter((path) => path.startsWith('/v1/kyc/'))
+        .sort(),
+    ).toEqual([
+      '/v1/kyc/address-check',
+      '/v1/kyc/card-to-iban',
+      '/v1/kyc/iban',
+      '/v1/kyc/iban-ownership',
+      '/v1/kyc/shahkar',
+    ]);
+    const route = document.paths['/v1/kyc/card-to-iban'].post;
+    expect(route.summary).toBe('The IBAN behind a bank card');
+    expect(route.security).toEqual([{ apiKey: [] }, { jwt: ['kyc:card-to-iban'] }]);
+    expect(route.responses).toEqual(document.paths['/v1/kyc/shahkar'].post.responses);
+    const card = bodyOf(document, route);
+    expect(card.required).toEqual(['cardNumber']);
+    expect(card.properties.requestHandlingType.enum).toEqual(['standard']);
+    const { pattern, example } = card.properties.cardNumber as { pattern: string; example: string };
+    expect(new RegExp(pattern, 'u').test(CARD.typed) && new RegExp(pattern, 'u').test(example)).toBe(true);
+    const address = bodyOf(document, document.paths['/v1/kyc/address-check'].post);
+    expect(address.required).toEqual(['postalCode', 'mobile', 'kind', 'reference']);
+    expect(Object.keys(address.properties)).toEqual([
+      'postalCode',
+      'mobile',
+      'kind',
+      'reference',
+      'note',
+      'requestHandlingType',
+    ]);
+    expect(document.components.schemas.InquiryOperation.enum).toEqual(
+      expect.arrayContaining(['shahkar', 'iban', 'card-to-iban', 'iban-ownership', 'address-check']),
+    );
+    expect((await callGateway(gateway.url, 'GET', '/docs')).status).toBe(200);
+  });
+
+  it('passes `redocly lint` (recommended rules) with no error and no warning', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vgw-added-openapi-'));
+    try {
+      const file = join(dir, 'openapi.json');
+      writeFileSync(file, await (await fetch(`${gateway.url}/docs-json`)).text());
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        [createRequire(import.meta.url).resolve('@redocly/cli/bin/cli.js'), 'lint', file, '--format=json'],
+        { cwd: dir, env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } },
+      );
+      const report = JSON.parse(stdout) as { totals: Record<string, number>; problems: unknown[] };
+      expect(report.problems).toEqual([]);
+      expect(report.totals).toEqual({ errors: 0, warnings: 0, ignored: 0 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

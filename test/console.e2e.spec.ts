@@ -11,7 +11,8 @@
  * seeded entries; days either side of 1 Farvardin show their Persian months, UTC a click away; a
  * reconciliation CSV is sent and its report shown; the "Now" panel follows the token and the
  * breaker as the simulator fails; a wrong key is told so; no console error the test cannot
- * account for; axe-core finds no serious or critical fault at 1280×800 nor at 390 px.
+ * account for; axe-core finds no serious or critical fault at 1280×800 nor at 390 px; the
+ * operation filter offers the catalog's operations, one added by INQUIRY_OPERATIONS among them.
  * Screenshots go to os.tmpdir().
  */
 import { randomUUID } from 'node:crypto';
@@ -73,6 +74,14 @@ const WRONG_KEY = 'key-wrong-console-0123456789';
 /** The run's PostgreSQL when its binaries are installed (ledger-postgres.js), else PGlite in the process. */
 const LEDGER_DATABASE = process.env.VGW_TEST_LEDGER_DATABASE_URL ? 'postgres' : 'embedded';
 const SCREENSHOTS = join(tmpdir(), 'vgw-console-screenshots');
+/** An operation the operator added (docs/api.md §8): the console's filter offers it. */
+const ADDED_OPERATION = {
+  name: 'card-to-iban',
+  upstreamPath: '/api/v5/KYC/CardToIban',
+  fields: { cardNumber: { type: 'cardNumber' } },
+};
+/** A client whose only entries are of the added operation. */
+const ADDED_CLIENT = `console-added-${RUN}`;
 
 /** A settled entry of a seeded client. */
 function seeded(clientId: string, createdAt: number, fields: Partial<LedgerEntry> = {}): QueuedEntry {
@@ -167,6 +176,7 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
   let seededAt: number;
   let listed: QueuedEntry[];
   let forecasted: QueuedEntry[];
+  let added: QueuedEntry[];
   /** Console errors and uncaught exceptions of the page, in order. */
   const pageErrors: string[] = [];
   /** `written` with each batch the gateway's drainer has inserted into PostgreSQL. */
@@ -210,6 +220,12 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
           { clientId: '*', daily: 100_000 },
         ]),
         COST_UNIT_PRICE: JSON.stringify(PRICE),
+        INQUIRY_OPERATIONS: JSON.stringify([ADDED_OPERATION]),
+        INQUIRY_PRICES: JSON.stringify({
+          shahkar: { standard: 1, advanced: 3 },
+          iban: { standard: 1, advanced: 3 },
+          [ADDED_OPERATION.name]: { standard: 2, advanced: 4 },
+        }),
         BUDGET_TIMEZONE: 'Asia/Tehran',
         BUDGET_CALENDAR: 'persian',
         // The breaker stays open for the test's look at it.
@@ -230,7 +246,11 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     seededAt = Date.now();
     listed = listedEntries(seededAt);
     forecasted = forecastEntries(seededAt);
+    added = [1, 2].map((hours) =>
+      seeded(ADDED_CLIENT, seededAt - hours * 3_600_000, { operation: ADDED_OPERATION.name, costUnits: 2 }),
+    );
     await store.insert([
+      ...added,
       ...listed,
       ...forecasted,
       seeded(REPRICED, seededAt - 3_600_000, { unitPrice: '20000' }),
@@ -503,6 +523,29 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     expect(await untilText(page, '#inquiry-status', /charged/)).toBe('failed (charged: no)');
     expect(await page.innerText('#inquiry-spent')).toBe('0 units, 0 IRR');
     expect(await page.innerText('#inquiry-upstream')).toBe(`15: ${MISMATCH}`);
+  }, 60_000);
+
+  it('offers the catalog’s operations in the filter, and lists an added one’s inquiries', async () => {
+    const offered = await page
+      .locator('#list-operation option')
+      .evaluateAll((options) => options.map((option) => (option as unknown as { value: string }).value));
+    expect(offered).toEqual(['', 'shahkar', 'iban', ADDED_OPERATION.name]);
+    // The tests after this one read the list of the client filled in before it.
+    const client = await page.inputValue('#list-clientId');
+    await page.fill('#list-clientId', ADDED_CLIENT);
+    await page.selectOption('#list-status', '');
+    await page.selectOption('#list-operation', ADDED_OPERATION.name);
+    await page.click('#list-form button[type=submit]');
+    await untilText(page, '#list-summary', /^Page 1: 2 /);
+    const shown = await page
+      .locator('#list-result tbody tr')
+      .evaluateAll((rows: Array<{ getAttribute(name: string): string | null }>) =>
+        rows.map((row) => row.getAttribute('data-track-id')),
+      );
+    expect(shown).toEqual(added.map((entry) => entry.trackId));
+    await page.screenshot({ path: join(SCREENSHOTS, 'console-added-operation.png'), fullPage: true });
+    await page.selectOption('#list-operation', '');
+    await page.fill('#list-clientId', client);
   }, 60_000);
 
   it('forecasts each budget as a hand computation on the seeded entries says', async () => {

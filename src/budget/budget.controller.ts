@@ -1,5 +1,8 @@
 import { Controller, Get, UseGuards } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
 import { ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import type { AppConfig } from '../config/app-config.js';
+import { scopeOf } from '../inquiry/catalog/operation.js';
 import { API_KEY_SCHEME, JWT_SCHEME } from '../openapi.js';
 import type { Caller } from '../caller-auth/caller.js';
 import { CallerAuthGuard, CurrentCaller, RequireScopes } from '../caller-auth/caller-auth.guard.js';
@@ -16,12 +19,22 @@ import { AllBudgetsSchema, ClientBudgetsSchema } from './budget.openapi.js';
 @Controller()
 @UseGuards(CallerAuthGuard)
 export class BudgetController {
-  constructor(private readonly budgets: Budgets) {}
+  /** `kyc:{name}` of every operation of the catalog: any one of them opens the caller's own view. */
+  private readonly inquiryScopes: ReadonlyArray<ReturnType<typeof scopeOf>>;
+
+  constructor(
+    private readonly budgets: Budgets,
+    config: ConfigService<AppConfig, true>,
+  ) {
+    this.inquiryScopes = config.get('operations', { infer: true }).map((operation) => scopeOf(operation.name));
+  }
 
   @Get('v1/budget')
   @ApiOperation({
     summary: "The caller's own budgets: limit, spent, reserved and remaining units per window",
-    description: 'Any inquiry scope (`kyc:shahkar` or `kyc:iban`). A client without a budget gets an empty list.',
+    description:
+      'Any inquiry scope (`kyc:{name}` of an operation of the catalog, e.g. `kyc:shahkar`). A client without a ' +
+      'budget gets an empty list.',
   })
   @ApiTags('budgets')
   @ApiSecurity(API_KEY_SCHEME)
@@ -29,8 +42,8 @@ export class BudgetController {
   @ApiOkResponse({ type: ClientBudgetsSchema })
   @ApiProblemResponses(['unauthenticated', 'forbidden', 'internal', 'auth_unavailable', 'store_unavailable'])
   own(@CurrentCaller() caller: Caller): Promise<ClientBudgets> {
-    if (!caller.scopes.has('kyc:shahkar') && !caller.scopes.has('kyc:iban')) {
-      throw new ProblemException('forbidden', 'The credential lacks an inquiry scope (kyc:shahkar or kyc:iban).');
+    if (!this.inquiryScopes.some((scope) => caller.scopes.has(scope))) {
+      throw new ProblemException('forbidden', 'The credential lacks an inquiry scope (kyc:<operation>).');
     }
     return this.budgets.view(caller.clientId);
   }

@@ -1,4 +1,5 @@
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
+import { BUILT_IN_OPERATIONS } from '../inquiry/catalog/built-in-operations.js';
 
 @ApiSchema({ name: 'StatusBuild', description: 'The running build (as `vgw_build_info`).' })
 class StatusBuildSchema {
@@ -101,5 +102,11 @@ export class GatewayStatusSchema {
   @ApiProperty({ type: StatusLedgerSchema, nullable: true, description: 'null: no ledger in this build.' })
   ledger!: StatusLedgerSchema | null;
   @ApiProperty({ type: StatusRoutesSchema }) routes!: StatusRoutesSchema;
+  @ApiProperty({
+    type: [String],
+    description: 'The operations of this gateway’s catalog, by name: the built-ins, then those the operator added.',
+    example: [...BUILT_IN_OPERATIONS.map((operation) => operation.name), 'card-to-iban'],
+  })
+  operations!: string[];
   @ApiProperty({ type: StatusRefusalsSchema }) refusals!: StatusRefusalsSchema;
 }

@@ -34,6 +34,8 @@ export interface GatewayStatus {
     | null;
   /** Which administration routes this build serves (the console hides what is absent). */
   routes: Record<AdminRoute, boolean>;
+  /** The catalog's operations by name, built-ins first (the console's operation filter). */
+  operations: string[];
   /**
    * 429s this replica gave since it started, from its metrics: refusals are answered before a
    * trackId exists, so they never reach the ledger (docs/operations.md, "The console").
@@ -53,6 +55,7 @@ export interface GatewayStatus {
 export class GatewayStatusReader {
   private readonly logger = new Logger('Console');
   private readonly storeMode: AppConfig['store']['mode'];
+  private readonly operations: string[];
 
   constructor(
     config: ConfigService<AppConfig, true>,
@@ -64,6 +67,7 @@ export class GatewayStatusReader {
     @Optional() @Inject(LEDGER_STATUS) private readonly ledger?: LedgerStatusSource,
   ) {
     this.storeMode = config.get('store', { infer: true }).mode;
+    this.operations = config.get('operations', { infer: true }).map((operation) => operation.name);
   }
 
   async read(): Promise<GatewayStatus> {
@@ -90,6 +94,7 @@ export class GatewayStatusReader {
       heldLongPolls: (await this.metrics.inquiryWaitsHeld.get()).values[0]?.value ?? 0,
       ledger: await this.ledgerStatus(),
       routes: this.routes.available(),
+      operations: [...this.operations],
       refusals: await this.refusals(),
     };
   }

@@ -1,5 +1,4 @@
 import { Controller, Get, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
-import { ApiExcludeEndpoint } from '@nestjs/swagger';
 import { isUUID } from 'class-validator';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../caller-auth/caller.js';
@@ -21,6 +20,7 @@ import { IbanRequestDto } from './dto/iban-request.dto.js';
 import { ShahkarRequestDto } from './dto/shahkar-request.dto.js';
 import type { StoredResponse } from './inquiry-record.js';
 import { ApiInquiry, ApiInquiryRecord } from './inquiry.openapi.js';
+import { ApiAddedInquiry } from './added-operations.openapi.js';
 import type { AsyncPreference, InquiryRequest, InquiryResponse } from './inquiry-in-flight.js';
 import { InquiryReads } from './inquiry-reads.js';
 import { InquiryService } from './inquiry.service.js';
@@ -32,7 +32,8 @@ import {
 } from './validation/inquiry-request.validation.js';
 import { validateOperationBody } from './validation/operation-body.validation.js';
 import { KnownOperationGuard, OperationCatalog } from './operation-catalog.js';
-import { scopeOf, type OperationDefinition } from './catalog/operation.js';
+import { routeOf, scopeOf, type OperationDefinition } from './catalog/operation.js';
+import { IBAN_OPERATION, SHAHKAR_OPERATION } from './catalog/built-in-operations.js';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
@@ -68,8 +69,8 @@ export class InquiryController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     return this.inquire(caller, request, reply, idempotencyKey, {
-      operation: 'shahkar',
-      route: '/v1/kyc/shahkar',
+      operation: SHAHKAR_OPERATION.name,
+      route: routeOf(SHAHKAR_OPERATION),
       requestHandlingType: dto.requestHandlingType,
       fields: { nationalCode: dto.nationalCode, mobileNumber: dto.mobileNumber },
     });
@@ -86,8 +87,8 @@ export class InquiryController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     return this.inquire(caller, request, reply, idempotencyKey, {
-      operation: 'iban',
-      route: '/v1/kyc/iban',
+      operation: IBAN_OPERATION.name,
+      route: routeOf(IBAN_OPERATION),
       requestHandlingType: dto.requestHandlingType,
       fields: { iban: dto.iban },
     });
@@ -100,7 +101,7 @@ export class InquiryController {
    */
   @Post('kyc/:operation')
   @UseGuards(KnownOperationGuard, CallerAuthGuard)
-  @ApiExcludeEndpoint()
+  @ApiAddedInquiry()
   added(
     @CurrentCaller() caller: Caller,
     @Param('operation') name: string,

@@ -2,6 +2,8 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiOperation, ApiQuery, ApiSecurity, ApiTags, type SchemaObject } from '@nestjs/swagger';
 import { API_KEY_SCHEME } from '../openapi.js';
 import { ApiProblemResponses } from '../problem/problem.openapi.js';
+import { BUILT_IN_OPERATIONS } from '../inquiry/catalog/built-in-operations.js';
+import { OPERATION_NAME } from '../inquiry/catalog/operation.js';
 
 export const DATE_QUERY = { type: 'string', example: '2026-11-24' } satisfies SchemaObject;
 export const FROM = ApiQuery({
@@ -16,6 +18,17 @@ export const TO = ApiQuery({
   description: 'ISO 8601 date or timestamp, exclusive.',
   schema: DATE_QUERY,
 });
+
+/**
+ * An operation's name in the ledger: a pattern, not the catalog's names, as rows outlive a
+ * catalog (an operation removed from INQUIRY_OPERATIONS keeps its entries).
+ */
+export const OPERATION_NAME_SCHEMA = {
+  type: 'string',
+  pattern: OPERATION_NAME.source,
+  example: BUILT_IN_OPERATIONS[0].name,
+  description: 'A built-in operation or one the operator added (docs/api.md §8).',
+} satisfies SchemaObject;
 
 export const ENTRY = {
   type: 'object',
@@ -35,7 +48,7 @@ export const ENTRY = {
     kind: { type: 'string', enum: ['settled', 'overdue', 'reconciled'] },
     clientId: { type: 'string' },
     subjectSha256: { type: 'string' },
-    operation: { type: 'string', enum: ['shahkar', 'iban'] },
+    operation: OPERATION_NAME_SCHEMA,
     requestHandlingType: { type: 'string', enum: ['standard', 'advanced'] },
     status: { type: 'string', enum: ['succeeded', 'failed', 'unknown'] },
     charged: { type: 'string', enum: ['yes', 'no', 'possibly'] },

@@ -1,7 +1,15 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiQuery, ApiResponse, type SchemaObject } from '@nestjs/swagger';
 import { ApiProblemResponses } from '../problem/problem.openapi.js';
-import { ADMIN_PROBLEMS, ApiAdmin, ENTRY, FROM, TO, moneyApart } from './admin-openapi-common.js';
+import {
+  ADMIN_PROBLEMS,
+  ApiAdmin,
+  ENTRY,
+  FROM,
+  OPERATION_NAME_SCHEMA,
+  TO,
+  moneyApart,
+} from './admin-openapi-common.js';
 import { MAX_LIST_ROWS } from './inquiry-list.js';
 import { DEFAULT_LIST_ROWS } from './admin-query.js';
 
@@ -19,7 +27,7 @@ const CURRENCY = {
 /** The list's filters, shared with the export's `latest=true` (admin.openapi.ts). */
 export const LIST_FILTERS = [
   ApiQuery({ name: 'clientId', required: false, schema: { type: 'string' } }),
-  ApiQuery({ name: 'operation', required: false, schema: { type: 'string', enum: ['shahkar', 'iban'] } }),
+  ApiQuery({ name: 'operation', required: false, schema: OPERATION_NAME_SCHEMA }),
   ApiQuery({ name: 'handling', required: false, schema: { type: 'string', enum: ['standard', 'advanced'] } }),
   ApiQuery({
     name: 'status',
@@ -147,7 +155,7 @@ export function ApiTrends(): MethodDecorator {
             properties: {
               day: { type: 'string', example: '2026-11-24' },
               clientId: { type: 'string' },
-              operation: { type: 'string', enum: ['shahkar', 'iban'] },
+              operation: OPERATION_NAME_SCHEMA,
               inquiries: COUNT,
               succeeded: COUNT,
               failed: COUNT,

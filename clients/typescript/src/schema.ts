@@ -341,7 +341,7 @@ export interface paths {
         };
         /**
          * The caller's own budgets: limit, spent, reserved and remaining units per window
-         * @description Any inquiry scope (`kyc:shahkar` or `kyc:iban`). A client without a budget gets an empty list.
+         * @description Any inquiry scope (`kyc:{name}` of an operation of the catalog, e.g. `kyc:shahkar`). A client without a budget gets an empty list.
          */
         get: operations["BudgetController_own"];
         put?: never;
@@ -679,6 +679,15 @@ export interface components {
             /** @description null: no ledger in this build. */
             ledger: components["schemas"]["StatusLedger"] | null;
             routes: components["schemas"]["StatusRoutes"];
+            /**
+             * @description The operations of this gateway’s catalog, by name: the built-ins, then those the operator added.
+             * @example [
+             *       "shahkar",
+             *       "iban",
+             *       "card-to-iban"
+             *     ]
+             */
+            operations: string[];
             refusals: components["schemas"]["StatusRefusals"];
         };
         /** @description One budget window: limit, spent, reserved and remaining cost units. */
@@ -1982,7 +1991,7 @@ export interface operations {
                 /** @description ISO 8601 date or timestamp, exclusive. */
                 to: string;
                 clientId?: string;
-                operation?: "shahkar" | "iban";
+                operation?: string;
                 handling?: "standard" | "advanced";
                 /** @description Of the latest fact. */
                 status?: "succeeded" | "failed" | "unknown";
@@ -2018,8 +2027,11 @@ export interface operations {
                         kind: "settled" | "overdue" | "reconciled";
                         clientId: string;
                         subjectSha256?: string;
-                        /** @enum {string} */
-                        operation: "shahkar" | "iban";
+                        /**
+                         * @description A built-in operation or one the operator added (docs/api.md §8).
+                         * @example shahkar
+                         */
+                        operation: string;
                         /** @enum {string} */
                         requestHandlingType: "standard" | "advanced";
                         /** @enum {string} */
@@ -2599,7 +2611,7 @@ export interface operations {
                 /** @description ISO 8601 date or timestamp, exclusive. */
                 to: string;
                 clientId?: string;
-                operation?: "shahkar" | "iban";
+                operation?: string;
                 handling?: "standard" | "advanced";
                 /** @description Of the latest fact. */
                 status?: "succeeded" | "failed" | "unknown";
@@ -2644,8 +2656,11 @@ export interface operations {
                             kind: "settled" | "overdue" | "reconciled";
                             clientId: string;
                             subjectSha256?: string;
-                            /** @enum {string} */
-                            operation: "shahkar" | "iban";
+                            /**
+                             * @description A built-in operation or one the operator added (docs/api.md §8).
+                             * @example shahkar
+                             */
+                            operation: string;
                             /** @enum {string} */
                             requestHandlingType: "standard" | "advanced";
                             /** @enum {string} */
@@ -2810,8 +2825,11 @@ export interface operations {
                             /** @example 2026-11-24 */
                             day: string;
                             clientId: string;
-                            /** @enum {string} */
-                            operation: "shahkar" | "iban";
+                            /**
+                             * @description A built-in operation or one the operator added (docs/api.md §8).
+                             * @example shahkar
+                             */
+                            operation: string;
                             inquiries: number;
                             succeeded: number;
                             failed: number;

@@ -1,7 +1,7 @@
 // The operators' console (docs/operations.md, "The console"): plain ES modules, no build step.
 import { ApiError, getJson, keyStore, reconcile, streamLedger } from '/console/api.js';
 import { addDays, dayOf, display, zone } from '/console/format.js';
-import { applyList, setUpList, startOf } from '/console/list.js';
+import { applyList, setOperations, setUpList, startOf } from '/console/list.js';
 import { budgetsView, clientsView, companyView, priceNote } from '/console/spend.js';
 import { dayView, errorsChart, lastDays, latestTroubledDay, refusalsChart, spendChart } from '/console/trends.js';
 import { mark, renderNow } from '/console/now.js';
@@ -38,6 +38,7 @@ const absent = (route) => note(`Not available in this build of the gateway (${ro
 function showNow(status) {
   routes = status.routes;
   lastStatus = status;
+  setOperations(status.operations);
   renderNow(status);
 }
 

@@ -137,6 +137,21 @@ export function applyList(preset) {
   return show([]);
 }
 
+/** The operation filter's choices: the catalog's operations (GET /admin/status `operations`), the choice kept. */
+export function setOperations(names) {
+  const select = $('list-operation');
+  if (
+    [...select.options]
+      .slice(1)
+      .map((option) => option.value)
+      .join('\n') === names.join('\n')
+  )
+    return;
+  const chosen = select.value;
+  select.replaceChildren(h('option', { value: '' }, 'any'), ...names.map((name) => h('option', { value: name }, name)));
+  select.value = names.includes(chosen) ? chosen : '';
+}
+
 /** Where a row opens and errors show; the default period: the 30 days up to `today`. */
 export function setUpList({ onOpen, onError, today }) {
   state = { ...state, onOpen, onError };

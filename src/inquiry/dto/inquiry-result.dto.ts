@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { REQUEST_HANDLING_TYPES, type RequestHandlingType } from '../inquiry-record.js';
 import { BUILT_IN_OPERATIONS } from '../catalog/built-in-operations.js';
+import type { InquiryOperation } from '../../upstream/inquiry-operation.js';
 
 const UPSTREAM_DATA = {
   type: 'object',
@@ -68,8 +69,10 @@ export class InquiryRecordDto {
   @ApiProperty({ type: String, format: 'uuid', example: '3f0c1c9e-8d2a-4c55-9a4e-2b7f1f0c6d11' })
   trackId!: string;
 
+  // The built-ins here (docs/openapi.json); the live document lists the catalog's names
+  // (added-operations.openapi.ts).
   @ApiProperty({ enum: BUILT_IN_OPERATIONS.map((operation) => operation.name), enumName: 'InquiryOperation' })
-  operation!: 'shahkar' | 'iban';
+  operation!: InquiryOperation;
 
   @ApiProperty({
     enum: ['pending', 'succeeded', 'failed', 'unknown'],
