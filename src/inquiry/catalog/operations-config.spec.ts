@@ -125,6 +125,21 @@ describe('INQUIRY_OPERATIONS', () => {
       'INQUIRY_OPERATIONS[0] ("card-to-iban"): fields.trackId: is reserved (the gateway sends it)',
     ],
     [
+      'trackId in another casing (the upstream may bind names regardless of case)',
+      [entry({ fields: { TrackId: { type: 'digits', minLength: 1, maxLength: 2 } } })],
+      'INQUIRY_OPERATIONS[0] ("card-to-iban"): fields.TrackId: is reserved (the gateway sends it)',
+    ],
+    [
+      'requestHandlingType in another casing',
+      [entry({ fields: { RequestHandlingType: { type: 'enum', values: ['advanced'] } } })],
+      'INQUIRY_OPERATIONS[0] ("card-to-iban"): fields.RequestHandlingType: is reserved (the gateway sends it)',
+    ],
+    [
+      'the name advanced, whose scope kyc:advanced already means advanced handling',
+      [entry({ name: 'advanced' })],
+      'INQUIRY_OPERATIONS[0] ("advanced"): name: is reserved (kyc:advanced is the scope of advanced handling)',
+    ],
+    [
       'an unknown type',
       [entry({ fields: { a: { type: 'date' } } })],
       'INQUIRY_OPERATIONS[0] ("card-to-iban"): fields.a.type: must be one of nationalCode, mobile, iban, cardNumber, postalCode, persianDate, digits, text, enum',
