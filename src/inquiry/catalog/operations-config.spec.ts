@@ -198,6 +198,23 @@ describe('INQUIRY_OPERATIONS', () => {
     expect(problemsOf(value)).toEqual([problem]);
   });
 
+  it.each([
+    '/api/v5/%2e%2e/admin',
+    '/api/v5/KYC/%2FX',
+    '/api/v5/..\\admin',
+    '/api/v5/KYC\\X',
+    '/api/v5/KYC/X;jsessionid=1',
+    '/api/v5/KYC/X\n',
+    '/api/v5/KYC/\u0425',
+    '/api/v5/KYC/X\u2215..\u2215y',
+    '/api/v5/./X',
+    '/api/v5/',
+  ])('refuses the upstreamPath %j, which could leave /api/v5 or name another resource', (upstreamPath) => {
+    expect(problemsOf([entry({ upstreamPath })])).toEqual([
+      'INQUIRY_OPERATIONS[0] ("card-to-iban"): upstreamPath: must match ^\\/api\\/v5\\/[A-Za-z0-9_/-]+$',
+    ]);
+  });
+
   it('never echoes a bad name or a description', () => {
     const problems = problemsOf([entry({ name: 'SECRET-VALUE', description: 'x'.repeat(501) })]);
     expect(problems.join()).not.toContain('SECRET-VALUE');
