@@ -113,6 +113,15 @@ describe('text', () =>
     ],
   ));
 
+describe('enum pattern', () => {
+  it('is a valid unicode-mode pattern (as JSON Schema validators compile it) matching exactly the values', () => {
+    const type = of({ type: 'enum', values: ['home-owner', 'a/b', 'c.d', 'x+(y)'] });
+    const pattern = new RegExp(type.pattern, 'u');
+    for (const value of ['home-owner', ' a/b ', 'c.d', 'x+(y)']) expect(pattern.test(value)).toBe(true);
+    for (const value of ['homeXowner', 'cXd', 'x+y']) expect(pattern.test(value)).toBe(false);
+  });
+});
+
 describe('enum', () =>
   behaves(
     of({ type: 'enum', values: ['individual', 'legal'] }),
