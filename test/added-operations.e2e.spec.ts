@@ -283,7 +283,7 @@ describe('the catalog bounds what a request can reach (review of issue 42)', () 
       if (type === 'string') stored.push((await redisClient.get(key)) ?? '');
       else if (type === 'hash') stored.push(JSON.stringify(await redisClient.hgetall(key)));
       else if (type === 'stream') stored.push(JSON.stringify(await redisClient.xrange(key, '-', '+')));
-      else if (type === 'zset') stored.push(JSON.stringify(await redisClient.zrange(key, 0, -1)));
+      else if (type === 'zset') stored.push(JSON.stringify(await redisClient.zrange(key, '0', '-1')));
       else if (type === 'list') stored.push(JSON.stringify(await redisClient.lrange(key, 0, -1)));
       else if (type === 'set') stored.push(JSON.stringify(await redisClient.smembers(key)));
     }

@@ -1,16 +1,17 @@
 import { describe, expect, it } from '@jest/globals';
 import { defineOperation } from '../catalog/built-in-operations.js';
+import type { FieldDeclaration } from '../catalog/operation.js';
 import { ProblemException } from '../../problem/problem.js';
 import { validateOperationBody } from './operation-body.validation.js';
 
 /** Field names that are also Object.prototype's (the catalog allows them: ^[a-zA-Z][a-zA-Z0-9]*$). */
+const fields = JSON.parse(
+  '{"constructor":{"type":"text","maxLength":10},"toString":{"type":"digits","minLength":1,"maxLength":2,"optional":true}}',
+) as Record<string, FieldDeclaration>;
 const operation = defineOperation({
   name: 'proto-names',
   upstreamPath: '/api/v5/KYC/ProtoNames',
-  fields: {
-    constructor: { type: 'text', maxLength: 10 },
-    toString: { type: 'digits', minLength: 1, maxLength: 2, optional: true },
-  },
+  fields,
   advanced: true,
   builtIn: false,
 });
