@@ -7,14 +7,13 @@
  */
 import { writeFileSync } from 'node:fs';
 import { createGateway } from '../src/bootstrap.js';
-import { buildOpenApiDocument } from '../src/openapi.js';
 import { UpstreamSimulator } from '../test/upstream-simulator/upstream-simulator.js';
 
 const OPENAPI_FILE = new URL('../../docs/openapi.json', import.meta.url);
 
 const simulator = new UpstreamSimulator({ username: 'openapi', password: 'openapi' });
 const upstream = await simulator.start(0);
-const { app } = await createGateway(
+const { app, openApi } = await createGateway(
   {
     UPSTREAM_BASE_URL: upstream,
     UPSTREAM_USERNAME: 'openapi',
@@ -25,7 +24,7 @@ const { app } = await createGateway(
   { logger: false },
 );
 try {
-  writeFileSync(OPENAPI_FILE, JSON.stringify(buildOpenApiDocument(app), null, 2) + '\n');
+  writeFileSync(OPENAPI_FILE, JSON.stringify(openApi, null, 2) + '\n');
   process.stdout.write(`wrote ${OPENAPI_FILE.pathname}\n`);
 } finally {
   await app.close();

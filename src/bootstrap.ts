@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import type { IncomingMessage } from 'node:http';
 import type { LoggerService } from '@nestjs/common';
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
+import type { OpenAPIObject } from '@nestjs/swagger';
 import fastifyCors from '@fastify/cors';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -29,7 +30,8 @@ import {
 } from './vocabulary/headers.js';
 import { requestIdFrom } from './observability/request-context.js';
 import { startTracing, type GatewayTracing } from './observability/tracing.js';
-import { setupOpenApi } from './openapi.js';
+import { buildOpenApiDocument, setupOpenApi } from './openapi.js';
+import { describeAddedOperations } from './inquiry/added-operations.openapi.js';
 import { installOpsListener } from './http/ops-listener.js';
 import { closeLingeringConnections } from './http/lingering-connections.js';
 import { ShutdownState } from './health/shutdown.state.js';
@@ -51,6 +53,8 @@ export interface Gateway {
   config: AppConfig;
   /** Present while tracing is on; its spans are exported on close. */
   tracing?: GatewayTracing;
+  /** The OpenAPI document served at /docs-json: the built-ins' and this catalog's operations. */
+  openApi: OpenAPIObject;
 }
 
 /**
@@ -192,7 +196,8 @@ export async function createGateway(
       keepAliveTimeoutMs: config.http.keepAliveTimeoutMs,
     });
   }
-  setupOpenApi(app);
+  const openApi = describeAddedOperations(buildOpenApiDocument(app), config.operations);
+  setupOpenApi(app, openApi);
   await app.init();
-  return { app, config, tracing };
+  return { app, config, tracing, openApi };
 }

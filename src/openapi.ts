@@ -271,7 +271,7 @@ function inlineSingleAllOf(node: unknown): void {
   Object.values(schema).forEach(inlineSingleAllOf);
 }
 
-/** `GET /docs` (UI) and `GET /docs-json` (the document), docs/api.md §4. */
-export function setupOpenApi(app: NestFastifyApplication): void {
-  SwaggerModule.setup('docs', app, buildOpenApiDocument(app), { jsonDocumentUrl: 'docs-json', raw: ['json'] });
+/** `GET /docs` (UI) and `GET /docs-json` (the document, built at start), docs/api.md §4. */
+export function setupOpenApi(app: NestFastifyApplication, document: OpenAPIObject): void {
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json', raw: ['json'] });
 }

@@ -3,8 +3,14 @@
  * PostgreSQL against the simulator: three added operations covering the nine field types,
  * accepted (as normalised upstream), refused (nothing sent, nothing charged), scopes, 404,
  * Idempotency-Key, Prefer: respond-async, reuse, the ledger, metrics, and no field value in the
- * logs (debug), Redis keys or ledger rows.
+ * logs (debug), Redis keys or ledger rows; the live /docs-json describing them, Redocly-clean.
  */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { PgLedgerDatabase } from '../src/ledger/ledger-database.js';
@@ -132,7 +138,7 @@ describe('accepted and normalised', () => {
     for (const [name, typed, sent] of cases) {
       const answer = await ask(name, typed);
       expect(answer.status).toBe(200);
-      expect(answer.body).toMatchObject({ status: 'succeeded', data: { input: sent } });
+      expect(answer.body).toMatchObject({ status: 'succeeded', data: { input: sent, matched: true } });
       const request = sim.requests.at(-1);
       expect(request?.path).toBe(OPERATIONS.find((o) => o.name === name)?.upstreamPath);
       expect(request?.body).toEqual({ ...sent, trackId: answer.body.trackId, requestHandlingType: 'standard' });
@@ -289,5 +295,81 @@ describe('the catalog bounds what a request can reach (review of issue 42)', () 
     }
     const all = stored.join('\n');
     for (const value of [CARD.sent, IBAN.sent, CODE.sent, '1403/12/30']) expect(all).not.toContain(value);
+  });
+});
+
+describe('the live OpenAPI document', () => {
+  interface Route {
+    summary: string;
+    security: unknown[];
+    requestBody: { content: { 'application/json': { schema: { $ref: string } } } };
+    responses: Record<string, unknown>;
+  }
+  interface Document {
+    paths: Record<string, { post: Route }>;
+    components: {
+      schemas: Record<
+        string,
+        { properties: Record<string, Record<string, unknown>>; required?: string[]; enum?: string[] }
+      >;
+    };
+  }
+  const bodyOf = (document: Document, route: Route) =>
+    document.components.schemas[route.requestBody.content['application/json'].schema.$ref.split('/').at(-1) as string];
+
+  it('describes each added route with its fields, description, scope and the built-ins’ answers', async () => {
+    const document = (await (await fetch(`${gateway.url}/docs-json`)).json()) as Document;
+    expect(
+      Object.keys(document.paths)
+        .filter((path) => path.startsWith('/v1/kyc/'))
+        .sort(),
+    ).toEqual([
+      '/v1/kyc/address-check',
+      '/v1/kyc/card-to-iban',
+      '/v1/kyc/iban',
+      '/v1/kyc/iban-ownership',
+      '/v1/kyc/shahkar',
+    ]);
+    const route = document.paths['/v1/kyc/card-to-iban'].post;
+    expect(route.summary).toBe('The IBAN behind a bank card');
+    expect(route.security).toEqual([{ apiKey: [] }, { jwt: ['kyc:card-to-iban'] }]);
+    expect(route.responses).toEqual(document.paths['/v1/kyc/shahkar'].post.responses);
+    const card = bodyOf(document, route);
+    expect(card.required).toEqual(['cardNumber']);
+    expect(card.properties.requestHandlingType.enum).toEqual(['standard']);
+    const { pattern, example } = card.properties.cardNumber as { pattern: string; example: string };
+    expect(new RegExp(pattern, 'u').test(CARD.typed) && new RegExp(pattern, 'u').test(example)).toBe(true);
+    const address = bodyOf(document, document.paths['/v1/kyc/address-check'].post);
+    expect(address.required).toEqual(['postalCode', 'mobile', 'kind', 'reference']);
+    expect(Object.keys(address.properties)).toEqual([
+      'postalCode',
+      'mobile',
+      'kind',
+      'reference',
+      'note',
+      'requestHandlingType',
+    ]);
+    expect(document.components.schemas.InquiryOperation.enum).toEqual(
+      expect.arrayContaining(['shahkar', 'iban', 'card-to-iban', 'iban-ownership', 'address-check']),
+    );
+    expect((await callGateway(gateway.url, 'GET', '/docs')).status).toBe(200);
+  });
+
+  it('passes `redocly lint` (recommended rules) with no error and no warning', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vgw-added-openapi-'));
+    try {
+      const file = join(dir, 'openapi.json');
+      writeFileSync(file, await (await fetch(`${gateway.url}/docs-json`)).text());
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        [createRequire(import.meta.url).resolve('@redocly/cli/bin/cli.js'), 'lint', file, '--format=json'],
+        { cwd: dir, env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } },
+      );
+      const report = JSON.parse(stdout) as { totals: Record<string, number>; problems: unknown[] };
+      expect(report.problems).toEqual([]);
+      expect(report.totals).toEqual({ errors: 0, warnings: 0, ignored: 0 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

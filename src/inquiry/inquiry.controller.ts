@@ -1,5 +1,4 @@
 import { Controller, Get, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
-import { ApiExcludeEndpoint } from '@nestjs/swagger';
 import { isUUID } from 'class-validator';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../caller-auth/caller.js';
@@ -21,6 +20,7 @@ import { IbanRequestDto } from './dto/iban-request.dto.js';
 import { ShahkarRequestDto } from './dto/shahkar-request.dto.js';
 import type { StoredResponse } from './inquiry-record.js';
 import { ApiInquiry, ApiInquiryRecord } from './inquiry.openapi.js';
+import { ApiAddedInquiry } from './added-operations.openapi.js';
 import type { AsyncPreference, InquiryRequest, InquiryResponse } from './inquiry-in-flight.js';
 import { InquiryReads } from './inquiry-reads.js';
 import { InquiryService } from './inquiry.service.js';
@@ -100,7 +100,7 @@ export class InquiryController {
    */
   @Post('kyc/:operation')
   @UseGuards(KnownOperationGuard, CallerAuthGuard)
-  @ApiExcludeEndpoint()
+  @ApiAddedInquiry()
   added(
     @CurrentCaller() caller: Caller,
     @Param('operation') name: string,

@@ -73,8 +73,11 @@ const replayable = {
   'Idempotent-Replayed': responseHeader('Idempotent-Replayed'),
 };
 
-/** `POST /v1/kyc/*`: everything the two inquiry operations share in the document. */
-export function ApiInquiry(options: { summary: string; scope: Scope; body: Type<unknown> }): MethodDecorator {
+/**
+ * `POST /v1/kyc/*`: everything the inquiry operations share in the document. Without `body`, the
+ * added operations' template (added-operations.openapi.ts writes each one's body).
+ */
+export function ApiInquiry(options: { summary: string; scope: Scope; body?: Type<unknown> }): MethodDecorator {
   return applyDecorators(
     ApiTags('inquiries'),
     ApiOperation({
@@ -86,7 +89,7 @@ export function ApiInquiry(options: { summary: string; scope: Scope; body: Type<
         '`X-Track-Id`.',
     }),
     ApiScope(options.scope),
-    ApiBody({ type: options.body, required: true }),
+    ...(options.body ? [ApiBody({ type: options.body, required: true })] : []),
     IDEMPOTENCY_KEY,
     PREFER_ASYNC,
     CACHE_CONTROL,
