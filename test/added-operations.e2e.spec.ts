@@ -118,6 +118,8 @@ beforeAll(async () => {
       INQUIRY_PRICES: JSON.stringify(PRICES),
       INQUIRY_REUSE: JSON.stringify({ 'iban-ownership': { maxAgeSeconds: 600, share: 'client' } }),
       REUSE_HMAC_KEY: HMAC,
+      // Sealed at rest, as deployed: no field value in clear in any Redis value (the last test).
+      STORE_ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
       LOG_LEVEL: 'debug',
       STORE_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
       OTEL_TRACES_EXPORTER: 'otlp',
@@ -337,6 +339,50 @@ describe('personal data', () => {
       });
       expect({ value, in: 'metrics', found: metrics.includes(value) }).toMatchObject({ found: false });
     }
+  });
+});
+
+describe('the catalog bounds what a request can reach (review of issue 42)', () => {
+  it('a name not in the catalog, however written, is a 404 that echoes nothing and creates no metric series', async () => {
+    for (const path of ['/v1/kyc/no-such-op-4711', '/v1/kyc/%2e%2e%2fno-such-op-4711', '/v1/kyc/CARD-TO-IBAN']) {
+      const answer = await callGateway(gateway.url, 'POST', path, {
+        apiKey: ADDED.key,
+        json: { cardNumber: CARD.typed },
+      });
+      expect([answer.status, answer.body.code]).toEqual([404, 'not_found']);
+      expect(answer.text).not.toContain('4711');
+      expect(answer.text).not.toContain(CARD.sent);
+    }
+    const metrics = (await callGateway(gateway.url, 'GET', '/metrics')).text;
+    expect(metrics).not.toMatch(/no-such-op|CARD-TO-IBAN/);
+  });
+
+  it('answers an over-long body to an added operation as to a built-in: 413, nothing sent', async () => {
+    const before = sim.inquiryCalls;
+    const huge = { note: 'x'.repeat(100_000) };
+    const added = await ask('address-check', huge);
+    const builtIn = await callGateway(gateway.url, 'POST', '/v1/kyc/iban', {
+      apiKey: TEST_CLIENTS.full.key,
+      json: huge,
+    });
+    expect([added.status, added.body.code]).toEqual([builtIn.status, builtIn.body.code]);
+    expect(added.status).toBe(413);
+    expect(sim.inquiryCalls).toBe(before);
+  });
+
+  it('keeps no field value in clear in any Redis value (STORE_ENCRYPTION_KEYS set)', async () => {
+    const stored: string[] = [];
+    for (const key of await redisClient.keys('*')) {
+      const type = await redisClient.type(key);
+      if (type === 'string') stored.push((await redisClient.get(key)) ?? '');
+      else if (type === 'hash') stored.push(JSON.stringify(await redisClient.hgetall(key)));
+      else if (type === 'stream') stored.push(JSON.stringify(await redisClient.xrange(key, '-', '+')));
+      else if (type === 'zset') stored.push(JSON.stringify(await redisClient.zrange(key, '0', '-1')));
+      else if (type === 'list') stored.push(JSON.stringify(await redisClient.lrange(key, 0, -1)));
+      else if (type === 'set') stored.push(JSON.stringify(await redisClient.smembers(key)));
+    }
+    const all = stored.join('\n');
+    for (const value of [CARD.sent, IBAN.sent, CODE.sent, '1403/12/30']) expect(all).not.toContain(value);
   });
 });
 

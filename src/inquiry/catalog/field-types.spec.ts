@@ -100,9 +100,27 @@ describe('text', () =>
     [
       ['  علی ', 'علی'],
       ['e\u0301', '\u00e9'],
+      // Persian needs the zero-width non-joiner (می‌خواهم); five characters after NFC fit five.
+      ['می\u200Cخو', 'می\u200Cخو'],
+      ['e\u0301e\u0301e\u0301e\u0301e\u0301', '\u00e9\u00e9\u00e9\u00e9\u00e9'],
     ],
-    ['', '   ', 'abcdef', 'a\u0000b', 'a\nb'],
+    [
+      ...['', '   ', 'abcdef', 'a\u0000b', 'a\nb'],
+      // Bidi embeddings, overrides and isolates reorder what a reader of the record sees.
+      ...['ab\u202Ecd', 'a\u202Ab', '\u2066x\u2069'],
+      // Lone surrogates are no characters: the upstream would receive broken UTF-16.
+      ...['\uD800', 'ab\uDC00c'],
+    ],
   ));
+
+describe('enum pattern', () => {
+  it('is a valid unicode-mode pattern (as JSON Schema validators compile it) matching exactly the values', () => {
+    const type = of({ type: 'enum', values: ['home-owner', 'a/b', 'c.d', 'x+(y)'] });
+    const pattern = new RegExp(type.pattern, 'u');
+    for (const value of ['home-owner', ' a/b ', 'c.d', 'x+(y)']) expect(pattern.test(value)).toBe(true);
+    for (const value of ['homeXowner', 'cXd', 'x+y']) expect(pattern.test(value)).toBe(false);
+  });
+});
 
 describe('enum', () =>
   behaves(

@@ -125,6 +125,21 @@ describe('INQUIRY_OPERATIONS', () => {
       'INQUIRY_OPERATIONS[0] ("card-to-iban"): fields.trackId: is reserved (the gateway sends it)',
     ],
     [
+      'trackId in another casing (the upstream may bind names regardless of case)',
+      [entry({ fields: { TrackId: { type: 'digits', minLength: 1, maxLength: 2 } } })],
+      'INQUIRY_OPERATIONS[0] ("card-to-iban"): fields.TrackId: is reserved (the gateway sends it)',
+    ],
+    [
+      'requestHandlingType in another casing',
+      [entry({ fields: { RequestHandlingType: { type: 'enum', values: ['advanced'] } } })],
+      'INQUIRY_OPERATIONS[0] ("card-to-iban"): fields.RequestHandlingType: is reserved (the gateway sends it)',
+    ],
+    [
+      'the name advanced, whose scope kyc:advanced already means advanced handling',
+      [entry({ name: 'advanced' })],
+      'INQUIRY_OPERATIONS[0] ("advanced"): name: is reserved (kyc:advanced is the scope of advanced handling)',
+    ],
+    [
       'an unknown type',
       [entry({ fields: { a: { type: 'date' } } })],
       'INQUIRY_OPERATIONS[0] ("card-to-iban"): fields.a.type: must be one of nationalCode, mobile, iban, cardNumber, postalCode, persianDate, digits, text, enum',
@@ -181,6 +196,23 @@ describe('INQUIRY_OPERATIONS', () => {
     ],
   ])('fails the start on %s, naming the variable, the entry and the problem', (_, value, problem) => {
     expect(problemsOf(value)).toEqual([problem]);
+  });
+
+  it.each([
+    '/api/v5/%2e%2e/admin',
+    '/api/v5/KYC/%2FX',
+    '/api/v5/..\\admin',
+    '/api/v5/KYC\\X',
+    '/api/v5/KYC/X;jsessionid=1',
+    '/api/v5/KYC/X\n',
+    '/api/v5/KYC/\u0425',
+    '/api/v5/KYC/X\u2215..\u2215y',
+    '/api/v5/./X',
+    '/api/v5/',
+  ])('refuses the upstreamPath %j, which could leave /api/v5 or name another resource', (upstreamPath) => {
+    expect(problemsOf([entry({ upstreamPath })])).toEqual([
+      'INQUIRY_OPERATIONS[0] ("card-to-iban"): upstreamPath: must match ^\\/api\\/v5\\/[A-Za-z0-9_/-]+$',
+    ]);
   });
 
   it('never echoes a bad name or a description', () => {

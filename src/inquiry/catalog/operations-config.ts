@@ -16,8 +16,13 @@ export const CATALOG_LIMITS = { operations: 50, fields: 20, descriptionLength: 5
 
 const UPSTREAM_PATH = /^\/api\/v5\/[A-Za-z0-9_/-]+$/;
 const FIELD_NAME = /^[a-zA-Z][a-zA-Z0-9]{0,39}$/;
-/** Body fields every inquiry has already: an operation cannot declare them. */
-const RESERVED_FIELDS = new Set(['trackId', 'requestHandlingType']);
+/**
+ * Body fields every inquiry has already: an operation cannot declare them, in any casing (an
+ * upstream binding names regardless of case would take a caller's `TrackId` for the stamped one).
+ */
+const RESERVED_FIELDS = new Set(['trackid', 'requesthandlingtype']);
+/** `kyc:advanced` is the scope of advanced handling (docs/api.md §1): no operation's `kyc:{name}`. */
+const RESERVED_NAMES = new Set(['advanced']);
 const ENTRY_KEYS = new Set(['name', 'upstreamPath', 'fields', 'advanced', 'description']);
 /** Each type's own settings, beside `type` and `optional`. */
 const SETTINGS: Record<FieldTypeName, readonly string[]> = {
@@ -87,6 +92,8 @@ function parseEntry(entry: unknown, names: ReadonlySet<string>): OperationDefini
   const { name, upstreamPath, fields, advanced, description } = entry;
   if (typeof name !== 'string' || !NAME.test(name)) throw new EntryProblem(`name: must match ${NAME.source}`);
   if (names.has(name)) throw new EntryProblem('name: is already taken by a built-in or an earlier entry');
+  if (RESERVED_NAMES.has(name))
+    throw new EntryProblem(`name: is reserved (kyc:${name} is the scope of ${name} handling)`);
   if (typeof upstreamPath !== 'string' || !UPSTREAM_PATH.test(upstreamPath)) {
     throw new EntryProblem(`upstreamPath: must match ${UPSTREAM_PATH.source}`);
   }
@@ -120,7 +127,8 @@ function parseFields(fields: unknown): Record<string, FieldDeclaration> {
   const declared: Record<string, FieldDeclaration> = {};
   for (const [field, declaration] of entries) {
     if (!FIELD_NAME.test(field)) throw new EntryProblem(`fields: a field name must match ${FIELD_NAME.source}`);
-    if (RESERVED_FIELDS.has(field)) throw new EntryProblem(`fields.${field}: is reserved (the gateway sends it)`);
+    if (RESERVED_FIELDS.has(field.toLowerCase()))
+      throw new EntryProblem(`fields.${field}: is reserved (the gateway sends it)`);
     declared[field] = parseDeclaration(field, declaration);
   }
   return declared;

@@ -15,6 +15,7 @@ export function enumType(values: readonly string[]): FieldType {
   };
 }
 
+/** ECMA-262's syntax characters and `/` escaped: the only escapes unicode mode (JSON Schema's) allows outside a class. */
 function escapeForPattern(value: string): string {
-  return value.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+  return value.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }
