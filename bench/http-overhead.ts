@@ -30,7 +30,7 @@ const MOBILE = '09121234567';
 export const INQUIRY_BODY = JSON.stringify({ nationalCode: NATIONAL_CODE, mobileNumber: MOBILE });
 const IBAN_BODY = JSON.stringify({ iban: 'IR820540102680020817909002' });
 /**
- * An operation the operator adds (docs/api.md §8) with two fields, as Shahkar has: the same work
+ * An operation the operator adds (docs/api.md §10) with two fields, as Shahkar has: the same work
  * through the catalog's route and field types instead of the typed route and its DTO.
  */
 const ADDED_OPERATION = {

@@ -74,7 +74,7 @@ const WRONG_KEY = 'key-wrong-console-0123456789';
 /** The run's PostgreSQL when its binaries are installed (ledger-postgres.js), else PGlite in the process. */
 const LEDGER_DATABASE = process.env.VGW_TEST_LEDGER_DATABASE_URL ? 'postgres' : 'embedded';
 const SCREENSHOTS = join(tmpdir(), 'vgw-console-screenshots');
-/** An operation the operator added (docs/api.md §8): the console's filter offers it. */
+/** An operation the operator added (docs/api.md §10): the console's filter offers it. */
 const ADDED_OPERATION = {
   name: 'card-to-iban',
   upstreamPath: '/api/v5/KYC/CardToIban',

@@ -6,7 +6,7 @@
  * required) and valid. The test also fails when a documented (operation, status) pair was
  * never provoked, so a status added to the document needs a request here.
  *
- * One operation the operator adds (docs/api.md §8) goes through the inquiries' part as well, its
+ * One operation the operator adds (docs/api.md §10) goes through the inquiries' part as well, its
  * answers checked against the live `/docs-json` of the gateway that has it (that document's route
  * for it is the one docs/openapi.json cannot hold).
  *

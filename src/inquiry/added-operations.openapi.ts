@@ -12,7 +12,7 @@ const SCOPE_PLACEHOLDER = 'kyc:{operation}';
 /**
  * `POST /v1/kyc/{operation}` in the document: the built-ins' headers, responses and problems
  * (ApiInquiry), as a template that describeAddedOperations turns into one route per operation the
- * catalog adds (docs/api.md §7). With none added, the template leaves no trace: docs/openapi.json
+ * catalog adds (docs/api.md §10). With none added, the template leaves no trace: docs/openapi.json
  * is the built-ins' document.
  */
 export function ApiAddedInquiry(): MethodDecorator {

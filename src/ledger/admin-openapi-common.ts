@@ -27,7 +27,7 @@ export const OPERATION_NAME_SCHEMA = {
   type: 'string',
   pattern: OPERATION_NAME.source,
   example: BUILT_IN_OPERATIONS[0].name,
-  description: 'A built-in operation or one the operator added (docs/api.md §8).',
+  description: 'A built-in operation or one the operator added (docs/api.md §10).',
 } satisfies SchemaObject;
 
 export const ENTRY = {

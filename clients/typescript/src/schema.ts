@@ -2028,7 +2028,7 @@ export interface operations {
                         clientId: string;
                         subjectSha256?: string;
                         /**
-                         * @description A built-in operation or one the operator added (docs/api.md §8).
+                         * @description A built-in operation or one the operator added (docs/api.md §10).
                          * @example shahkar
                          */
                         operation: string;
@@ -2657,7 +2657,7 @@ export interface operations {
                             clientId: string;
                             subjectSha256?: string;
                             /**
-                             * @description A built-in operation or one the operator added (docs/api.md §8).
+                             * @description A built-in operation or one the operator added (docs/api.md §10).
                              * @example shahkar
                              */
                             operation: string;
@@ -2826,7 +2826,7 @@ export interface operations {
                             day: string;
                             clientId: string;
                             /**
-                             * @description A built-in operation or one the operator added (docs/api.md §8).
+                             * @description A built-in operation or one the operator added (docs/api.md §10).
                              * @example shahkar
                              */
                             operation: string;
