@@ -118,9 +118,8 @@ beforeAll(async () => {
       INQUIRY_PRICES: JSON.stringify(PRICES),
       INQUIRY_REUSE: JSON.stringify({ 'iban-ownership': { maxAgeSeconds: 600, share: 'client' } }),
       REUSE_HMAC_KEY: HMAC,
-      // Sealed at rest, as deployed: no field value in clear in any Redis value (the last test).
-      STORE_ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
       LOG_LEVEL: 'debug',
+      // Sealed at rest, as deployed: no field value in clear in any Redis value.
       STORE_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
       OTEL_TRACES_EXPORTER: 'otlp',
       OTEL_BSP_SCHEDULE_DELAY: '20',

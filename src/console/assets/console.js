@@ -41,7 +41,6 @@ function showNow(status) {
   setOperations(status.operations);
   renderNow(status);
 }
-
 const loadNow = async () => showNow(await getJson('/admin/status'));
 const refreshNowQuietly = () => loadNow().catch((error) => failed('now-message', error));
 
