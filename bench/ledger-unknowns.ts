@@ -45,7 +45,9 @@ async function measure(name: string, db: LedgerDatabase): Promise<void> {
     [{ n }] = await db.query<{ n: number }>(UNKNOWNS_GAUGE_SQL);
     best = Math.min(best, performance.now() - started);
   }
-  console.log(`\n${name}: ${n} unknowns, best of 5 ${best.toFixed(1)} ms\n${plan.map((row) => row['QUERY PLAN']).join('\n')}`);
+  console.log(
+    `\n${name}: ${n} unknowns, best of 5 ${best.toFixed(1)} ms\n${plan.map((row) => row['QUERY PLAN']).join('\n')}`,
+  );
 }
 
 const postgres = await PostgresServer.start();
