@@ -12,7 +12,7 @@ import { migrate } from '../src/ledger/ledger-schema.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { Reconciliations } from '../src/ledger/reconciliation.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
-import { TrackingBook } from '../src/tracking/tracking-book.js';
+import { TrackingBook, UNKNOWNS_GAUGE_DAYS } from '../src/tracking/tracking-book.js';
 import { queuedEntry } from './support/ledger-entries.js';
 import { closeLedger, ledgerEngines } from './support/ledger-engines.js';
 import { PostgresServer } from './support/postgres-server.js';
@@ -70,6 +70,30 @@ describe.each(ledgerEngines(() => postgres.url, 'tracking-race'))('tracking and 
       } else expect(mine).toHaveLength(1);
     }
   }, 60_000);
+
+  it('counts unknowns still standing between a day and UNKNOWNS_GAUGE_DAYS old: no younger, no older, none settled since', async () => {
+    const book = new TrackingBook(store);
+    const before = await book.unknownsOlderThanADay();
+    const hoursAgo = (hours: number) => new Date(Date.now() - hours * 3_600_000).toISOString();
+    const unknown = (hours: number) =>
+      queuedEntry({
+        kind: 'overdue',
+        status: 'unknown',
+        charged: 'possibly',
+        completedAt: undefined,
+        createdAt: hoursAgo(hours),
+      });
+    const settledSince = unknown(50);
+    await store.insert([
+      unknown(48),
+      unknown(72),
+      unknown(12),
+      unknown((UNKNOWNS_GAUGE_DAYS + 10) * 24),
+      settledSince,
+      { ...settledSince, kind: 'settled', status: 'failed', charged: 'no', completedAt: hoursAgo(49) },
+    ]);
+    expect(await book.unknownsOlderThanADay()).toBe(before + 2);
+  });
 
   it("a lease lost mid-question stays the next holder's: the late replica's release or backoff leaves it alone", async () => {
     const entry = queuedEntry({ status: 'unknown', charged: 'possibly', completedAt: undefined });

@@ -21,6 +21,19 @@ const STANDING_UNKNOWN = `e.status = 'unknown' AND e.charged = 'possibly'
   AND NOT EXISTS (SELECT 1 FROM ledger_entries l WHERE l.track_id = e.track_id AND l.created_at = e.created_at
     AND ${FACT_RANK('l')} > ${FACT_RANK('e')})`;
 
+/**
+ * How far back the gauge looks: unknowns between a day and this old. Beyond it an unknown is
+ * reconciliation's (tracking stops after ASK_FOR_HOURS; the console's "still unknown" looks back
+ * as far), and the window keeps the count's cost that of a month's unknowns, not the ledger's
+ * (npm run bench:ledger-unknowns).
+ */
+export const UNKNOWNS_GAUGE_DAYS = 30;
+
+/** The gauge's count (vgw_ledger_unknowns_older_than_a_day), run once a minute by every replica. */
+export const UNKNOWNS_GAUGE_SQL = `SELECT count(DISTINCT e.track_id)::int AS n FROM ledger_entries e
+  WHERE e.created_at < now() - interval '1 day' AND e.created_at >= now() - interval '${UNKNOWNS_GAUGE_DAYS} days'
+    AND ${STANDING_UNKNOWN}`;
+
 /** A replica's lease on asking about one inquiry: `until` (UTC, to the microsecond) names it. */
 export interface Lease {
   trackId: string;
@@ -118,10 +131,7 @@ export class TrackingBook {
   /** Inquiries still unknown (possibly charged) more than a day after they were made. */
   async unknownsOlderThanADay(): Promise<number> {
     await this.store.ready();
-    const [{ n }] = await this.store.db.query<{ n: number }>(
-      `SELECT count(DISTINCT e.track_id)::int AS n FROM ledger_entries e
-       WHERE e.created_at < now() - interval '1 day' AND ${STANDING_UNKNOWN}`,
-    );
+    const [{ n }] = await this.store.db.query<{ n: number }>(UNKNOWNS_GAUGE_SQL);
     return n;
   }
 }

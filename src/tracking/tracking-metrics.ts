@@ -23,7 +23,7 @@ export class TrackingMetrics {
     });
     this.unknownsOlderThanADay = new Gauge({
       name: 'vgw_ledger_unknowns_older_than_a_day',
-      help: 'Inquiries still unknown (possibly charged) in the ledger more than a day after they were made',
+      help: 'Inquiries still unknown (possibly charged) in the ledger between a day and 30 days after they were made',
       registers,
     });
     for (const result of TRACKING_RESULTS) this.questions.inc({ result }, 0);
