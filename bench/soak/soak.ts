@@ -4,9 +4,10 @@
  * then the books checked (bench/soak/books.ts). SOAK_MINUTES (default 10), SOAK_SEED (default 46).
  * Loopback only; every loop is bounded by the run's end. docs/soak.md says what it does and why.
  */
+import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { SignJWT } from 'jose';
-import { buildGateway, startGatewayProcess, type GatewayProcess } from '../../test/support/gateway-process.js';
+import { startGatewayProcess, type GatewayProcess } from '../../test/support/gateway-process.js';
 import { apiKeysWith, TEST_CLIENTS } from '../../test/support/gateway.js';
 import { PostgresServer } from '../../test/support/postgres-server.js';
 import { RedisServer } from '../../test/support/redis-server.js';
@@ -34,7 +35,17 @@ const log = (line: string) => console.log(`[${at()}] ${line}`);
 const [redis, postgres] = await Promise.all([RedisServer.start(), PostgresServer.start()]);
 const sim = new UpstreamSimulator();
 await sim.start(0);
-const build = buildGateway();
+// Compiled as production runs it (test/support/gateway-process.ts's buildGateway reads sources
+// relative to its own place, which is .build/ once compiled): into .build/soak-gateway.
+const build = new URL('../../soak-gateway', import.meta.url).pathname;
+const tsc = spawnSync(
+  process.execPath,
+  ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json', '--outDir', build],
+  {
+    encoding: 'utf8',
+  },
+);
+if (tsc.status !== 0) throw new Error(`tsc: ${tsc.stdout}${tsc.stderr}`);
 const env: Record<string, string> = {
   UPSTREAM_BASE_URL: sim.baseUrl,
   REDIS_URL: redis.url,
