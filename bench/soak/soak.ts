@@ -35,6 +35,13 @@ const log = (line: string) => console.log(`[${at()}] ${line}`);
 const [redis, postgres] = await Promise.all([RedisServer.start(), PostgresServer.start()]);
 const sim = new UpstreamSimulator();
 await sim.start(0);
+const replicas: GatewayProcess[] = [];
+// A run that fails midway still ends what it started: nothing is left running on the machine.
+process.on('uncaughtException', (error) => {
+  console.error(error);
+  for (const replica of replicas) replica.process.kill('SIGKILL');
+  void Promise.allSettled([sim.stop(), redis.kill(), postgres.kill()]).finally(() => process.exit(2));
+});
 // Compiled as production runs it (test/support/gateway-process.ts's buildGateway reads sources
 // relative to its own place, which is .build/ once compiled): into .build/soak-gateway.
 const build = new URL('../../soak-gateway', import.meta.url).pathname;
@@ -56,7 +63,12 @@ const env: Record<string, string> = {
   API_KEYS: apiKeysWith(BUDGETED, ADDED, OPERATOR),
   BUDGETS: JSON.stringify([{ clientId: BUDGETED.clientId, daily: BUDGET_DAILY_UNITS }]),
   INQUIRY_OPERATIONS: JSON.stringify([
-    { name: 'card-to-iban', upstreamPath: '/api/v5/KYC/CardToIban', fields: { cardNumber: { type: 'cardNumber' } } },
+    {
+      name: 'card-to-iban',
+      upstreamPath: '/api/v5/KYC/CardToIban',
+      advanced: false,
+      fields: { cardNumber: { type: 'cardNumber' } },
+    },
   ]),
   INQUIRY_PRICES: JSON.stringify({
     shahkar: { standard: 1, advanced: 3 },
@@ -73,7 +85,7 @@ const env: Record<string, string> = {
   JWT_ISSUER: 'soak',
   JWT_AUDIENCE: 'verification-gateway',
 };
-const replicas: GatewayProcess[] = await Promise.all([0, 1, 2].map(() => startGatewayProcess(build, env)));
+replicas.push(...(await Promise.all([0, 1, 2].map(() => startGatewayProcess(build, env)))));
 log(`3 replicas, Redis, PostgreSQL and the simulator up; ${MINUTES} min, seed ${SEED}, peak ${PEAK_RPS}/s`);
 
 const statuses = new Map<string, number>();
