@@ -57,7 +57,7 @@ const env: Record<string, string> = {
   UPSTREAM_BASE_URL: sim.baseUrl,
   REDIS_URL: redis.url,
   LEDGER_DATABASE_URL: postgres.url,
-  LOG_LEVEL: 'warn',
+  LOG_LEVEL: 'info', // startGatewayProcess waits for the 'listening on port' line
   UPSTREAM_TIMEOUT_MS: '1500',
   UPSTREAM_ADVANCED_TIMEOUT_MS: '1500',
   API_KEYS: apiKeysWith(BUDGETED, ADDED, OPERATOR),
