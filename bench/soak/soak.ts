@@ -1,0 +1,268 @@
+/**
+ * `npm run soak`: a compressed day of traffic (bench/soak/traffic.ts) through 3 gateway replicas
+ * on one Redis and one PostgreSQL, against the upstream simulator, with faults on a schedule,
+ * then the books checked (bench/soak/books.ts). SOAK_MINUTES (default 10), SOAK_SEED (default 46).
+ * Loopback only; every loop is bounded by the run's end. docs/soak.md says what it does and why.
+ */
+import { spawnSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import { SignJWT } from 'jose';
+import { startGatewayProcess, type GatewayProcess } from '../../test/support/gateway-process.js';
+import { apiKeysWith, TEST_CLIENTS } from '../../test/support/gateway.js';
+import { PostgresServer } from '../../test/support/postgres-server.js';
+import { RedisServer } from '../../test/support/redis-server.js';
+import { TRACKING_SHAPES } from '../../test/upstream-simulator/tracking-service.js';
+import { UpstreamSimulator } from '../../test/upstream-simulator/upstream-simulator.js';
+import { checkBooks, type BookBudget, type BookEntry } from './books.js';
+import { ratePerSecond, TrafficModel, type PlannedRequest } from './traffic.js';
+
+const MINUTES = Math.min(Math.max(Number(process.env.SOAK_MINUTES ?? 10), 0.5), 120);
+const SEED = Number(process.env.SOAK_SEED ?? 46);
+const PEAK_RPS = Math.min(Math.max(Number(process.env.SOAK_PEAK_RPS ?? 12), 1), 200);
+const DURATION_MS = MINUTES * 60_000;
+const REQUEST_TIMEOUT_MS = 5_000;
+
+const BUDGETED = { clientId: 'svc-budgeted', key: 'key-budgeted-0123456789', scopes: ['kyc:iban', 'inquiries:read'] };
+const ADDED = { clientId: 'app-added', key: 'key-added-0123456789', scopes: ['kyc:card-to-iban', 'inquiries:read'] };
+const OPERATOR = { clientId: 'ops-soak', key: 'key-ops-soak-0123456789', scopes: ['ledger:read', 'ledger:reconcile'] };
+// Small enough that svc-budgeted runs out during the day (~8 % of requests ask on its account).
+const BUDGET_DAILY_UNITS = Math.max(5, Math.round(MINUTES * 10));
+const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+
+/** The start of the day: reset once everything is up, so that setup time is not traffic time. */
+let started = Date.now();
+const at = () => `${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s`;
+const log = (line: string) => console.log(`[${at()}] ${line}`);
+
+const [redis, postgres] = await Promise.all([RedisServer.start(), PostgresServer.start()]);
+const sim = new UpstreamSimulator();
+await sim.start(0);
+const replicas: GatewayProcess[] = [];
+// A run that fails midway still ends what it started: nothing is left running on the machine.
+process.on('uncaughtException', (error) => {
+  console.error(error);
+  for (const replica of replicas) replica.process.kill('SIGKILL');
+  void Promise.allSettled([sim.stop(), redis.kill(), postgres.kill()]).finally(() => process.exit(2));
+});
+// Compiled as production runs it (test/support/gateway-process.ts's buildGateway reads sources
+// relative to its own place, which is .build/ once compiled): into .build/soak-gateway.
+const build = new URL('../../soak-gateway', import.meta.url).pathname;
+const tsc = spawnSync(
+  process.execPath,
+  ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json', '--outDir', build],
+  {
+    encoding: 'utf8',
+  },
+);
+if (tsc.status !== 0) throw new Error(`tsc: ${tsc.stdout}${tsc.stderr}`);
+const env: Record<string, string> = {
+  UPSTREAM_BASE_URL: sim.baseUrl,
+  REDIS_URL: redis.url,
+  LEDGER_DATABASE_URL: postgres.url,
+  LOG_LEVEL: 'info', // startGatewayProcess waits for the 'listening on port' line
+  UPSTREAM_TIMEOUT_MS: '1500',
+  UPSTREAM_ADVANCED_TIMEOUT_MS: '1500',
+  API_KEYS: apiKeysWith(BUDGETED, ADDED, OPERATOR),
+  BUDGETS: JSON.stringify([{ clientId: BUDGETED.clientId, daily: BUDGET_DAILY_UNITS }]),
+  INQUIRY_OPERATIONS: JSON.stringify([
+    {
+      name: 'card-to-iban',
+      upstreamPath: '/api/v5/KYC/CardToIban',
+      advanced: false,
+      fields: { cardNumber: { type: 'cardNumber' } },
+    },
+  ]),
+  INQUIRY_PRICES: JSON.stringify({
+    shahkar: { standard: 1, advanced: 3 },
+    iban: { standard: 1, advanced: 3 },
+    'card-to-iban': { standard: 2 },
+  }),
+  INQUIRY_REUSE: JSON.stringify({
+    shahkar: { maxAgeSeconds: 3600, share: 'client' },
+    iban: { maxAgeSeconds: 86400, share: 'client' },
+  }),
+  REUSE_HMAC_KEY: 'soak-reuse-hmac-key-0123456789abcdef0123',
+  UPSTREAM_TRACKING: JSON.stringify({ ...TRACKING_SHAPES.statusInBody, afterSeconds: 1, perMinute: 60 }),
+  JWT_PUBLIC_KEY: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+  JWT_ISSUER: 'soak',
+  JWT_AUDIENCE: 'verification-gateway',
+};
+replicas.push(...(await Promise.all([0, 1, 2].map(() => startGatewayProcess(build, env)))));
+started = Date.now();
+log(`3 replicas, Redis, PostgreSQL and the simulator up; ${MINUTES} min, seed ${SEED}, peak ${PEAK_RPS}/s`);
+
+const statuses = new Map<string, number>();
+let budgetCountsFrom = new Date(0).toISOString();
+let sent = 0;
+
+async function jwt(subject: string): Promise<string> {
+  return new SignJWT({ scope: 'kyc:shahkar inquiries:read', azp: 'mobile-app' })
+    .setProtectedHeader({ alg: 'ES256' })
+    .setIssuer('soak')
+    .setAudience('verification-gateway')
+    .setSubject(subject)
+    .setIssuedAt()
+    .setExpirationTime('10m')
+    .sign(privateKey);
+}
+
+async function authFor(request: PlannedRequest): Promise<Record<string, string>> {
+  if (request.kind === 'jwtUser') return { authorization: `Bearer ${await jwt(`user-${sent % 50}`)}` };
+  if (request.kind === 'budgeted') return { 'x-api-key': BUDGETED.key };
+  if (request.kind === 'added') return { 'x-api-key': ADDED.key };
+  if (request.kind === 'bad' && request.body.includes('advanced')) return { 'x-api-key': TEST_CLIENTS.basic.key };
+  return { 'x-api-key': TEST_CLIENTS.full.key };
+}
+
+async function send(request: PlannedRequest): Promise<void> {
+  const replica = replicas[sent++ % replicas.length];
+  const headers = { ...request.headers, ...(await authFor(request)) };
+  for (let attempt = 0; attempt < (request.twice ? 2 : 1); attempt++) {
+    let outcome: string;
+    try {
+      const response = await fetch(`${replica.url}${request.path}`, {
+        method: 'POST',
+        headers,
+        body: request.body,
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+      await response.arrayBuffer();
+      outcome = String(response.status);
+    } catch (error) {
+      outcome = (error as Error).name === 'TimeoutError' ? 'timeout' : 'connection';
+    }
+    const key = `${request.kind} ${outcome}`;
+    statuses.set(key, (statuses.get(key) ?? 0) + 1);
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function restartReplica(index: number, signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
+  const old = replicas[index];
+  old.process.kill(signal);
+  await old.exited;
+  replicas[index] = await startGatewayProcess(build, env);
+}
+
+/** The faults, at fractions of the run (docs/soak.md, "Faults"). */
+const FAULTS: { at: number; name: string; run: () => Promise<void> | void }[] = [
+  { at: 0.1, name: 'replica 0 SIGKILLed and restarted', run: () => restartReplica(0, 'SIGKILL') },
+  {
+    at: 0.2,
+    name: 'Redis restarted (empty)',
+    run: async () => {
+      await redis.restart();
+      budgetCountsFrom = new Date().toISOString();
+    },
+  },
+  { at: 0.3, name: 'PostgreSQL restarted', run: () => postgres.restart() },
+  { at: 0.4, name: 'upstream slow (800 ms)', run: () => sim.setLatency(800) },
+  {
+    at: 0.45,
+    name: 'upstream failing with 5xx (20 calls)',
+    run: () => {
+      sim.setLatency(0);
+      sim.injectFault({ kind: 'http500', times: 20 });
+    },
+  },
+  {
+    at: 0.5,
+    name: 'upstream timing out after it charged (10 calls)',
+    run: () => sim.injectFault({ kind: 'hang-after-processing', times: 10 }),
+  },
+  { at: 0.6, name: 'access token revoked upstream', run: () => sim.expireAllAccessTokens() },
+  {
+    at: 0.75,
+    name: 'rolling restart (SIGTERM) of every replica',
+    run: async () => {
+      for (const index of [0, 1, 2]) await restartReplica(index, 'SIGTERM');
+    },
+  },
+];
+
+const traffic = new TrafficModel(SEED);
+const inFlight = new Set<Promise<void>>();
+const faultsDone = (async () => {
+  for (const fault of FAULTS) {
+    await sleep(Math.max(0, started + fault.at * DURATION_MS - Date.now()));
+    log(`fault: ${fault.name}`);
+    try {
+      await fault.run();
+      log(`fault over: ${fault.name}`);
+    } catch (error) {
+      log(`fault FAILED: ${fault.name}: ${(error as Error).message}`);
+    }
+  }
+})();
+while (Date.now() - started < DURATION_MS) {
+  const phase = (Date.now() - started) / DURATION_MS;
+  const request = send(traffic.nextRequest()).finally(() => inFlight.delete(request));
+  inFlight.add(request);
+  await sleep(1000 / ratePerSecond(phase, PEAK_RPS));
+}
+await Promise.all(inFlight);
+await faultsDone;
+sim.clearFaults();
+log(`traffic over: ${sent} requests`);
+
+const admin = { 'x-api-key': OPERATOR.key };
+const window = `from=${new Date(started - 3_600_000).toISOString()}&to=${new Date(Date.now() + 3_600_000).toISOString()}`;
+async function readLedger(): Promise<BookEntry[]> {
+  const response = await fetch(`${replicas[0].url}/admin/ledger?${window}`, { headers: admin });
+  if (!response.ok) throw new Error(`GET /admin/ledger: ${response.status} ${await response.text()}`);
+  return (await response.text())
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as BookEntry);
+}
+// The queue drained: the ledger stops growing (two reads 2 s apart agree), within 60 s.
+let entries = await readLedger();
+for (let i = 0; i < 30; i++) {
+  await sleep(2_000);
+  const again = await readLedger();
+  if (again.length === entries.length) break;
+  entries = again;
+}
+const csv = ['trackId', ...sim.chargesByTrackId.keys()].join('\n');
+const reconciliation = await fetch(`${replicas[0].url}/admin/reconciliations?${window}`, {
+  method: 'POST',
+  headers: { ...admin, 'content-type': 'text/csv' },
+  body: csv,
+});
+const reconciled = (await reconciliation.json()) as Record<string, unknown>;
+log(`reconciliation: ${reconciliation.status}`);
+entries = await readLedger();
+const budgets = (await (await fetch(`${replicas[0].url}/admin/budgets`, { headers: admin })).json()) as {
+  budgets: (BookBudget & { window?: string })[];
+};
+const report = checkBooks({
+  charges: sim.chargesByTrackId,
+  entries,
+  budgets: budgets.budgets,
+  budgetsCountFrom: budgetCountsFrom,
+});
+
+console.log('\n== Requests (kind status: count)');
+for (const [key, count] of [...statuses].sort()) console.log(`  ${key}: ${count}`);
+console.log("\n== Reconciliation with the simulator's list");
+for (const [key, value] of Object.entries(reconciled))
+  if (value && typeof value === 'object' && 'count' in value)
+    console.log(`  ${key}: ${(value as { count: number }).count}`);
+console.log('\n== Books');
+console.log(`  simulator charges (trackIds): ${sim.chargesByTrackId.size}`);
+console.log(
+  `  inquiries in the ledger: ${report.inquiries} (charged ${report.charged}, possibly ${report.unknown}, not charged ${report.notCharged})`,
+);
+console.log(`  reuse: ${report.reused} inquiries answered without buying, ${report.unitsSaved} units saved`);
+for (const imbalance of report.imbalances)
+  console.log(
+    `  IMBALANCE: ${imbalance.rule}${imbalance.detail ? `: ${imbalance.detail}` : ''} ${imbalance.trackIds.slice(0, 20).join(' ')}`,
+  );
+console.log(report.imbalances.length === 0 ? '\nThe books balance.' : `\n${report.imbalances.length} imbalance(s).`);
+
+for (const replica of replicas) replica.process.kill('SIGTERM');
+await Promise.all(replicas.map((r) => r.exited));
+await sim.stop();
+await Promise.all([redis.stop(), postgres.stop()]);
+process.exit(report.imbalances.length === 0 ? 0 : 1);
