@@ -9,7 +9,6 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { EventEmitter } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -17,8 +16,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SpanKind } from '@opentelemetry/api';
-import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
-import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace';
+import { SpanRecorder } from './support/span-recorder.js';
 import { Redis } from 'ioredis';
 import { PgLedgerDatabase } from '../src/ledger/ledger-database.js';
 import { migrate } from '../src/ledger/ledger-schema.js';
@@ -84,19 +83,8 @@ const BIRTH = { typed: '1403-12-30', sent: '1403/12/30' };
 const POSTAL = { typed: '13145-76543', sent: '1314576543' };
 const MOBILE = { typed: '+98 912 123 4567', sent: '09121234567' };
 
-/** Every span the gateway exports, announced as it comes (awaited, never slept for). */
-class RecordingExporter extends EventEmitter implements SpanExporter {
-  readonly spans: ReadableSpan[] = [];
-  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
-    this.spans.push(...spans);
-    done({ code: ExportResultCode.SUCCESS });
-    for (const span of spans) this.emit('span', span);
-  }
-  async shutdown(): Promise<void> {}
-}
-
 let redis: RedisServer;
-const spans = new RecordingExporter();
+const spans = new SpanRecorder();
 let sim: UpstreamSimulator;
 let gateway: RunningGateway;
 let redisClient: Redis;

@@ -10,8 +10,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SpanKind } from '@opentelemetry/api';
-import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
-import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace';
+import { SpanRecorder } from './support/span-recorder.js';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { RedisServer } from './support/redis-server.js';
 import { IBAN, MOBILE, NATIONAL_CODE, SHAHKAR, UPSTREAM_PASSWORD, UPSTREAM_USERNAME } from './support/fixtures.js';
@@ -19,15 +19,7 @@ import { TEST_CLIENTS, callGateway, startGateway, untilStoreReady, type RunningG
 import { nextEvent } from './support/events.js';
 
 /** Collects exported spans and announces each batch, so tests await spans instead of sleeping. */
-class RecordingExporter extends EventEmitter implements SpanExporter {
-  readonly spans: ReadableSpan[] = [];
-  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
-    this.spans.push(...spans);
-    done({ code: ExportResultCode.SUCCESS });
-    for (const span of spans) this.emit('span', span);
-  }
-  async shutdown(): Promise<void> {}
-
+class RecordingExporter extends SpanRecorder {
   /** The request span of the request with this X-Request-Id, once exported. */
   requestSpan(requestId: string): Promise<ReadableSpan> {
     const isIt = (span: ReadableSpan) =>
