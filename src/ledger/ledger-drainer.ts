@@ -10,6 +10,7 @@ import { dropExpiredRefusals } from './ledger-refusals.js';
 import { dropExpiredPartitions, ensurePartitions, monthStart } from './ledger-schema.js';
 import { LedgerStore } from './ledger.store.js';
 import { ParkedEntries, storableText } from './parked-entries.js';
+import { WakeablePause } from '../vocabulary/wakeable-pause.js';
 
 /** Entries per batch: one INSERT statement each (docs/performance.md, "Ledger"). */
 export const DRAIN_BATCH = 1_000;
@@ -49,7 +50,7 @@ export class LedgerDrainer implements OnApplicationBootstrap {
   private readonly drains: boolean;
   private stopping = false;
   private loop: Promise<void> = Promise.resolve();
-  private wake: (() => void) | null = null;
+  private readonly pause = new WakeablePause();
   private nextMaintenance = 0;
   private failing = false;
   private claimFailing = false;
@@ -81,7 +82,7 @@ export class LedgerDrainer implements OnApplicationBootstrap {
   async stop(): Promise<void> {
     if (this.stopping) return this.loop;
     this.stopping = true;
-    this.wake?.();
+    this.pause.end();
     await this.loop;
     const until = Date.now() + FLUSH_MS;
     while (this.drains && Date.now() < until) {
@@ -176,7 +177,7 @@ export class LedgerDrainer implements OnApplicationBootstrap {
         if (this.failing) this.logger.log('ledger writes resumed');
         this.failing = false;
         backoff = BACKOFF_MS.first;
-        if (read < DRAIN_BATCH) await this.pause(IDLE_POLL_MS);
+        if (read < DRAIN_BATCH) await this.pause.for(IDLE_POLL_MS);
       } catch (error) {
         this.metrics.writeFailures.inc();
         if (!this.failing) {
@@ -184,7 +185,7 @@ export class LedgerDrainer implements OnApplicationBootstrap {
           this.logger.warn(`ledger entries wait in the queue: ${errorMessage(error)}`);
         }
         this.failing = true;
-        await this.pause(backoff);
+        await this.pause.for(backoff);
         backoff = Math.min(backoff * 2, BACKOFF_MS.max);
       }
     }
@@ -203,22 +204,8 @@ export class LedgerDrainer implements OnApplicationBootstrap {
         if (!this.failing) this.logger.warn(`ledger backlog not measured: ${errorMessage(error)}`);
         this.failing = true;
       }
-      await this.pause(WATCH_MS);
+      await this.pause.for(WATCH_MS);
     }
-  }
-
-  /** Waits `ms`, or less when stop() wakes it. */
-  private pause(ms: number): Promise<void> {
-    // stop() during a batch found no pause to wake: it must not wait out this one (up to 30 s).
-    if (this.stopping) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => this.wake?.(), ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        this.wake = null;
-        resolve();
-      };
-    });
   }
 }
 

@@ -11,6 +11,7 @@ import { WebhookMetrics } from './webhook-metrics.js';
 import { WebhookOutbox, type ClaimedDelivery } from './webhook-outbox.js';
 import { DELIVERY_TIMEOUT_MS, WebhookSender } from './webhook-sender.js';
 import type { DeliverySettings, WebhookEndpoint } from '../config/webhooks-config.js';
+import { WakeablePause } from '../vocabulary/wakeable-pause.js';
 
 /** A claim holds its row this long: an attempt ends within 10 s, so only a dead replica's lease runs out. */
 const LEASE_MS = 3 * DELIVERY_TIMEOUT_MS;
@@ -50,7 +51,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap {
   private failing = false;
   private stopping = false;
   private loop: Promise<void> = Promise.resolve();
-  private wake: (() => void) | null = null;
+  private readonly pause = new WakeablePause();
 
   constructor(
     config: ConfigService<AppConfig, true>,
@@ -76,7 +77,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap {
     if (this.stopping) return;
     this.stopping = true;
     this.endpoints.stop();
-    this.wake?.();
+    this.pause.end();
     await this.loop;
     await Promise.allSettled([...this.inFlight.values()].flatMap((lane) => [...lane]));
     await this.sender.close();
@@ -93,7 +94,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap {
         if (!this.failing) this.logger.warn(`webhook deliveries wait: ${describeLedgerFailure(error)}`);
         this.failing = true;
       }
-      await this.pause(this.settings.pollMs);
+      await this.pause.for(this.settings.pollMs);
     }
   }
 
@@ -122,7 +123,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap {
           .finally(() => {
             // A freed lane claims again at once, not after the poll (bench:webhooks: 478 -> 1013/s).
             lane.delete(attempt);
-            this.wake?.();
+            this.pause.wake();
           });
         lane.add(attempt);
       }
@@ -173,18 +174,5 @@ export class WebhookDispatcher implements OnApplicationBootstrap {
     if (await this.outbox.settle(claim, { status: 'pending', retryInMs: next.delayMs, ...failure })) {
       this.metrics.attempts.inc({ ...labels, result: 'retried' });
     }
-  }
-
-  /** Waits `ms`, or less when shutdown wakes it. */
-  private pause(ms: number): Promise<void> {
-    if (this.stopping) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => this.wake?.(), ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        this.wake = null;
-        resolve();
-      };
-    });
   }
 }
