@@ -13,6 +13,9 @@ export class WakeablePause {
     if (this.ended) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(() => this.wake(), ms);
+      // A background loop's pause is never why a process stays alive (one whose owner was never
+      // stopped, e.g. a test's app that failed to start, held Jest's worker up to 30 s; issue 47).
+      timer.unref();
       this.wakeUp = () => {
         clearTimeout(timer);
         this.wakeUp = null;

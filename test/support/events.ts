@@ -23,6 +23,8 @@ export function nextEvent<T>(
       emitter.off(name, listener);
       reject(new Error(`no matching '${name}' event within ${timeoutMs} ms`));
     }, timeoutMs);
+    // A bound left pending by a test that failed first must not hold Jest's worker open at the end.
+    timer.unref();
     emitter.on(name, listener);
   });
 }
