@@ -6,6 +6,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { startGatewayProcess, type GatewayProcess } from '../../test/support/gateway-process.js';
 import { apiKeysWith, TEST_CLIENTS } from '../../test/support/gateway.js';
@@ -14,6 +16,7 @@ import { RedisServer } from '../../test/support/redis-server.js';
 import { TRACKING_SHAPES } from '../../test/upstream-simulator/tracking-service.js';
 import { UpstreamSimulator } from '../../test/upstream-simulator/upstream-simulator.js';
 import { checkBooks, type BookBudget, type BookEntry } from './books.js';
+import { describe, explain, type ClientAttempt, type FaultWindow } from './explain.js';
 import { ratePerSecond, TrafficModel, type PlannedRequest } from './traffic.js';
 
 const MINUTES = Math.min(Math.max(Number(process.env.SOAK_MINUTES ?? 10), 0.5), 120);
@@ -38,6 +41,10 @@ const [redis, postgres] = await Promise.all([RedisServer.start(), PostgresServer
 const sim = new UpstreamSimulator();
 await sim.start(0);
 const replicas: GatewayProcess[] = [];
+/** Every replica process the run started, killed ones too: their logs explain an imbalance. */
+const everyReplica: { index: number; process: GatewayProcess }[] = [];
+const attempts: ClientAttempt[] = [];
+const faultWindows: FaultWindow[] = [];
 // A run that fails midway still ends what it started: nothing is left running on the machine.
 process.on('uncaughtException', (error) => {
   console.error(error);
@@ -88,6 +95,7 @@ const env: Record<string, string> = {
   JWT_AUDIENCE: 'verification-gateway',
 };
 replicas.push(...(await Promise.all([0, 1, 2].map(() => startGatewayProcess(build, env)))));
+replicas.forEach((process, index) => everyReplica.push({ index, process }));
 started = Date.now();
 log(`3 replicas, Redis, PostgreSQL and the simulator up; ${MINUTES} min, seed ${SEED}, peak ${PEAK_RPS}/s`);
 
@@ -115,22 +123,30 @@ async function authFor(request: PlannedRequest): Promise<Record<string, string>>
 }
 
 async function send(request: PlannedRequest): Promise<void> {
-  const replica = replicas[sent++ % replicas.length];
+  const number = sent;
+  const index = sent++ % replicas.length;
+  const replica = replicas[index];
   const headers = { ...request.headers, ...(await authFor(request)) };
   for (let attempt = 0; attempt < (request.twice ? 2 : 1); attempt++) {
     let outcome: string;
+    let trackId: string | undefined;
+    // Ours, so that an attempt the connection dropped is named too (the gateway echoes it).
+    const requestId = `soak-${number}-${attempt}`;
+    const sentAt = Date.now();
     try {
       const response = await fetch(`${replica.url}${request.path}`, {
         method: 'POST',
-        headers,
+        headers: { ...headers, 'x-request-id': requestId },
         body: request.body,
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
       await response.arrayBuffer();
       outcome = String(response.status);
+      trackId = response.headers.get('x-track-id') ?? undefined;
     } catch (error) {
       outcome = (error as Error).name === 'TimeoutError' ? 'timeout' : 'connection';
     }
+    attempts.push({ kind: request.kind, replica: index, requestId, sentAt, answeredAt: Date.now(), outcome, trackId });
     const key = `${request.kind} ${outcome}`;
     statuses.set(key, (statuses.get(key) ?? 0) + 1);
   }
@@ -143,6 +159,7 @@ async function restartReplica(index: number, signal: 'SIGKILL' | 'SIGTERM'): Pro
   old.process.kill(signal);
   await old.exited;
   replicas[index] = await startGatewayProcess(build, env);
+  everyReplica.push({ index, process: replicas[index] });
 }
 
 /** The faults, at fractions of the run (docs/soak.md, "Faults"). */
@@ -187,8 +204,10 @@ const faultsDone = (async () => {
   for (const fault of FAULTS) {
     await sleep(Math.max(0, started + fault.at * DURATION_MS - Date.now()));
     log(`fault: ${fault.name}`);
+    const from = Date.now();
     try {
       await fault.run();
+      faultWindows.push({ name: fault.name, from, to: Date.now() });
       log(`fault over: ${fault.name}`);
     } catch (error) {
       log(`fault FAILED: ${fault.name}: ${(error as Error).message}`);
@@ -259,7 +278,51 @@ for (const imbalance of report.imbalances)
   console.log(
     `  IMBALANCE: ${imbalance.rule}${imbalance.detail ? `: ${imbalance.detail}` : ''} ${imbalance.trackIds.slice(0, 20).join(' ')}`,
   );
+const explained = new Set(report.imbalances.flatMap((imbalance) => imbalance.trackIds).slice(0, 20));
+if (explained.size > 0) {
+  console.log('\n== What the run knows about each imbalanced trackId');
+  const logs = everyReplica.flatMap(({ index, process }) =>
+    process
+      .output()
+      .split('\n')
+      .map((line) => `replica ${index}: ${line}`),
+  );
+  for (const trackId of explained)
+    for (const line of describe(
+      explain(trackId, { started, upstreamCalls: sim.requests, attempts, faults: faultWindows, logs }),
+      started,
+    ))
+      console.log(line);
+}
 console.log(report.imbalances.length === 0 ? '\nThe books balance.' : `\n${report.imbalances.length} imbalance(s).`);
+
+// The run as data (the chart, bench/soak/chart.ts, is drawn from it): outside src/ and docs/.
+const reportDir = process.env.SOAK_REPORT_DIR ?? new URL('../../soak-report', import.meta.url).pathname;
+mkdirSync(reportDir, { recursive: true });
+writeFileSync(
+  join(reportDir, 'run.json'),
+  JSON.stringify({
+    minutes: MINUTES,
+    seed: SEED,
+    peakRps: PEAK_RPS,
+    started,
+    ended: Date.now(),
+    faults: faultWindows,
+    attempts,
+    upstreamCalls: sim.requests.map((r) => ({ at: r.at, trackId: r.trackId, path: r.path })),
+    charges: Object.fromEntries(sim.chargesByTrackId),
+    entries,
+    statuses: Object.fromEntries(statuses),
+    reconciliation: Object.fromEntries(
+      Object.entries(reconciled).map(([key, value]) => [
+        key,
+        value && typeof value === 'object' && 'count' in value ? (value as { count: number }).count : value,
+      ]),
+    ),
+    books: report,
+  }),
+);
+console.log(`run written to ${join(reportDir, 'run.json')}`);
 
 for (const replica of replicas) replica.process.kill('SIGTERM');
 await Promise.all(replicas.map((r) => r.exited));
