@@ -111,6 +111,8 @@ export function seriesOf(
   };
 }
 
+const last = (s: Series) => s.points[s.points.length - 1]?.[1] ?? 0;
+
 function maxOf(series: Series[]): number {
   return Math.max(1, ...series.flatMap((s) => s.points.map(([, y]) => y)));
 }
@@ -122,11 +124,13 @@ function panel(
   faults: { from: number; to: number; name: string }[],
   left: Series[],
   right: Series[] = [],
+  /** Both sides on one scale (the same quantity from two sources, drawn over each other). */
+  sameScale = false,
 ): string {
   const plotWidth = WIDTH - LEFT - RIGHT;
   const x = (t: number) => LEFT + (t / length) * plotWidth;
-  const leftMax = maxOf(left) * 1.1;
-  const rightMax = maxOf(right) * 1.1;
+  const leftMax = maxOf(sameScale ? [...left, ...right] : left) * 1.1;
+  const rightMax = sameScale ? leftMax : maxOf(right) * 1.1;
   const y = (v: number, max: number) => y0 + PANEL - (v / max) * PANEL;
   const parts: string[] = [
     `<text x="${LEFT}" y="${y0 - 10}" font-size="15" font-weight="bold">${escape(title)}</text>`,
@@ -144,7 +148,7 @@ function panel(
     parts.push(
       `<text x="${LEFT - 6}" y="${y(v, leftMax) + 4}" font-size="11" text-anchor="end">${Math.round(v)}</text>`,
     );
-    if (right.length)
+    if (right.length && !sameScale)
       parts.push(
         `<text x="${WIDTH - RIGHT + 6}" y="${y((rightMax * i) / 4, rightMax) + 4}" font-size="11">${Math.round((rightMax * i) / 4)}</text>`,
       );
@@ -159,7 +163,7 @@ function panel(
   right.forEach((s) => parts.push(line(s, rightMax, true)));
   [...left, ...right].forEach((s, i) =>
     parts.push(
-      `<text x="${LEFT + 10 + i * 300}" y="${y0 + PANEL + 32}" font-size="12" fill="${s.colour}">${right.includes(s) ? '- - ' : '— '}${escape(s.label)}${right.includes(s) ? ' (right axis)' : ''}</text>`,
+      `<text x="${LEFT + 10 + i * 300}" y="${y0 + PANEL + 32}" font-size="12" fill="${s.colour}">${right.includes(s) ? '- - ' : '— '}${escape(s.label)}${right.includes(s) && !sameScale ? ' (right axis)' : ''}</text>`,
     ),
   );
   return parts.join('\n');
@@ -187,7 +191,15 @@ export function chartSvg(run: Run): string {
       faults,
       s.middle,
     ),
-    panel(TOP + 2 * (PANEL + GAP), 'Running money balance, in cost units', length, faults, s.bottom),
+    panel(
+      TOP + 2 * (PANEL + GAP),
+      `Running money balance, in cost units (at the end: simulator ${last(s.bottom[0])}, ledger ${last(s.bottom[1])}, discrepancy ${last(s.bottom[0]) - last(s.bottom[1])})`,
+      length,
+      faults,
+      [s.bottom[0]],
+      [s.bottom[1]],
+      true,
+    ),
     ...faults.map(
       (f, i) =>
         `<text x="${LEFT}" y="${legendTop + i * 15}" font-size="12">${i + 1}. ${escape(f.name)}: ${f.from.toFixed(1)}–${f.to.toFixed(1)} s</text>`,

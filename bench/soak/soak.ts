@@ -6,7 +6,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { startGatewayProcess, type GatewayProcess } from '../../test/support/gateway-process.js';
@@ -15,11 +15,19 @@ import { PostgresServer } from '../../test/support/postgres-server.js';
 import { RedisServer } from '../../test/support/redis-server.js';
 import { TRACKING_SHAPES } from '../../test/upstream-simulator/tracking-service.js';
 import { UpstreamSimulator } from '../../test/upstream-simulator/upstream-simulator.js';
+import { chartSvg, renderPng, type Run } from './chart.js';
 import { checkBooks, type BookBudget, type BookEntry } from './books.js';
 import { describe, explain, type ClientAttempt, type FaultWindow } from './explain.js';
 import { ratePerSecond, TrafficModel, type PlannedRequest } from './traffic.js';
 
-const MINUTES = Math.min(Math.max(Number(process.env.SOAK_MINUTES ?? 10), 0.5), 120);
+// SOAK_SECONDS (CI's 60-second run) wins over SOAK_MINUTES; either is clamped to 30 s – 120 min.
+const MINUTES = Math.min(
+  Math.max(
+    process.env.SOAK_SECONDS ? Number(process.env.SOAK_SECONDS) / 60 : Number(process.env.SOAK_MINUTES ?? 10),
+    0.5,
+  ),
+  120,
+);
 const SEED = Number(process.env.SOAK_SEED ?? 46);
 const PEAK_RPS = Math.min(Math.max(Number(process.env.SOAK_PEAK_RPS ?? 12), 1), 200);
 const DURATION_MS = MINUTES * 60_000;
@@ -335,6 +343,11 @@ writeFileSync(
   }),
 );
 console.log(`run written to ${join(reportDir, 'run.json')}`);
+// SOAK_CHART=docs/soak-chart.png: the chart of this run (bench/soak/chart.ts, Chromium headless).
+if (process.env.SOAK_CHART) {
+  renderPng(chartSvg(JSON.parse(readFileSync(join(reportDir, 'run.json'), 'utf8')) as Run), process.env.SOAK_CHART);
+  console.log(`chart written to ${process.env.SOAK_CHART}`);
+}
 
 for (const replica of replicas) replica.process.kill('SIGTERM');
 await Promise.all(replicas.map((r) => r.exited));
