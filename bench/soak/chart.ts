@@ -138,7 +138,9 @@ function panel(
   ];
   faults.forEach((f, i) => {
     const width = Math.max(2, x(f.to) - x(f.from));
-    parts.push(`<rect x="${x(f.from)}" y="${y0}" width="${width}" height="${PANEL}" fill="#cf222e" opacity="0.15"/>`);
+    parts.push(
+      `<rect x="${x(f.from)}" y="${y0}" width="${width}" height="${PANEL}" fill="${i % 2 ? '#8250df' : '#cf222e'}" opacity="0.13"/>`,
+    );
     parts.push(
       `<text x="${x(f.from) + 2}" y="${y0 + 12 + (i % 4) * 12}" font-size="10" fill="#8c1b24">${i + 1}</text>`,
     );
