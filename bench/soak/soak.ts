@@ -12,6 +12,7 @@ import { SignJWT } from 'jose';
 import { startGatewayProcess, type GatewayProcess } from '../../test/support/gateway-process.js';
 import { apiKeysWith, TEST_CLIENTS } from '../../test/support/gateway.js';
 import { PostgresServer } from '../../test/support/postgres-server.js';
+import { RedisCluster } from '../../test/support/redis-cluster.js';
 import { RedisServer } from '../../test/support/redis-server.js';
 import { TRACKING_SHAPES } from '../../test/upstream-simulator/tracking-service.js';
 import { UpstreamSimulator } from '../../test/upstream-simulator/upstream-simulator.js';
@@ -49,8 +50,15 @@ const log = (line: string) => console.log(`[${at()}] ${line}`);
 // a restart keeps the ledger's queue and the budgets. SOAK_REDIS_EMPTY=1 runs it without, to
 // show what a Redis that restarts empty loses (an entry not yet drained: chargedNotInLedger).
 const REDIS_EMPTY = process.env.SOAK_REDIS_EMPTY === '1';
-const [redis, postgres] = await Promise.all([
-  RedisServer.start({ args: REDIS_EMPTY ? [] : ['--appendonly', 'yes', '--appendfsync', 'everysec'] }),
+// SOAK_CLUSTER=1: a Redis Cluster of 3 masters with a replica each; the Redis fault SIGKILLs the
+// master of the ledger's and budgets' slot and its replica is promoted.
+const CLUSTER = process.env.SOAK_CLUSTER === '1';
+const ACCOUNTING_KEY = '{vgw:acct}:soak'; // the hash tag of every ledger-queue and budget key
+const [redis, cluster, postgres] = await Promise.all([
+  CLUSTER
+    ? undefined
+    : RedisServer.start({ args: REDIS_EMPTY ? [] : ['--appendonly', 'yes', '--appendfsync', 'everysec'] }),
+  CLUSTER ? RedisCluster.start(3, undefined, 1) : undefined,
   PostgresServer.start(),
 ]);
 const sim = new UpstreamSimulator();
@@ -64,7 +72,7 @@ const faultWindows: FaultWindow[] = [];
 process.on('uncaughtException', (error) => {
   console.error(error);
   for (const replica of replicas) replica.process.kill('SIGKILL');
-  void Promise.allSettled([sim.stop(), redis.kill(), postgres.kill()]).finally(() => process.exit(2));
+  void Promise.allSettled([sim.stop(), redis?.kill(), cluster?.stop(), postgres.kill()]).finally(() => process.exit(2));
 });
 // Compiled as production runs it (test/support/gateway-process.ts's buildGateway reads sources
 // relative to its own place, which is .build/ once compiled): into .build/soak-gateway.
@@ -79,7 +87,7 @@ const tsc = spawnSync(
 if (tsc.status !== 0) throw new Error(`tsc: ${tsc.stdout}${tsc.stderr}`);
 const env: Record<string, string> = {
   UPSTREAM_BASE_URL: sim.baseUrl,
-  REDIS_URL: redis.url,
+  ...(cluster ? { REDIS_CLUSTER_NODES: cluster.nodes } : { REDIS_URL: redis!.url }),
   LEDGER_DATABASE_URL: postgres.url,
   LOG_LEVEL: 'info', // startGatewayProcess waits for the 'listening on port' line
   UPSTREAM_TIMEOUT_MS: '1500',
@@ -180,14 +188,20 @@ async function restartReplica(index: number, signal: 'SIGKILL' | 'SIGTERM'): Pro
 /** The faults, at fractions of the run (docs/soak.md, "Faults"). */
 const FAULTS: { at: number; name: string; run: () => Promise<void> | void; untilNext?: true }[] = [
   { at: 0.1, name: 'replica 0 SIGKILLed and restarted', run: () => restartReplica(0, 'SIGKILL') },
-  {
-    at: 0.2,
-    name: REDIS_EMPTY ? 'Redis SIGKILLed and restarted (empty)' : 'Redis SIGKILLed and restarted (AOF)',
-    run: async () => {
-      await redis.restart();
-      if (REDIS_EMPTY) budgetCountsFrom = new Date().toISOString();
-    },
-  },
+  cluster
+    ? {
+        at: 0.2,
+        name: "Redis Cluster: the accounting slot's master SIGKILLed, its replica promoted",
+        run: async () => void (await cluster.failOver(ACCOUNTING_KEY)),
+      }
+    : {
+        at: 0.2,
+        name: REDIS_EMPTY ? 'Redis SIGKILLed and restarted (empty)' : 'Redis SIGKILLed and restarted (AOF)',
+        run: async () => {
+          await redis!.restart();
+          if (REDIS_EMPTY) budgetCountsFrom = new Date().toISOString();
+        },
+      },
   { at: 0.3, name: 'PostgreSQL restarted', run: () => postgres.restart() },
   { at: 0.4, name: 'upstream slow (800 ms)', run: () => sim.setLatency(800), untilNext: true },
   {
@@ -352,5 +366,5 @@ if (process.env.SOAK_CHART) {
 for (const replica of replicas) replica.process.kill('SIGTERM');
 await Promise.all(replicas.map((r) => r.exited));
 await sim.stop();
-await Promise.all([redis.stop(), postgres.stop()]);
+await Promise.all([redis?.stop(), cluster?.stop(), postgres.stop()]);
 process.exit(report.imbalances.length === 0 ? 0 : 1);
