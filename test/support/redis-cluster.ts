@@ -163,29 +163,36 @@ export class RedisCluster {
       (_, i) => this.processes[i].exitCode === null && this.processes[i].signalCode === null,
     );
     const slot = Number((await cli(live[0], 'cluster', 'keyslot', key)).stdout.trim());
-    const nodes = (await cli(live[0], 'cluster', 'nodes')).stdout.trim().split('\n');
-    const master = nodes
-      .map((line) => line.split(' '))
-      .find(
-        (f) =>
-          f[2].includes('master') &&
-          f.slice(8).some((range) => {
-            const [from, to = from] = range.split('-').map(Number);
-            return slot >= from && slot <= to;
-          }),
-      );
-    if (!master) throw new Error(`no master serves slot ${slot}`);
-    const port = Number(/:(\d+)@/.exec(master[1])?.[1]);
+    /** The port of the master serving `slot` as node `port` sees it (a master flagged failed is none). */
+    const masterOf = async (asSeenBy: number): Promise<number | undefined> => {
+      const nodes = (await cli(asSeenBy, 'cluster', 'nodes')).stdout.trim().split('\n');
+      const master = nodes
+        .map((line) => line.split(' '))
+        .find(
+          (f) =>
+            f[2].includes('master') &&
+            !f[2].includes('fail') &&
+            f.slice(8).some((range) => {
+              const [from, to = from] = range.split('-').map(Number);
+              return slot >= from && slot <= to;
+            }),
+        );
+      return master ? Number(/:(\d+)@/.exec(master[1])?.[1]) : undefined;
+    };
+    const port = await masterOf(live[0]);
+    if (port === undefined) throw new Error(`no master serves slot ${slot}`);
     const child = this.processes[this.ports.indexOf(port)];
     const exited = once(child, 'exit');
     child.kill('SIGKILL');
     await exited;
+    // Promoted: every survivor names another master for the slot, and the cluster is ok again.
     const until = Date.now() + boundMs;
     for (const survivor of live.filter((p) => p !== port)) {
       for (;;) {
         const info = (await cli(survivor, 'cluster', 'info')).stdout;
-        if (info.includes('cluster_state:ok')) break;
-        if (Date.now() > until) throw new Error(`cluster not ok ${boundMs} ms after the master on ${port} died`);
+        const now = await masterOf(survivor);
+        if (info.includes('cluster_state:ok') && now !== undefined && now !== port) break;
+        if (Date.now() > until) throw new Error(`no replica promoted ${boundMs} ms after the master on ${port} died`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     }
