@@ -231,7 +231,7 @@ describe('the ledger queue across a Redis crash', () => {
   // stream, not yet drained, when Redis was SIGKILLed and restarted empty. With the append-only
   // file a production Redis runs with, the stream and its consumer group survive the crash.
   it('drains, exactly once, the entries on the stream when Redis was SIGKILLed (append-only file on)', async () => {
-    const aof = await RedisServer.start({ args: ['--appendonly', 'yes', '--appendfsync', 'everysec'] });
+    const aof = await RedisServer.start({ args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
     const client = new Redis(aof.url);
     const db = new PgLedgerDatabase(postgres.url);
     dbs.push(db);

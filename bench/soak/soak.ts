@@ -46,7 +46,8 @@ let started = Date.now();
 const at = () => `${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s`;
 const log = (line: string) => console.log(`[${at()}] ${line}`);
 
-// Redis with its append-only file, as a production deployment runs it (docs/soak.md, "Redis"):
+// Redis with its append-only file written before each answer (`always`: `everysec` may answer
+// before writing, docs/soak.md, "Redis"), as a deployment keeping money in it should run it:
 // a restart keeps the ledger's queue and the budgets. SOAK_REDIS_EMPTY=1 runs it without, to
 // show what a Redis that restarts empty loses (an entry not yet drained: chargedNotInLedger).
 const REDIS_EMPTY = process.env.SOAK_REDIS_EMPTY === '1';
@@ -57,7 +58,7 @@ const ACCOUNTING_KEY = '{vgw:acct}:soak'; // the hash tag of every ledger-queue 
 const [redis, cluster, postgres] = await Promise.all([
   CLUSTER
     ? undefined
-    : RedisServer.start({ args: REDIS_EMPTY ? [] : ['--appendonly', 'yes', '--appendfsync', 'everysec'] }),
+    : RedisServer.start({ args: REDIS_EMPTY ? [] : ['--appendonly', 'yes', '--appendfsync', 'always'] }),
   CLUSTER ? RedisCluster.start(3, undefined, 1) : undefined,
   PostgresServer.start(),
 ]);
