@@ -1,9 +1,11 @@
 /**
  * The soak's books check (bench/soak/books.ts, docs/soak.md) on synthetic lists: each rule named
- * when its imbalance is there, and nothing when the books balance. Pure logic, no servers.
+ * when its imbalance is there, and nothing when the books balance; an imbalanced trackId explained
+ * (bench/soak/explain.ts). Pure logic, no servers.
  */
 import { describe, expect, it } from '@jest/globals';
 import { checkBooks, type BookEntry } from '../bench/soak/books.js';
+import { explain } from '../bench/soak/explain.js';
 
 const A = 'aaaaaaaa-0000-4000-8000-000000000001';
 const B = 'bbbbbbbb-0000-4000-8000-000000000002';
@@ -74,5 +76,39 @@ describe('checkBooks', () => {
       budgetsCountFrom: '2026-11-28T10:30:00.000Z',
     });
     expect(report.imbalances).toEqual([]);
+  });
+});
+
+describe('explain', () => {
+  it('names the upstream call, the answer, the fault window and the log lines of a trackId', () => {
+    const started = 1_000_000;
+    const attempt = {
+      kind: 'login',
+      replica: 0,
+      outcome: '200',
+      sentAt: started + 23_900,
+      answeredAt: started + 24_000,
+    };
+    const e = explain(A.toUpperCase(), {
+      started,
+      upstreamCalls: [
+        { trackId: A, at: started + 23_950 },
+        { trackId: B, at: started + 50_000 },
+      ],
+      attempts: [
+        { ...attempt, requestId: 'soak-30-0', trackId: A },
+        { ...attempt, requestId: 'soak-31-0', outcome: 'connection' },
+        { ...attempt, requestId: 'soak-32-0', trackId: B },
+      ],
+      faults: [
+        { name: 'Redis restarted', from: started + 24_000, to: started + 24_100 },
+        { name: 'PostgreSQL restarted', from: started + 36_000, to: started + 36_100 },
+      ],
+      logs: [`replica 0: {"trackId":"${A}"}`, `replica 1: {"trackId":"${B}"}`],
+    });
+    expect(e).toMatchObject({ trackId: A, upstreamCalls: [23_950], logLines: [`replica 0: {"trackId":"${A}"}`] });
+    expect(e.answers.map((a) => a.requestId)).toEqual(['soak-30-0']);
+    expect(e.unanswered.map((a) => a.requestId)).toEqual(['soak-31-0']);
+    expect(e.faults).toEqual(['Redis restarted (24.0 s–24.1 s)']);
   });
 });

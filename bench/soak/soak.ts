@@ -6,17 +6,29 @@
  */
 import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { startGatewayProcess, type GatewayProcess } from '../../test/support/gateway-process.js';
 import { apiKeysWith, TEST_CLIENTS } from '../../test/support/gateway.js';
 import { PostgresServer } from '../../test/support/postgres-server.js';
+import { RedisCluster } from '../../test/support/redis-cluster.js';
 import { RedisServer } from '../../test/support/redis-server.js';
 import { TRACKING_SHAPES } from '../../test/upstream-simulator/tracking-service.js';
 import { UpstreamSimulator } from '../../test/upstream-simulator/upstream-simulator.js';
+import { chartSvg, renderPng, type Run } from './chart.js';
 import { checkBooks, type BookBudget, type BookEntry } from './books.js';
+import { describe, explain, type ClientAttempt, type FaultWindow } from './explain.js';
 import { ratePerSecond, TrafficModel, type PlannedRequest } from './traffic.js';
 
-const MINUTES = Math.min(Math.max(Number(process.env.SOAK_MINUTES ?? 10), 0.5), 120);
+// SOAK_SECONDS (CI's 60-second run) wins over SOAK_MINUTES; either is clamped to 30 s – 120 min.
+const MINUTES = Math.min(
+  Math.max(
+    process.env.SOAK_SECONDS ? Number(process.env.SOAK_SECONDS) / 60 : Number(process.env.SOAK_MINUTES ?? 10),
+    0.5,
+  ),
+  120,
+);
 const SEED = Number(process.env.SOAK_SEED ?? 46);
 const PEAK_RPS = Math.min(Math.max(Number(process.env.SOAK_PEAK_RPS ?? 12), 1), 200);
 const DURATION_MS = MINUTES * 60_000;
@@ -34,15 +46,34 @@ let started = Date.now();
 const at = () => `${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s`;
 const log = (line: string) => console.log(`[${at()}] ${line}`);
 
-const [redis, postgres] = await Promise.all([RedisServer.start(), PostgresServer.start()]);
+// Redis with its append-only file written before each answer (`always`: `everysec` may answer
+// before writing, docs/soak.md, "Redis"), as a deployment keeping money in it should run it:
+// a restart keeps the ledger's queue and the budgets. SOAK_REDIS_EMPTY=1 runs it without, to
+// show what a Redis that restarts empty loses (an entry not yet drained: chargedNotInLedger).
+const REDIS_EMPTY = process.env.SOAK_REDIS_EMPTY === '1';
+// SOAK_CLUSTER=1: a Redis Cluster of 3 masters with a replica each; the Redis fault SIGKILLs the
+// master of the ledger's and budgets' slot and its replica is promoted.
+const CLUSTER = process.env.SOAK_CLUSTER === '1';
+const ACCOUNTING_KEY = '{vgw:acct}:soak'; // the hash tag of every ledger-queue and budget key
+const [redis, cluster, postgres] = await Promise.all([
+  CLUSTER
+    ? undefined
+    : RedisServer.start({ args: REDIS_EMPTY ? [] : ['--appendonly', 'yes', '--appendfsync', 'always'] }),
+  CLUSTER ? RedisCluster.start(3, undefined, 1) : undefined,
+  PostgresServer.start(),
+]);
 const sim = new UpstreamSimulator();
 await sim.start(0);
 const replicas: GatewayProcess[] = [];
+/** Every replica process the run started, killed ones too: their logs explain an imbalance. */
+const everyReplica: { index: number; process: GatewayProcess }[] = [];
+const attempts: ClientAttempt[] = [];
+const faultWindows: FaultWindow[] = [];
 // A run that fails midway still ends what it started: nothing is left running on the machine.
 process.on('uncaughtException', (error) => {
   console.error(error);
   for (const replica of replicas) replica.process.kill('SIGKILL');
-  void Promise.allSettled([sim.stop(), redis.kill(), postgres.kill()]).finally(() => process.exit(2));
+  void Promise.allSettled([sim.stop(), redis?.kill(), cluster?.stop(), postgres.kill()]).finally(() => process.exit(2));
 });
 // Compiled as production runs it (test/support/gateway-process.ts's buildGateway reads sources
 // relative to its own place, which is .build/ once compiled): into .build/soak-gateway.
@@ -57,7 +88,7 @@ const tsc = spawnSync(
 if (tsc.status !== 0) throw new Error(`tsc: ${tsc.stdout}${tsc.stderr}`);
 const env: Record<string, string> = {
   UPSTREAM_BASE_URL: sim.baseUrl,
-  REDIS_URL: redis.url,
+  ...(cluster ? { REDIS_CLUSTER_NODES: cluster.nodes } : { REDIS_URL: redis!.url }),
   LEDGER_DATABASE_URL: postgres.url,
   LOG_LEVEL: 'info', // startGatewayProcess waits for the 'listening on port' line
   UPSTREAM_TIMEOUT_MS: '1500',
@@ -88,6 +119,7 @@ const env: Record<string, string> = {
   JWT_AUDIENCE: 'verification-gateway',
 };
 replicas.push(...(await Promise.all([0, 1, 2].map(() => startGatewayProcess(build, env)))));
+replicas.forEach((process, index) => everyReplica.push({ index, process }));
 started = Date.now();
 log(`3 replicas, Redis, PostgreSQL and the simulator up; ${MINUTES} min, seed ${SEED}, peak ${PEAK_RPS}/s`);
 
@@ -115,22 +147,30 @@ async function authFor(request: PlannedRequest): Promise<Record<string, string>>
 }
 
 async function send(request: PlannedRequest): Promise<void> {
-  const replica = replicas[sent++ % replicas.length];
+  const number = sent;
+  const index = sent++ % replicas.length;
+  const replica = replicas[index];
   const headers = { ...request.headers, ...(await authFor(request)) };
   for (let attempt = 0; attempt < (request.twice ? 2 : 1); attempt++) {
     let outcome: string;
+    let trackId: string | undefined;
+    // Ours, so that an attempt the connection dropped is named too (the gateway echoes it).
+    const requestId = `soak-${number}-${attempt}`;
+    const sentAt = Date.now();
     try {
       const response = await fetch(`${replica.url}${request.path}`, {
         method: 'POST',
-        headers,
+        headers: { ...headers, 'x-request-id': requestId },
         body: request.body,
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
       await response.arrayBuffer();
       outcome = String(response.status);
+      trackId = response.headers.get('x-track-id') ?? undefined;
     } catch (error) {
       outcome = (error as Error).name === 'TimeoutError' ? 'timeout' : 'connection';
     }
+    attempts.push({ kind: request.kind, replica: index, requestId, sentAt, answeredAt: Date.now(), outcome, trackId });
     const key = `${request.kind} ${outcome}`;
     statuses.set(key, (statuses.get(key) ?? 0) + 1);
   }
@@ -143,21 +183,28 @@ async function restartReplica(index: number, signal: 'SIGKILL' | 'SIGTERM'): Pro
   old.process.kill(signal);
   await old.exited;
   replicas[index] = await startGatewayProcess(build, env);
+  everyReplica.push({ index, process: replicas[index] });
 }
 
 /** The faults, at fractions of the run (docs/soak.md, "Faults"). */
-const FAULTS: { at: number; name: string; run: () => Promise<void> | void }[] = [
+const FAULTS: { at: number; name: string; run: () => Promise<void> | void; untilNext?: true }[] = [
   { at: 0.1, name: 'replica 0 SIGKILLed and restarted', run: () => restartReplica(0, 'SIGKILL') },
-  {
-    at: 0.2,
-    name: 'Redis restarted (empty)',
-    run: async () => {
-      await redis.restart();
-      budgetCountsFrom = new Date().toISOString();
-    },
-  },
+  cluster
+    ? {
+        at: 0.2,
+        name: "Redis Cluster: the accounting slot's master SIGKILLed, its replica promoted",
+        run: async () => void (await cluster.failOver(ACCOUNTING_KEY)),
+      }
+    : {
+        at: 0.2,
+        name: REDIS_EMPTY ? 'Redis SIGKILLed and restarted (empty)' : 'Redis SIGKILLed and restarted (AOF)',
+        run: async () => {
+          await redis!.restart();
+          if (REDIS_EMPTY) budgetCountsFrom = new Date().toISOString();
+        },
+      },
   { at: 0.3, name: 'PostgreSQL restarted', run: () => postgres.restart() },
-  { at: 0.4, name: 'upstream slow (800 ms)', run: () => sim.setLatency(800) },
+  { at: 0.4, name: 'upstream slow (800 ms)', run: () => sim.setLatency(800), untilNext: true },
   {
     at: 0.45,
     name: 'upstream failing with 5xx (20 calls)',
@@ -165,13 +212,15 @@ const FAULTS: { at: number; name: string; run: () => Promise<void> | void }[] = 
       sim.setLatency(0);
       sim.injectFault({ kind: 'http500', times: 20 });
     },
+    untilNext: true,
   },
   {
     at: 0.5,
     name: 'upstream timing out after it charged (10 calls)',
     run: () => sim.injectFault({ kind: 'hang-after-processing', times: 10 }),
+    untilNext: true,
   },
-  { at: 0.6, name: 'access token revoked upstream', run: () => sim.expireAllAccessTokens() },
+  { at: 0.6, name: 'access token revoked upstream', run: () => sim.expireAllAccessTokens(), untilNext: true },
   {
     at: 0.75,
     name: 'rolling restart (SIGTERM) of every replica',
@@ -184,11 +233,16 @@ const FAULTS: { at: number; name: string; run: () => Promise<void> | void }[] = 
 const traffic = new TrafficModel(SEED);
 const inFlight = new Set<Promise<void>>();
 const faultsDone = (async () => {
-  for (const fault of FAULTS) {
+  for (const [i, fault] of FAULTS.entries()) {
     await sleep(Math.max(0, started + fault.at * DURATION_MS - Date.now()));
     log(`fault: ${fault.name}`);
+    const from = Date.now();
     try {
       await fault.run();
+      // A state the upstream is left in (slow, failing the next calls) lasts until the next fault.
+      const next = FAULTS[i + 1];
+      const to = fault.untilNext && next ? started + next.at * DURATION_MS : Date.now();
+      faultWindows.push({ name: fault.name, from, to });
       log(`fault over: ${fault.name}`);
     } catch (error) {
       log(`fault FAILED: ${fault.name}: ${(error as Error).message}`);
@@ -259,10 +313,59 @@ for (const imbalance of report.imbalances)
   console.log(
     `  IMBALANCE: ${imbalance.rule}${imbalance.detail ? `: ${imbalance.detail}` : ''} ${imbalance.trackIds.slice(0, 20).join(' ')}`,
   );
+const explained = new Set(report.imbalances.flatMap((imbalance) => imbalance.trackIds).slice(0, 20));
+if (explained.size > 0) {
+  console.log('\n== What the run knows about each imbalanced trackId');
+  const logs = everyReplica.flatMap(({ index, process }) =>
+    process
+      .output()
+      .split('\n')
+      .map((line) => `replica ${index}: ${line}`),
+  );
+  for (const trackId of explained)
+    for (const line of describe(
+      explain(trackId, { started, upstreamCalls: sim.requests, attempts, faults: faultWindows, logs }),
+      started,
+    ))
+      console.log(line);
+}
 console.log(report.imbalances.length === 0 ? '\nThe books balance.' : `\n${report.imbalances.length} imbalance(s).`);
+
+// The run as data (the chart, bench/soak/chart.ts, is drawn from it): outside src/ and docs/.
+const reportDir = process.env.SOAK_REPORT_DIR ?? new URL('../../soak-report', import.meta.url).pathname;
+mkdirSync(reportDir, { recursive: true });
+writeFileSync(
+  join(reportDir, 'run.json'),
+  JSON.stringify({
+    minutes: MINUTES,
+    seed: SEED,
+    peakRps: PEAK_RPS,
+    started,
+    ended: Date.now(),
+    faults: faultWindows,
+    attempts,
+    upstreamCalls: sim.requests.map((r) => ({ at: r.at, trackId: r.trackId, path: r.path })),
+    charges: Object.fromEntries(sim.chargesByTrackId),
+    entries,
+    statuses: Object.fromEntries(statuses),
+    reconciliation: Object.fromEntries(
+      Object.entries(reconciled).map(([key, value]) => [
+        key,
+        value && typeof value === 'object' && 'count' in value ? (value as { count: number }).count : value,
+      ]),
+    ),
+    books: report,
+  }),
+);
+console.log(`run written to ${join(reportDir, 'run.json')}`);
+// SOAK_CHART=docs/soak-chart.png: the chart of this run (bench/soak/chart.ts, Chromium headless).
+if (process.env.SOAK_CHART) {
+  renderPng(chartSvg(JSON.parse(readFileSync(join(reportDir, 'run.json'), 'utf8')) as Run), process.env.SOAK_CHART);
+  console.log(`chart written to ${process.env.SOAK_CHART}`);
+}
 
 for (const replica of replicas) replica.process.kill('SIGTERM');
 await Promise.all(replicas.map((r) => r.exited));
 await sim.stop();
-await Promise.all([redis.stop(), postgres.stop()]);
+await Promise.all([redis?.stop(), cluster?.stop(), postgres.stop()]);
 process.exit(report.imbalances.length === 0 ? 0 : 1);

@@ -11,8 +11,9 @@ import { redisCliTlsArgs, redisTlsArgs, type TestCertificates } from './tls-cert
 const run = promisify(execFile);
 
 /**
- * A real three-master Redis Cluster on free loopback ports (no replicas, nothing persisted
- * beyond a temporary folder), for proving that keys and Lua scripts are Cluster-safe.
+ * A real three-master Redis Cluster on free loopback ports (no replicas unless asked, nothing
+ * persisted beyond a temporary folder), for proving that keys and Lua scripts are Cluster-safe;
+ * with a replica per master, a master can be SIGKILLed and its replica promoted (`failOver`).
  */
 export class RedisCluster {
   private constructor(
@@ -22,11 +23,18 @@ export class RedisCluster {
   ) {}
 
   /** `secure`: every node requires `password` and speaks TLS only (client bus included). */
-  static async start(size = 3, secure?: { password: string; tls: TestCertificates }): Promise<RedisCluster> {
+  static async start(
+    size = 3,
+    secure?: { password: string; tls: TestCertificates },
+    /** Replicas per master (the nodes are then size × (1 + replicas)). */
+    replicas = 0,
+  ): Promise<RedisCluster> {
     const cli = secure ? ['-a', secure.password, '--no-auth-warning', ...redisCliTlsArgs(secure.tls)] : [];
     const dir = mkdtempSync(join(tmpdir(), 'vgw-cluster-'));
     // Fresh ports for each try (a node whose port was taken exits with 1); the error carries its last lines.
-    const { ports, processes } = await startOnFreshPorts(() => RedisCluster.startNodes(size, dir, secure));
+    const { ports, processes } = await startOnFreshPorts(() =>
+      RedisCluster.startNodes(size * (1 + replicas), dir, secure, replicas > 0),
+    );
     const cluster = new RedisCluster(ports, processes, dir);
     await run('redis-cli', [
       ...cli,
@@ -34,7 +42,7 @@ export class RedisCluster {
       'create',
       ...ports.map((p) => `127.0.0.1:${p}`),
       '--cluster-replicas',
-      '0',
+      String(replicas),
       '--cluster-yes',
     ]);
     // Slots are assigned; wait until every node agrees the cluster is up.
@@ -55,6 +63,8 @@ export class RedisCluster {
     size: number,
     dir: string,
     secure?: { password: string; tls: TestCertificates },
+    /** A master is taken for failed after 2 s, not 15 s: a failover within a short run. */
+    quickFailover = false,
   ): Promise<{ ports: number[]; processes: ChildProcess[] }> {
     const taken = new Set<number>();
     const fresh = async () => {
@@ -99,6 +109,7 @@ export class RedisCluster {
           '',
           '--appendonly',
           'no',
+          ...(quickFailover ? ['--cluster-node-timeout', '2000'] : []),
         ],
         { stdio: ['ignore', 'pipe', 'ignore'] },
       );
@@ -142,13 +153,61 @@ export class RedisCluster {
     return this.ports.map((p) => `127.0.0.1:${p}`).join(',');
   }
 
+  /**
+   * SIGKILLs the master serving `key`'s slot, as a crash would, and resolves once its replica
+   * is promoted and the cluster is ok again (bounded by `boundMs`); the killed node's port.
+   */
+  async failOver(key: string, boundMs = 20_000): Promise<number> {
+    const cli = (port: number, ...args: string[]) => run('redis-cli', ['-p', String(port), ...args]);
+    const live = this.ports.filter(
+      (_, i) => this.processes[i].exitCode === null && this.processes[i].signalCode === null,
+    );
+    const slot = Number((await cli(live[0], 'cluster', 'keyslot', key)).stdout.trim());
+    /** The port of the master serving `slot` as node `port` sees it (a master flagged failed is none). */
+    const masterOf = async (asSeenBy: number): Promise<number | undefined> => {
+      const nodes = (await cli(asSeenBy, 'cluster', 'nodes')).stdout.trim().split('\n');
+      const master = nodes
+        .map((line) => line.split(' '))
+        .find(
+          (f) =>
+            f[2].includes('master') &&
+            !f[2].includes('fail') &&
+            f.slice(8).some((range) => {
+              const [from, to = from] = range.split('-').map(Number);
+              return slot >= from && slot <= to;
+            }),
+        );
+      return master ? Number(/:(\d+)@/.exec(master[1])?.[1]) : undefined;
+    };
+    const port = await masterOf(live[0]);
+    if (port === undefined) throw new Error(`no master serves slot ${slot}`);
+    const child = this.processes[this.ports.indexOf(port)];
+    const exited = once(child, 'exit');
+    child.kill('SIGKILL');
+    await exited;
+    // Promoted: every survivor names another master for the slot, and the cluster is ok again.
+    const until = Date.now() + boundMs;
+    for (const survivor of live.filter((p) => p !== port)) {
+      for (;;) {
+        const info = (await cli(survivor, 'cluster', 'info')).stdout;
+        const now = await masterOf(survivor);
+        if (info.includes('cluster_state:ok') && now !== undefined && now !== port) break;
+        if (Date.now() > until) throw new Error(`no replica promoted ${boundMs} ms after the master on ${port} died`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    return port;
+  }
+
   async stop(): Promise<void> {
     await Promise.all(
-      this.processes.map(async (child) => {
-        const exited = once(child, 'exit');
-        child.kill('SIGKILL');
-        await exited;
-      }),
+      this.processes
+        .filter((child) => child.exitCode === null && child.signalCode === null) // failOver killed one
+        .map(async (child) => {
+          const exited = once(child, 'exit');
+          child.kill('SIGKILL');
+          await exited;
+        }),
     );
     rmSync(this.dir, { recursive: true, force: true });
   }
