@@ -6,10 +6,12 @@ import type { AppConfig } from '../config/app-config.js';
 import { SubjectHasher } from '../crypto/subject-hash.js';
 import { LedgerQueue } from '../ledger/ledger-queue.js';
 import { LedgerModule } from '../ledger/ledger.module.js';
+import { LedgerStore } from '../ledger/ledger.store.js';
 import { RedisLedgerQueue } from '../ledger/redis-ledger.queue.js';
 import { StoreCipher } from '../store/store-cipher.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { StoreModule } from '../store/store.module.js';
+import { ExpiredRowSweeper, SweeperLifecycle } from '../store/sql-records.js';
 import { ReuseModule } from '../reuse/reuse.module.js';
 import { TokenModule } from '../token/token.module.js';
 import { AnswerKeeping } from './answer-keeping.js';
@@ -28,6 +30,7 @@ import { KeyClaim } from './key-claim.js';
 import { LeaderWait } from './leader-wait.js';
 import { MemoryIdempotencyStore, MemoryInquiryStore } from './memory-inquiry.store.js';
 import { RedisIdempotencyStore, RedisInquiryStore } from './redis-inquiry.store.js';
+import { SqlIdempotencyStore, SqlInquiryStore } from './sql-inquiry.store.js';
 import { InquiryWaits } from './inquiry-waits.js';
 import { ReuseStep } from './reuse-step.js';
 import { ReusedAnswers } from './reused-answers.js';
@@ -46,8 +49,13 @@ import { UpstreamCall } from './upstream-call.js';
     KnownOperationGuard,
     {
       provide: InquiryStore,
-      inject: [RedisConnection, StoreCipher, LedgerQueue],
-      useFactory: (redis: RedisConnection, cipher: StoreCipher, ledger: LedgerQueue): InquiryStore =>
+      inject: [RedisConnection, StoreCipher, LedgerQueue, LedgerStore],
+      useFactory: (
+        redis: RedisConnection,
+        cipher: StoreCipher,
+        ledger: LedgerQueue,
+        books: LedgerStore,
+      ): InquiryStore =>
         redis.client
           ? new RedisInquiryStore(
               redis.client,
@@ -55,7 +63,9 @@ import { UpstreamCall } from './upstream-call.js';
               cipher,
               ledger instanceof RedisLedgerQueue ? ledger : undefined,
             )
-          : new MemoryInquiryStore(),
+          : books.db.embedded
+            ? new SqlInquiryStore(books, cipher)
+            : new MemoryInquiryStore(),
     },
     {
       // Decided here, once: whether the ledger's duty and the budget ride the record's own
@@ -67,9 +77,20 @@ import { UpstreamCall } from './upstream-call.js';
     },
     {
       provide: IdempotencyStore,
-      inject: [RedisConnection, StoreCipher],
-      useFactory: (redis: RedisConnection, cipher: StoreCipher): IdempotencyStore =>
-        redis.client ? new RedisIdempotencyStore(redis.client, redis.keys, cipher) : new MemoryIdempotencyStore(),
+      inject: [RedisConnection, StoreCipher, LedgerStore],
+      useFactory: (redis: RedisConnection, cipher: StoreCipher, books: LedgerStore): IdempotencyStore =>
+        redis.client
+          ? new RedisIdempotencyStore(redis.client, redis.keys, cipher)
+          : books.db.embedded
+            ? new SqlIdempotencyStore(books, cipher)
+            : new MemoryIdempotencyStore(),
+    },
+    {
+      // Without Redis, the single-node records' expired rows are deleted now and then.
+      provide: SweeperLifecycle,
+      inject: [RedisConnection, LedgerStore],
+      useFactory: (redis: RedisConnection, books: LedgerStore) =>
+        new SweeperLifecycle(!redis.client && books.db.embedded ? new ExpiredRowSweeper(books) : null),
     },
     {
       provide: SettledNotices,
