@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { Logger, Module } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { BudgetModule } from '../budget/budget.module.js';
 import { CallerAuthModule } from '../caller-auth/caller-auth.module.js';
@@ -78,12 +78,21 @@ import { UpstreamCall } from './upstream-call.js';
     {
       provide: IdempotencyStore,
       inject: [RedisConnection, StoreCipher, LedgerStore],
-      useFactory: (redis: RedisConnection, cipher: StoreCipher, books: LedgerStore): IdempotencyStore =>
-        redis.client
-          ? new RedisIdempotencyStore(redis.client, redis.keys, cipher)
-          : books.db.embedded
-            ? new SqlIdempotencyStore(books, cipher)
-            : new MemoryIdempotencyStore(),
+      useFactory: (redis: RedisConnection, cipher: StoreCipher, books: LedgerStore): IdempotencyStore => {
+        if (redis.client) return new RedisIdempotencyStore(redis.client, redis.keys, cipher);
+        const logger = new Logger('RecordStore');
+        if (books.db.embedded) {
+          logger.log(
+            "REDIS_URL unset: the records, Idempotency-Keys and reuse answers are kept in the embedded ledger's PGlite (LEDGER_DATA_DIR), bounded by its disk",
+          );
+          return new SqlIdempotencyStore(books, cipher);
+        }
+        // Beside a ledger server without Redis (docs/operations.md, "Deploying"): one replica, in memory.
+        logger.warn(
+          'REDIS_URL unset with LEDGER_DATABASE_URL: the records and Idempotency-Keys are kept in this process, lost with it',
+        );
+        return new MemoryIdempotencyStore();
+      },
     },
     {
       // Without Redis, the single-node records' expired rows are deleted now and then.
