@@ -2,7 +2,7 @@
 
 /**
  * What Redis holds for a replica, kept instead in the embedded PostgreSQL beside the ledger when
- * REDIS_URL is unset (docs/decisions/0020-single-node-records-in-the-embedded-database.md):
+ * REDIS_URL is unset (docs/decisions/0018-single-node-records-beside-the-ledger.md):
  * inquiry records, Idempotency-Key claims, answers kept for reuse and the registry of inquiries in
  * flight. Each row carries the epoch ms it expires at, as a Redis key its TTL: a row past it is
  * absent to every read and write, and swept (src/store/expired-rows.ts). No count cap: the disk
