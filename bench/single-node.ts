@@ -4,9 +4,9 @@
  * embedded ledger's PGlite (docs/decisions/0018), against a baseline build whose records are in
  * the process's memory (main before it: a `git archive` with `npm run bench`'s `.build/`).
  *
- * 1. Rounds (BENCH_ROUNDS, default 3), A and B alternating, each a fresh gateway process on a
- *    fresh LEDGER_DATA_DIR, keyed inquiries (a new Idempotency-Key each) at BENCH_RATE (default
- *    500/s) for BENCH_DURATION s (default 20): CPU per inquiry (every thread: the worker's
+ * 1. Rounds (BENCH_ROUNDS, default 3), A and B side by side, each round fresh gateway processes on
+ *    fresh LEDGER_DATA_DIRs, keyed inquiries (a new Idempotency-Key each) at BENCH_RATE (default
+ *    500/s) each for BENCH_DURATION s (default 20): CPU per inquiry (every thread: the worker's
  *    statements count), p50/p99, the event loop's p99 and max delay (its /metrics).
  * 2. This tree alone for BENCH_LONG_SECONDS (default 120) at BENCH_LONG_RATE (default 500/s): RSS
  *    every 10 s (after a collection), the event loop's max delay per window, the data dir's size.
@@ -15,7 +15,7 @@ import { resolve } from 'node:path';
 import { existsSync } from 'node:fs';
 import { API_KEY, gatewayTarget, INQUIRY_BODY, median, scrapeMetrics } from './http-overhead.js';
 import { directoryBytes, freshLedgerDataDir, removeLedgerDataDirs } from './lib/ledger-dirs.js';
-import { measure, warmUp, type LoadTarget } from './lib/load.js';
+import { measure, warmUp } from './lib/load.js';
 import { nodeFlagsFrom, PRODUCTION_NODE_FLAGS } from './lib/node-flags.js';
 import { killAllServers, ServerProcess } from './lib/servers.js';
 import type { ProcessStats } from './lib/ipc.js';
@@ -76,22 +76,31 @@ interface Round {
   non2xx: number;
 }
 
-async function round(gateway: ServerProcess, target: LoadTarget): Promise<Round> {
+/**
+ * One round: every build's gateway under the same fixed-rate keyed load at the same time, so
+ * that whatever else loads the machine loads them alike (their ratio holds when figures drift).
+ */
+async function round(gateways: ServerProcess[]): Promise<Round[]> {
   const settings = { connections: 64, durationSeconds: DURATION, warmupSeconds: 3, rate: RATE };
-  await warmUp(target, settings);
-  await loopDelay(gateway.url);
-  const before = await gateway.stats();
-  const load = await measure(target, settings);
-  const [after, loop] = await Promise.all([gateway.stats(), loopDelay(gateway.url)]);
-  return {
-    cpuUs: (cpuUs(after) - cpuUs(before)) / Math.max(1, load.totalRequests),
-    p50: load.latencyMs.p50,
-    p99: load.latencyMs.p99,
-    loopP99: loop.p99,
-    loopMax: loop.max,
-    non2xx: load.non2xx + load.errors,
-  };
+  const targets = gateways.map((g) => gatewayTarget(g.url, 'fresh'));
+  await Promise.all(targets.map((t) => warmUp(t, settings)));
+  await Promise.all(gateways.map((g) => loopDelay(g.url)));
+  const before = await Promise.all(gateways.map((g) => g.stats()));
+  const loads = await Promise.all(targets.map((t) => measure(t, settings)));
+  const after = await Promise.all(gateways.map((g) => g.stats()));
+  const loops = await Promise.all(gateways.map((g) => loopDelay(g.url)));
+  return gateways.map((_, i) => ({
+    cpuUs: (cpuUs(after[i]) - cpuUs(before[i])) / Math.max(1, loads[i].totalRequests),
+    p50: loads[i].latencyMs.p50,
+    p99: loads[i].latencyMs.p99,
+    loopP99: loops[i].p99,
+    loopMax: loops[i].max,
+    non2xx: loads[i].non2xx + loads[i].errors,
+  }));
 }
+
+/** Stops a gateway; one that does not stop cleanly under load is killed (not a measurement failure). */
+const stopQuietly = (g: ServerProcess) => g.stop().catch(() => g.kill());
 
 async function main(): Promise<void> {
   const baseline = process.argv[2] ? resolve(process.argv[2], '.build/bench/server-process.js') : undefined;
@@ -102,15 +111,18 @@ async function main(): Promise<void> {
     if (baseline) builds.unshift(['A (baseline: memory)', baseline]);
     const rounds: Round[][] = builds.map(() => []);
     for (let r = 0; r < ROUNDS; r++) {
-      for (const i of r % 2 ? [...builds.keys()].reverse() : [...builds.keys()]) {
-        const { gateway } = await startGateway(builds[i][0], sim.url, builds[i][1]);
-        try {
-          const figures = await round(gateway, gatewayTarget(gateway.url, 'fresh'));
-          rounds[i].push(figures);
-          console.log(`round ${r + 1}, ${builds[i][0]}: ${JSON.stringify(figures)}`);
-        } finally {
-          await gateway.stop();
-        }
+      // One after the other (two starts at once on a loaded machine take long), the first alternating.
+      const order = r % 2 ? [...builds.keys()].reverse() : [...builds.keys()];
+      const gateways: ServerProcess[] = [];
+      for (const i of order) gateways[i] = (await startGateway(builds[i][0], sim.url, builds[i][1])).gateway;
+      try {
+        const figures = await round(gateways);
+        figures.forEach((f, i) => {
+          rounds[i].push(f);
+          console.log(`round ${r + 1}, ${builds[i][0]}: ${JSON.stringify(f)}`);
+        });
+      } finally {
+        await Promise.all(gateways.map(stopQuietly));
       }
     }
     console.log(`\nkeyed inquiries at ${RATE}/s, ${DURATION} s per round, medians of ${ROUNDS} rounds:`);
@@ -152,7 +164,7 @@ async function longRun(simUrl: string): Promise<void> {
       );
     }
   } finally {
-    await gateway.stop();
+    await stopQuietly(gateway);
   }
 }
 
