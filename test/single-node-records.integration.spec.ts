@@ -89,7 +89,11 @@ describe.each(ledgerEngines(() => postgres.url, 'single-node-records'))('%s', (_
     const response = { status: 200, contentType: 'application/json', trackId: first, body: { ok: '\u0000\ud800' } };
     expect(await store.complete('svc-a', 'e1', { ...claimOf(first), state: 'done', response })).toBe(true);
     expect(await store.complete('svc-a', 'e1', { ...claimOf(first), state: 'done' })).toBe(false); // the first stored stays
-    expect(await store.claim('svc-a', 'e1', claimOf(other), 10)).toEqual({ ...claimOf(first), state: 'done', response });
+    expect(await store.claim('svc-a', 'e1', claimOf(other), 10)).toEqual({
+      ...claimOf(first),
+      state: 'done',
+      response,
+    });
     clock += 10_001;
     expect(await store.claim('svc-a', 'e1', claimOf(other), 10)).toBeNull();
     await store.release('svc-a', 'e1', other);
