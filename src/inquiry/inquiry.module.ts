@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { Logger, Module } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { BudgetModule } from '../budget/budget.module.js';
 import { CallerAuthModule } from '../caller-auth/caller-auth.module.js';
@@ -6,10 +6,12 @@ import type { AppConfig } from '../config/app-config.js';
 import { SubjectHasher } from '../crypto/subject-hash.js';
 import { LedgerQueue } from '../ledger/ledger-queue.js';
 import { LedgerModule } from '../ledger/ledger.module.js';
+import { LedgerStore } from '../ledger/ledger.store.js';
 import { RedisLedgerQueue } from '../ledger/redis-ledger.queue.js';
 import { StoreCipher } from '../store/store-cipher.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { StoreModule } from '../store/store.module.js';
+import { ExpiredRowSweeper, SweeperLifecycle } from '../store/sql-records.js';
 import { ReuseModule } from '../reuse/reuse.module.js';
 import { TokenModule } from '../token/token.module.js';
 import { AnswerKeeping } from './answer-keeping.js';
@@ -28,6 +30,7 @@ import { KeyClaim } from './key-claim.js';
 import { LeaderWait } from './leader-wait.js';
 import { MemoryIdempotencyStore, MemoryInquiryStore } from './memory-inquiry.store.js';
 import { RedisIdempotencyStore, RedisInquiryStore } from './redis-inquiry.store.js';
+import { SqlIdempotencyStore, SqlInquiryStore } from './sql-inquiry.store.js';
 import { InquiryWaits } from './inquiry-waits.js';
 import { ReuseStep } from './reuse-step.js';
 import { ReusedAnswers } from './reused-answers.js';
@@ -46,8 +49,13 @@ import { UpstreamCall } from './upstream-call.js';
     KnownOperationGuard,
     {
       provide: InquiryStore,
-      inject: [RedisConnection, StoreCipher, LedgerQueue],
-      useFactory: (redis: RedisConnection, cipher: StoreCipher, ledger: LedgerQueue): InquiryStore =>
+      inject: [RedisConnection, StoreCipher, LedgerQueue, LedgerStore],
+      useFactory: (
+        redis: RedisConnection,
+        cipher: StoreCipher,
+        ledger: LedgerQueue,
+        books: LedgerStore,
+      ): InquiryStore =>
         redis.client
           ? new RedisInquiryStore(
               redis.client,
@@ -55,7 +63,9 @@ import { UpstreamCall } from './upstream-call.js';
               cipher,
               ledger instanceof RedisLedgerQueue ? ledger : undefined,
             )
-          : new MemoryInquiryStore(),
+          : books.db.embedded
+            ? new SqlInquiryStore(books, cipher)
+            : new MemoryInquiryStore(),
     },
     {
       // Decided here, once: whether the ledger's duty and the budget ride the record's own
@@ -67,9 +77,29 @@ import { UpstreamCall } from './upstream-call.js';
     },
     {
       provide: IdempotencyStore,
-      inject: [RedisConnection, StoreCipher],
-      useFactory: (redis: RedisConnection, cipher: StoreCipher): IdempotencyStore =>
-        redis.client ? new RedisIdempotencyStore(redis.client, redis.keys, cipher) : new MemoryIdempotencyStore(),
+      inject: [RedisConnection, StoreCipher, LedgerStore],
+      useFactory: (redis: RedisConnection, cipher: StoreCipher, books: LedgerStore): IdempotencyStore => {
+        if (redis.client) return new RedisIdempotencyStore(redis.client, redis.keys, cipher);
+        const logger = new Logger('RecordStore');
+        if (books.db.embedded) {
+          logger.log(
+            "REDIS_URL unset: the records, Idempotency-Keys and reuse answers are kept in the embedded ledger's PGlite (LEDGER_DATA_DIR), bounded by its disk",
+          );
+          return new SqlIdempotencyStore(books, cipher);
+        }
+        // Beside a ledger server without Redis (docs/operations.md, "Deploying"): one replica, in memory.
+        logger.warn(
+          'REDIS_URL unset with LEDGER_DATABASE_URL: the records and Idempotency-Keys are kept in this process, lost with it',
+        );
+        return new MemoryIdempotencyStore();
+      },
+    },
+    {
+      // Without Redis, the single-node records' expired rows are deleted now and then.
+      provide: SweeperLifecycle,
+      inject: [RedisConnection, LedgerStore],
+      useFactory: (redis: RedisConnection, books: LedgerStore) =>
+        new SweeperLifecycle(!redis.client && books.db.embedded ? new ExpiredRowSweeper(books) : null),
     },
     {
       provide: SettledNotices,

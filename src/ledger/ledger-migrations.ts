@@ -1,3 +1,4 @@
+import { RECORDS_SQL } from '../store/records.migration.js';
 import { WEBHOOK_OUTBOX_SQL } from './webhook-outbox.migration.js';
 
 // The ledger's schema, version by version (applied by ledger-schema.ts, migrate).
@@ -216,5 +217,10 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
     version: 11,
     name: 'webhook outbox, filled with the facts that cause its events',
     sql: WEBHOOK_OUTBOX_SQL,
+  },
+  {
+    version: 12,
+    name: 'the single-node records: inquiries, Idempotency-Keys and reuse answers without Redis',
+    sql: RECORDS_SQL,
   },
 ];

@@ -1,7 +1,7 @@
 /**
  * `npm run sandbox`: the gateway on PORT (3000) in front of the built-in upstream simulator,
- * with the in-process store (no Redis) and the ledger on PGlite, PostgreSQL in a worker thread,
- * kept in .data/ledger so that it survives a restart (LEDGER_DATA_DIR; unless
+ * without Redis, the ledger and the records beside it on PGlite, PostgreSQL in a worker thread,
+ * kept in .data/ledger so that they survive a restart (LEDGER_DATA_DIR; unless
  * LEDGER_DATABASE_URL is set). Ctrl-C stops both. Its callers and test data are listed
  * in docs/local-stack.md ("The sandbox's callers and test data"):
  * - an API key with every scope: SANDBOX_API_KEY, or a random one generated and printed here;

@@ -1,0 +1,188 @@
+/**
+ * The single-node records (REDIS_URL unset: src/inquiry/sql-inquiry.store.ts,
+ * src/reuse/sql-answer.store.ts) on both engines the SQL runs on: PGlite in its worker, as the
+ * gateway runs it, and a real PostgreSQL server. Every write over a row is conditional, as the
+ * Redis scripts are: concurrent claims of one key, exactly one wins; one leader per question; an
+ * expired row is absent and swept; what reaches storage comes back exactly (fuzzed).
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import { Secret } from '../src/config/secret.js';
+import type { IdempotencyClaim, InquiryRecord } from '../src/inquiry/inquiry-record.js';
+import { SqlIdempotencyStore, SqlInquiryStore } from '../src/inquiry/sql-inquiry.store.js';
+import type { LedgerDatabase } from '../src/ledger/ledger-database.js';
+import { migrate } from '../src/ledger/ledger-schema.js';
+import { SqlAnswerStore } from '../src/reuse/sql-answer.store.js';
+import { StoreCipher } from '../src/store/store-cipher.js';
+import { ExpiredRowSweeper, type RecordsDatabase } from '../src/store/sql-records.js';
+import { closeLedger, ledgerEngines } from './support/ledger-engines.js';
+import { PostgresServer } from './support/postgres-server.js';
+
+let postgres: PostgresServer;
+beforeAll(async () => {
+  postgres = await PostgresServer.start();
+}, 60_000);
+afterAll(() => postgres?.stop());
+
+const cipher = new StoreCipher([{ id: 'k1', key: new Secret(Buffer.alloc(32, 7).toString('base64')) }]);
+const ALLOW = { maxAgeMs: 60_000, staleMs: 0, join: true, lead: true };
+
+function record(overrides: Partial<InquiryRecord> = {}): InquiryRecord {
+  return {
+    trackId: randomUUID(),
+    clientId: 'svc-a',
+    operation: 'shahkar',
+    requestHandlingType: 'standard',
+    fingerprint: 'f'.repeat(64),
+    status: 'pending',
+    createdAt: new Date().toISOString(),
+    ...overrides,
+  };
+}
+
+const claimOf = (trackId: string): IdempotencyClaim => ({
+  trackId,
+  fingerprint: 'fp',
+  state: 'in_flight',
+  claimedAt: 1,
+});
+
+// What PostgreSQL text refuses (NUL, lone surrogates) and what it takes, inside the values stored.
+const PIECES = ['a', 'ی', '😀', '\ud800', '\udfff', '\u0000', '\u0007', '"', '\\', '\ufeff', '\u2028', "'"];
+const hostile = fc.string({
+  unit: fc.oneof(fc.constantFrom(...PIECES), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 })),
+  maxLength: 12,
+});
+
+describe.each(ledgerEngines(() => postgres.url, 'single-node-records'))('%s', (_engine, open) => {
+  let db: LedgerDatabase;
+  let records: RecordsDatabase;
+  let clock = Date.now();
+  const now = () => clock;
+
+  beforeAll(async () => {
+    db = await open();
+    const migrated = migrate(db);
+    records = { db, ready: () => migrated };
+    await migrated;
+  }, 60_000);
+  afterAll(() => closeLedger(db));
+
+  it('concurrent claims of one key: exactly one wins, every other is told the winner', async () => {
+    const store = new SqlIdempotencyStore(records, cipher, now);
+    const ids = Array.from({ length: 16 }, () => randomUUID());
+    const answers = await Promise.all(ids.map((id) => store.claim('svc-a', 'k'.repeat(64), claimOf(id), 60)));
+    const winners = ids.filter((_, i) => answers[i] === null);
+    expect(winners).toHaveLength(1);
+    expect(new Set(answers.filter(Boolean).map((claim) => claim!.trackId))).toEqual(new Set(winners));
+    // Another scope holds its own key of the same name.
+    expect(await store.claim('svc-b', 'k'.repeat(64), claimOf(randomUUID()), 60)).toBeNull();
+  });
+
+  it('completes and releases only the in-flight claim of its trackId; an expired claim is claimed afresh', async () => {
+    const store = new SqlIdempotencyStore(records, cipher, now);
+    const [first, other] = [randomUUID(), randomUUID()];
+    expect(await store.claim('svc-a', 'e1', claimOf(first), 10)).toBeNull();
+    expect(await store.complete('svc-a', 'e1', { ...claimOf(other), state: 'done' })).toBe(false);
+    await store.release('svc-a', 'e1', other); // not its claim: left
+    const response = { status: 200, contentType: 'application/json', trackId: first, body: { ok: '\u0000\ud800' } };
+    expect(await store.complete('svc-a', 'e1', { ...claimOf(first), state: 'done', response })).toBe(true);
+    expect(await store.complete('svc-a', 'e1', { ...claimOf(first), state: 'done' })).toBe(false); // the first stored stays
+    expect(await store.claim('svc-a', 'e1', claimOf(other), 10)).toEqual({
+      ...claimOf(first),
+      state: 'done',
+      response,
+    });
+    clock += 10_001;
+    expect(await store.claim('svc-a', 'e1', claimOf(other), 10)).toBeNull();
+    await store.release('svc-a', 'e1', other);
+    expect(await store.claim('svc-a', 'e1', claimOf(first), 10)).toBeNull();
+  });
+
+  it('records: create only where none lives, settle keeps the expiry, a conclusion only over the value it read', async () => {
+    const store = new SqlInquiryStore(records, cipher, now);
+    const pending = record();
+    await store.create(pending, 5);
+    await expect(store.create(pending, 5)).rejects.toThrow('trackId collision');
+    const settled: InquiryRecord = { ...pending, status: 'succeeded', completedAt: new Date().toISOString() };
+    await store.settle(settled);
+    expect(await store.concludeUnknown(pending.trackId, 'x')).toEqual(settled); // settled: kept
+    clock += 5_001;
+    expect(await store.get(pending.trackId)).toBeNull(); // settle kept the first expiry
+    await store.settle(settled); // gone, no ttl: not written again
+    expect(await store.get(pending.trackId)).toBeNull();
+    await store.settle(settled, 60); // gone, with a ttl: written again
+    expect(await store.get(pending.trackId)).toEqual(settled);
+    await store.create(pending, 60).catch(() => undefined);
+
+    const raced = record();
+    await store.create(raced, 60);
+    const concluding = await Promise.all([
+      store.concludeUnknown(raced.trackId, 'c'),
+      store.settle({ ...raced, status: 'failed', completedAt: 's' }),
+    ]);
+    const final = await store.get(raced.trackId);
+    expect(['unknown', 'failed']).toContain(final!.status);
+    // A settlement that landed first is kept, never concluded over (a later one replaces, as SET XX).
+    if (concluding[0]!.status === 'failed') expect(final!.status).toBe('failed');
+    await store.discard(raced.trackId);
+    expect(await store.get(raced.trackId)).toBeNull();
+  });
+
+  it('reuse: one leader among concurrent lookups, the others join; storing ends the lead and hits after', async () => {
+    const store = new SqlAnswerStore(records, cipher, now);
+    const question = `q-${randomUUID()}`;
+    const leaders = Array.from({ length: 12 }, () => ({ trackId: randomUUID(), deadlineMs: clock + 30_000 }));
+    const looks = await Promise.all(leaders.map((leader) => store.lookupOrJoin(question, 'standard', ALLOW, leader)));
+    const leading = looks.filter((look) => look.result === 'miss' && look.leading);
+    expect(leading).toHaveLength(1);
+    const lead = leaders[looks.findIndex((look) => look.result === 'miss' && look.leading)];
+    for (const look of looks.filter((l) => l.result !== 'miss')) {
+      expect(look).toMatchObject({ result: 'join', leader: { trackId: lead.trackId } });
+    }
+    expect(await store.leaseLeft(question, 'standard', lead.trackId)).toBeGreaterThan(0);
+    expect(await store.renew(question, 'standard', randomUUID(), clock + 30_000)).toBe(false);
+    const data = { name: 'ی\u0000\ud800' };
+    await store.store(question, 'standard', { trackId: lead.trackId, clientId: 'svc-a', data }, 60);
+    expect(await store.leaseLeft(question, 'standard', lead.trackId)).toBe(0);
+    clock += 1_000;
+    const hit = await store.lookupOrJoin(question, 'standard', ALLOW, leaders[0]);
+    expect(hit).toMatchObject({ result: 'hit', ageMs: 1_000, answer: { trackId: lead.trackId, data } });
+    clock += 60_000;
+    expect(await store.lookupOrJoin(question, 'standard', { ...ALLOW, lead: false }, leaders[0])).toEqual({
+      result: 'miss',
+      leading: false,
+      storedTooOld: false,
+    });
+  });
+
+  it('sweeps expired rows only', async () => {
+    const store = new SqlInquiryStore(records, cipher, now);
+    const [old, live] = [record(), record()];
+    await store.create(old, 1);
+    await store.create(live, 3_600);
+    clock += 2_000;
+    expect(await new ExpiredRowSweeper(records, now).sweep()).toBeGreaterThanOrEqual(1);
+    const left = await db.query<{ track_id: string }>('SELECT track_id FROM vgw_records WHERE track_id = ANY($1)', [
+      [old.trackId, live.trackId],
+    ]);
+    expect(left.map((row) => row.track_id)).toEqual([live.trackId]);
+  });
+
+  it('keeps whatever the values hold, exactly (fuzzed)', async () => {
+    const inquiries = new SqlInquiryStore(records, cipher, now);
+    const plain = new SqlIdempotencyStore(records, new StoreCipher([]), now);
+    await fc.assert(
+      fc.asyncProperty(hostile, hostile, fc.jsonValue(), async (clientId, message, data) => {
+        const stored = record({ clientId, upstream: { code: 1, message }, data, status: 'succeeded' });
+        await inquiries.create(stored, 60);
+        expect(await inquiries.get(stored.trackId)).toEqual(JSON.parse(JSON.stringify(stored)));
+        const claim = { ...claimOf(stored.trackId), fingerprint: message };
+        expect(await plain.claim(clientId, message, claim, 60)).toBeNull();
+        expect(await plain.claim(clientId, message, claimOf(randomUUID()), 60)).toEqual(claim);
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
