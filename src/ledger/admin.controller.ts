@@ -46,8 +46,8 @@ function csvField(value: string | number | undefined): string {
 }
 
 /**
- * Administration (docs/api.md §7): the ledger export, usage, reconciliations. API keys only
- * (`ledger:read`, `ledger:reconcile`; a JWT never carries them and is refused here anyway);
+ * Administration (docs/api.md §7): the ledger export, usage, reconciliations. API keys and
+ * operators' console tokens (`ledger:read`, `ledger:reconcile`; an app's JWT never carries them);
  * on the ops listener when OPS_PORT is set (http/ops-listener.ts binds every /admin/ route).
  */
 @Controller('admin')
@@ -79,7 +79,7 @@ export class AdminController {
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    apiKeyOnly(caller);
+    operatorOnly(caller);
     const latest = single(query, 'latest');
     if (latest !== undefined && latest !== 'true' && latest !== 'false')
       throw new ProblemException('validation_failed', 'latest must be true or false.', {
@@ -113,7 +113,7 @@ export class AdminController {
   @RequireScopes('ledger:read')
   @ApiUsage()
   async usage(@CurrentCaller() caller: Caller, @Query() query: AdminQuery) {
-    apiKeyOnly(caller);
+    operatorOnly(caller);
     const { from, to } = range(single(query, 'from'), single(query, 'to'));
     const period = single(query, 'period') ?? 'day';
     if (period !== 'day' && period !== 'month')
@@ -143,7 +143,7 @@ export class AdminController {
   @RequireScopes('ledger:read')
   @ApiParkedEntries()
   async parkedEntries(@CurrentCaller() caller: Caller, @Query() query: AdminQuery) {
-    apiKeyOnly(caller);
+    operatorOnly(caller);
     const { from, to } = range(single(query, 'from'), single(query, 'to'));
     const found = await this.ledger.run('ledger parked entries', () => new ParkedEntries(this.store).list(from, to));
     return { from: from.toISOString(), to: to.toISOString(), ...found };
@@ -158,7 +158,7 @@ export class AdminController {
     @Query() query: Record<string, string | undefined>,
     @Req() request: FastifyRequest,
   ) {
-    apiKeyOnly(caller);
+    operatorOnly(caller);
     const period = query.from !== undefined || query.to !== undefined ? range(query.from, query.to) : undefined;
     if (!(request.body instanceof Readable))
       throw new ProblemException('validation_failed', 'The body must be text/csv with a trackId header column.');
@@ -201,10 +201,13 @@ function entryFilterOf(query: AdminQuery): ExportFilter {
   return filter;
 }
 
-/** Administration takes API keys only (docs/api.md §7). */
-export function apiKeyOnly(caller: Caller): void {
-  if (caller.credential !== 'api_key')
-    throw new ProblemException('forbidden', 'Administration accepts API keys only, not JWTs.');
+/**
+ * Administration takes API keys and operators' console tokens, never an app's JWT (docs/api.md §7):
+ * an app's token never carries `ledger:*` anyway (jwt.authenticator.ts); this is the second lock.
+ */
+export function operatorOnly(caller: Caller): void {
+  if (caller.credential === 'jwt')
+    throw new ProblemException('forbidden', "Administration accepts API keys and operators' tokens, not apps' JWTs.");
 }
 
 /**

@@ -2,7 +2,7 @@ import { Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestj
 import { isUUID } from 'class-validator';
 import type { Caller } from '../caller-auth/caller.js';
 import { CallerAuthGuard, CurrentCaller, RequireScopes } from '../caller-auth/caller-auth.guard.js';
-import { apiKeyOnly } from '../ledger/admin.controller.js';
+import { operatorOnly } from '../ledger/admin.controller.js';
 import { LedgerCalls } from '../ledger/ledger-call.js';
 import { LedgerStore } from '../ledger/ledger.store.js';
 import { ProblemException } from '../problem/problem.js';
@@ -27,7 +27,7 @@ export class WebhooksController {
   @RequireScopes('ledger:read')
   @ApiWebhookDeliveries()
   async deliveries(@CurrentCaller() caller: Caller, @Query('status') status: unknown) {
-    apiKeyOnly(caller);
+    operatorOnly(caller);
     if (status !== 'failing' && status !== 'dead')
       throw new ProblemException('validation_failed', 'status must be failing or dead.', {
         errors: [{ field: 'status', message: 'must be failing or dead' }],
@@ -40,7 +40,7 @@ export class WebhooksController {
   @RequireScopes('ledger:read', 'ledger:reconcile')
   @ApiWebhookRetry()
   async retry(@CurrentCaller() caller: Caller, @Param('id') id: string) {
-    apiKeyOnly(caller);
+    operatorOnly(caller);
     if (!isUUID(id)) throw new ProblemException('not_found', 'No webhook delivery has this id.');
     const delivery = await this.ledger.run('webhook retry', () => this.outbox.retry(id));
     if (!delivery) throw new ProblemException('not_found', 'No webhook delivery has this id.');
