@@ -33,6 +33,7 @@ import { InquiryList } from './inquiry-list.js';
 import { STATUSES, inquiryFilterOf, invalidParameter, single, type AdminQuery } from './admin-query.js';
 import { spentAndSavedJson } from './recorded-money.js';
 import { unitsJson } from './unit-sums.js';
+import { operatorOf, recordAction } from './operator-actions.js';
 
 const NDJSON = 'application/x-ndjson';
 const CSV = 'text/csv';
@@ -90,6 +91,10 @@ export class AdminController {
     const entries = source[Symbol.asyncIterator]();
     // The first page before the status line: PostgreSQL down is a 503, not a cut 200.
     const first = await this.ledger.run('ledger export', () => entries.next());
+    // Who downloaded what (no end user's data: the filters are periods, client ids and statuses).
+    await this.ledger.run('ledger export record', () =>
+      recordAction(this.store.db, operatorOf(caller), 'export', exportSummary(query, csv), request.id),
+    );
     const rest = { [Symbol.asyncIterator]: () => entries };
     const lines = async function* () {
       if (csv) yield `${ENTRY_FIELDS.join(',')}\r\n`;
@@ -168,10 +173,30 @@ export class AdminController {
         errors: [{ field: 'dryRun', message: 'must be true or false' }],
       });
     const dryRun = query.dryRun === 'true';
+    const digest = query.digest;
+    if (digest !== undefined && (dryRun || !/^[A-Za-z0-9_-]{43}$/.test(digest)))
+      throw new ProblemException('validation_failed', "digest must be a dry run's digest, without dryRun=true.", {
+        errors: [{ field: 'digest', message: "must be a dry run's digest (43 characters), without dryRun=true" }],
+      });
     return this.ledger.run('ledger reconciliation', () =>
-      this.reconciliations.reconcile(body, { requestId: request.id, period, dryRun }),
+      this.reconciliations.reconcile(body, {
+        requestId: request.id,
+        period,
+        dryRun,
+        operator: operatorOf(caller),
+        ...(digest !== undefined ? { digest } : {}),
+      }),
     );
   }
+}
+
+/** An export's record: its format and filters (a trackId filter is kept as present, not its value). */
+function exportSummary(query: AdminQuery, csv: boolean): Record<string, unknown> {
+  const summary: Record<string, unknown> = { format: csv ? 'csv' : 'ndjson' };
+  for (const name of ['latest', 'from', 'to', 'clientId', 'status', 'operation', 'charged'])
+    if (single(query, name) !== undefined) summary[name] = single(query, name);
+  if (single(query, 'trackId') !== undefined) summary.trackId = 'one';
+  return summary;
 }
 
 /** The per-entry export's filter: period, client, status (of each entry), one trackId. */

@@ -83,6 +83,14 @@ export function ApiReconciliation(): MethodDecorator {
       schema: { type: 'boolean', default: false },
     }),
     ApiQuery({
+      name: 'digest',
+      required: false,
+      description:
+        "A dry run's `digest`: the list is applied only if it changes and reports exactly what that dry run " +
+        'said; otherwise 409 `reconciliation_changed` and nothing is written. Not with `dryRun=true`.',
+      schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
+    }),
+    ApiQuery({
       name: 'from',
       required: false,
       description: "The provider's billing period, inclusive.",
@@ -115,8 +123,14 @@ export function ApiReconciliation(): MethodDecorator {
               'correctedToNotCharged',
               'unknownsAbsentFromList',
               'period',
+              'digest',
             ],
             properties: {
+              digest: {
+                type: 'string',
+                description:
+                  "What this run changes and reports, hashed (SHA-256, base64url): send a dry run's back as `digest` to apply exactly it.",
+              },
               rows: { type: 'integer' },
               dryRun: { type: 'boolean' },
               chargedAndRecorded: LIST,
@@ -164,6 +178,7 @@ export function ApiReconciliation(): MethodDecorator {
         'unauthenticated',
         'forbidden',
         'payload_too_large',
+        'reconciliation_changed',
         'rate_limited',
         'internal',
         'store_unavailable',

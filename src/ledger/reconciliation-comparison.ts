@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { SqlQueries } from './ledger-database.js';
 import type { Charged } from './ledger-entry.js';
 import { LATEST_FIRST } from './ledger.store.js';
@@ -45,6 +46,12 @@ export interface ReconciliationReport {
   unknownsAbsentFromList: 'resolvedNotCharged' | 'leftUnresolved';
   /** The period the ledger side was read for (given, or the list's inquiries first to last), UTC; `to` exclusive. */
   period: { from: string; to: string } | null;
+  /**
+   * What this run changes and reports, hashed: the entries it appends (trackId, revision,
+   * verdict) and the report. A confirmation sends a dry run's digest back and is applied only if
+   * its own is the same (otherwise 409 `reconciliation_changed`, rolled back).
+   */
+  digest?: string;
 }
 
 export interface Compared {
@@ -169,4 +176,28 @@ export async function compareWithLedger(
     [requestId],
   );
   return { report, span: resolutionSpan, newUnsent };
+}
+
+/**
+ * The digest of a run, inside its transaction: the entries it appended (found by its request id,
+ * among the few reconciled entries) and the report, less what differs between a dry run and its
+ * confirmation (`dryRun`, `digest`).
+ */
+export async function reportDigest(
+  tx: SqlQueries,
+  report: ReconciliationReport,
+  requestId: string | null,
+): Promise<string> {
+  const appended = await tx.query<{ row: string }>(
+    `SELECT e.track_id::text || ':' || e.revision || ':' || e.charged AS row FROM ledger_entries e
+     WHERE e.kind = 'reconciled' AND e.resolved_by = 'reconciliation' AND e.request_id IS NOT DISTINCT FROM $1
+       AND e.recorded_at = now()
+     ORDER BY 1`,
+    [requestId],
+  );
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars
+  const { dryRun, digest, ...shown } = report;
+  const hash = createHash('sha256').update(JSON.stringify(shown));
+  for (const { row } of appended) hash.update(`\n${row}`);
+  return hash.digest('base64url');
 }

@@ -5,6 +5,8 @@ import { applyList, setOperations, setUpList, startOf } from '/console/list.js';
 import { budgetsView, clientsView, companyView, priceNote } from '/console/spend.js';
 import { dayView, errorsChart, lastDays, latestTroubledDay, refusalsChart, spendChart } from '/console/trends.js';
 import { mark, renderNow } from '/console/now.js';
+import { setUpAccess, showWho } from '/console/access.js';
+import { forgetSession } from '/console/sign-in.js';
 import { entriesView, h, note, reportView, table, time } from '/console/views.js';
 
 const $ = (id) => document.getElementById(id);
@@ -27,7 +29,7 @@ function setKeyMessage(text, isError = false) {
 /** A failed call shown where its figures would be; a refused key also ends the session's key. */
 function failed(container, error) {
   if (!(error instanceof ApiError)) throw error;
-  if (error.status === 401) signOut('The gateway did not accept this key: check it and enter it again.', true);
+  if (error.status === 401) signOut(error.message, true);
   showIn(container, note(error.message, 'error'));
 }
 
@@ -234,6 +236,8 @@ function setSignedIn(signedIn) {
 
 function signOut(message, isError = false) {
   keyStore.clear();
+  forgetSession();
+  showWho();
   setSignedIn(false);
   setKeyMessage(message, isError);
   $('now-facts').hidden = true;
@@ -255,7 +259,7 @@ async function start() {
     return;
   }
   setSignedIn(true);
-  setKeyMessage('Key accepted; kept in this tab only, until it closes.');
+  setKeyMessage(keyStore.get() ? 'Key accepted; kept in this tab only, until it closes.' : '');
   await loadAll();
 }
 
@@ -297,4 +301,4 @@ $('list-form').addEventListener('submit', (event) => {
   event.preventDefault();
   void applyList();
 });
-if (keyStore.get()) void start();
+void setUpAccess(start, signOut, setKeyMessage);
