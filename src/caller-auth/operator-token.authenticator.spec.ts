@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Reflector } from '@nestjs/core';
-import { SignJWT, exportJWK, exportSPKI, generateKeyPair, type CryptoKey, type JWTPayload } from 'jose';
+import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JWTPayload } from 'jose';
 import { consoleOidcConfigFrom, type ConsoleOidcConfig } from '../config/console-oidc-config.js';
 import { ProblemException } from '../problem/problem.js';
 import { CallerAuthGuard, RequireScopes } from './caller-auth.guard.js';
@@ -91,6 +91,7 @@ async function outcome(token: string, handler: 'reconcile' | 'inquire' = 'reconc
   };
   const context = {
     switchToHttp: () => ({ getRequest: () => request }),
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- read as metadata, never called
     getHandler: () => Route.prototype[handler],
     getClass: () => Route,
   };

@@ -107,9 +107,9 @@ function bearer(headers: Record<string, string | string[] | undefined>): string 
 /** Only `ledger:read` and `ledger:reconcile`, whatever else the token says. */
 export function operatorScopes(payload: JWTPayload, settings: Pick<ConsoleOidcConfig, 'rolesClaim' | 'roleScopes'>) {
   const granted = new Set<OperatorScope>();
-  const raw =
+  const raw: unknown[] =
     typeof payload.scope === 'string' ? payload.scope.split(' ') : Array.isArray(payload.scp) ? payload.scp : [];
-  for (const scope of raw) if ((OPERATOR_SCOPES as readonly unknown[]).includes(scope)) granted.add(scope);
+  for (const scope of raw) if (isOperatorScope(scope)) granted.add(scope);
   if (settings.rolesClaim) {
     let value: unknown = payload;
     for (const part of settings.rolesClaim.split('.'))
@@ -122,3 +122,6 @@ export function operatorScopes(payload: JWTPayload, settings: Pick<ConsoleOidcCo
   }
   return granted;
 }
+
+const isOperatorScope = (value: unknown): value is OperatorScope =>
+  (OPERATOR_SCOPES as readonly unknown[]).includes(value);

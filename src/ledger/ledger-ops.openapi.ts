@@ -12,6 +12,16 @@ const LIST = {
     count: { type: 'integer' },
     trackIds: { type: 'array', items: { type: 'string', format: 'uuid' }, maxItems: 1000 },
     truncated: { type: 'boolean' },
+    units: { type: 'integer', description: 'Lists of inquiries the ledger has: their units, all of them (not capped).' },
+    money: {
+      type: 'array',
+      description: 'Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart.',
+      items: {
+        type: 'object',
+        required: ['currency', 'amount'],
+        properties: { currency: { type: 'string' }, amount: { type: 'string' } },
+      },
+    },
   },
 } satisfies SchemaObject;
 

@@ -4,6 +4,9 @@ import type { Charged } from './ledger-entry.js';
 import { LATEST_FIRST } from './ledger.store.js';
 import { appendResolutions } from './resolution-append.js';
 
+/** What a list of inquiries the ledger has selects: its units and the price each recorded (reconciliation money). */
+const PRICED = 'l.track_id, l.cost_units AS units, l.unit_price AS price, l.currency';
+
 /** Each list in the answer names at most this many trackIds (`truncated` says when more). */
 export const LIST_CAP = 1_000;
 
@@ -11,6 +14,10 @@ export interface ReconciliationList {
   count: number;
   trackIds: string[];
   truncated: boolean;
+  /** For inquiries the ledger has: their units (a failure's too: what a correction moves), all of them. */
+  units?: number;
+  /** Those units at the price each recorded, by currency, exact decimals; unpriced units are not in it. */
+  money?: Array<{ currency: string; amount: string }>;
 }
 
 /** The answer of POST /admin/reconciliations (docs/api.md §7). */
@@ -74,12 +81,23 @@ export async function compareWithLedger(
   dryRun: boolean,
 ): Promise<Compared> {
   const list = async (sql: string, params: unknown[] = []): Promise<ReconciliationList> => {
-    const [{ n }] = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sql}) q`, params);
+    const priced = sql.includes(PRICED);
+    const [{ n, units }] = await tx.query<{ n: number; units: string | null }>(
+      `SELECT count(*)::int AS n, ${priced ? 'coalesce(sum(q.units), 0)::text' : 'NULL'} AS units FROM (${sql}) q`,
+      params,
+    );
     const ids = await tx.query<{ track_id: string }>(
       `SELECT track_id::text FROM (${sql}) q ORDER BY track_id LIMIT ${LIST_CAP}`,
       params,
     );
-    return { count: n, trackIds: ids.map((r) => r.track_id), truncated: n > LIST_CAP };
+    const found = { count: n, trackIds: ids.map((r) => r.track_id), truncated: n > LIST_CAP };
+    if (!priced) return found;
+    const money = await tx.query<{ currency: string; amount: string }>(
+      `SELECT q.currency, sum(q.units * q.price)::text AS amount FROM (${sql}) q
+       WHERE q.price IS NOT NULL GROUP BY q.currency ORDER BY q.currency`,
+      params,
+    );
+    return { ...found, units: Number(units), money: money.map((m) => ({ currency: m.currency, amount: m.amount })) };
   };
   const none: ReconciliationList = { count: 0, trackIds: [], truncated: false };
   // The latest fact of each listed inquiry, and of each inquiry of a period.
@@ -87,7 +105,7 @@ export async function compareWithLedger(
       SELECT * FROM ledger_entries e WHERE e.track_id = p.track_id ORDER BY ${LATEST_FIRST} LIMIT 1) l ON true`;
   const latestIn = (from: string, to: string) => `SELECT DISTINCT ON (e.track_id) e.* FROM ledger_entries e
       WHERE e.created_at >= ${from} AND e.created_at < ${to} ORDER BY e.track_id, ${LATEST_FIRST}`;
-  const idsOf = (sql: string) => sql.replace('SELECT l.*', 'SELECT l.track_id');
+  const idsOf = (sql: string) => sql.replace('SELECT l.*', `SELECT ${PRICED}`);
   // Listed, with no entry: parked (the database refused it; ledger_parked.track_id is the
   // entry's text) or never sent by this gateway.
   const notInLedger = 'NOT EXISTS (SELECT 1 FROM ledger_entries e WHERE e.track_id = p.track_id)';
@@ -153,7 +171,7 @@ export async function compareWithLedger(
     // After the appends: a correction to not charged is no longer recorded as charged.
     recordedNotCharged: period
       ? await list(
-          `SELECT l.track_id FROM (${latestIn('$1', '$2')}) l
+          `SELECT ${PRICED} FROM (${latestIn('$1', '$2')}) l
            WHERE l.charged = 'yes' AND NOT EXISTS (SELECT 1 FROM provider_list p WHERE p.track_id = l.track_id)`,
           [period.from, period.to],
         )

@@ -12,12 +12,13 @@ export const keyStore = {
   clear: () => sessionStorage.removeItem(KEY_ITEM),
 };
 
-/** A failed call, with a sentence an operator can act on. */
+/** A failed call, with a sentence an operator can act on (and a 400's field errors, to show inline). */
 export class ApiError extends Error {
-  constructor(status, message, code) {
+  constructor(status, message, code, errors = []) {
     super(message);
     this.status = status;
     this.code = code;
+    this.errors = errors;
   }
 }
 
@@ -47,8 +48,10 @@ async function failure(response) {
       return new ApiError(404, 'Not found.', problem.code);
     case 429:
       return new ApiError(429, `Too many requests${detail}; try again shortly.`, problem.code);
-    default:
-      return new ApiError(response.status, `The gateway answered ${response.status}${detail}.`, problem.code);
+    default: {
+      const errors = Array.isArray(problem.errors) ? problem.errors.slice(0, 20) : [];
+      return new ApiError(response.status, `The gateway answered ${response.status}${detail}.`, problem.code, errors);
+    }
   }
 }
 

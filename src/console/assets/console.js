@@ -1,5 +1,6 @@
 // The operators' console (docs/operations.md, "The console"): plain ES modules, no build step.
-import { ApiError, getJson, keyStore, reconcile, streamLedger } from '/console/api.js';
+import { ApiError, getJson, keyStore, streamLedger } from '/console/api.js';
+import { allowReconciliation, dryRun, loadActions } from '/console/reconcile.js';
 import { addDays, dayOf, display, zone } from '/console/format.js';
 import { applyList, setOperations, setUpList, startOf } from '/console/list.js';
 import { budgetsView, clientsView, companyView, priceNote } from '/console/spend.js';
@@ -7,7 +8,7 @@ import { dayView, errorsChart, lastDays, latestTroubledDay, refusalsChart, spend
 import { mark, renderNow } from '/console/now.js';
 import { setUpAccess, showWho } from '/console/access.js';
 import { forgetSession } from '/console/sign-in.js';
-import { entriesView, h, note, reportView, table, time } from '/console/views.js';
+import { entriesView, h, note, table, time } from '/console/views.js';
 
 const $ = (id) => document.getElementById(id);
 const NOW_EVERY_MS = 5000;
@@ -210,17 +211,12 @@ function findInquiry(event) {
 
 // ---- Reconciliation
 
-async function sendReconciliation(event) {
+function sendReconciliation(event) {
   event.preventDefault();
   const [file] = $('reconcile-file').files;
   if (!routes.reconciliations) return showIn('reconcile-result', absent('POST /admin/reconciliations'));
   if (!file) return showIn('reconcile-result', note('Choose the provider’s CSV file first.', 'error'));
-  showIn('reconcile-result', note(`Sending ${file.name}…`));
-  try {
-    showIn('reconcile-result', reportView(await reconcile(file), new Date().toISOString()));
-  } catch (error) {
-    failed('reconcile-result', error);
-  }
+  void dryRun(file, failed);
 }
 
 // ---- The key
@@ -249,17 +245,14 @@ async function start() {
   } catch (error) {
     if (!(error instanceof ApiError)) throw error;
     if (error.status === 401 || error.status === 403) {
-      signOut(
-        error.status === 401
-          ? error.message
-          : 'This key is valid but lacks the scope ledger:read: ask for an admin key.',
-        true,
-      );
+      signOut(error.status === 401 ? error.message : 'This credential lacks the scope ledger:read.', true);
     } else setKeyMessage(error.message, true);
     return;
   }
   setSignedIn(true);
   setKeyMessage(keyStore.get() ? 'Key accepted; kept in this tab only, until it closes.' : '');
+  allowReconciliation((await getJson('/admin/me').catch(() => ({ scopes: [] }))).scopes);
+  if (routes.operatorActions) void loadActions(failed);
   await loadAll();
 }
 
@@ -278,7 +271,7 @@ $('money-refresh').addEventListener('click', () => void loadAll());
 $('trend-measure').addEventListener('change', drawTrends);
 $('trend-day').addEventListener('change', drawTrends);
 $('inquiry-form').addEventListener('submit', findInquiry);
-$('reconcile-form').addEventListener('submit', (event) => void sendReconciliation(event));
+$('reconcile-form').addEventListener('submit', sendReconciliation);
 $('show-utc').addEventListener('change', () => {
   display.utc = $('show-utc').checked;
   $('trend-day').value = '';
