@@ -233,7 +233,9 @@ describeWith(chromium(), 'console sign-in with an OpenID provider', (executableP
     );
     await quiet.response();
     await page.waitForFunction(
-      (old) => JSON.parse(sessionStorage.getItem('vgw-console-oidc') ?? 'null')?.accessToken !== old,
+      (old) =>
+        (JSON.parse(sessionStorage.getItem('vgw-console-oidc') ?? 'null') as { accessToken?: string } | null)
+          ?.accessToken !== old,
       before,
     );
     // Expired in the tab (a laptop that slept): the next call renews first, and is answered.
