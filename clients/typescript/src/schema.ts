@@ -152,6 +152,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The credential of this request: an operator signed in to the console, or an API key
+         * @description API keys or operators' console tokens with `ledger:read`. `name` only for an operator whose token has one.
+         */
+        get: operations["AdminStatusController_me"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/webhooks/deliveries": {
         parameters: {
             query?: never;
@@ -332,6 +352,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/operator-actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who did what: reconciliations, exports and delivery retries, newest first
+         * @description API keys or operators' console tokens with `ledger:read`. Each names the operator (a console sign-in's `sub` and name, or an API key's client id); `summary` holds counts and periods, no end user's data.
+         */
+        get: operations["OperatorActionsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/budget": {
         parameters: {
             query?: never;
@@ -411,7 +451,7 @@ export interface components {
          * @description Stable machine-readable code.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "headers_too_large" | "idempotency_key_reused" | "upstream_rejected" | "rate_limited" | "budget_exhausted" | "upstream_error" | "upstream_unavailable" | "store_unavailable" | "auth_unavailable" | "upstream_timeout" | "not_cached" | "internal";
+        ProblemCode: "validation_failed" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "reconciliation_changed" | "payload_too_large" | "headers_too_large" | "idempotency_key_reused" | "upstream_rejected" | "rate_limited" | "budget_exhausted" | "upstream_error" | "upstream_unavailable" | "store_unavailable" | "auth_unavailable" | "upstream_timeout" | "not_cached" | "internal";
         /** @description One bad field. The message never repeats the submitted value. */
         FieldError: {
             /**
@@ -648,6 +688,7 @@ export interface components {
             trends: boolean;
             forecast: boolean;
             parked: boolean;
+            operatorActions: boolean;
         };
         StatusBudgetRefusals: {
             /** @description The budget that refused: a client id, or * for all callers. */
@@ -689,6 +730,25 @@ export interface components {
              */
             operations: string[];
             refusals: components["schemas"]["StatusRefusals"];
+        };
+        /** @description Who a request to the administration routes acts as. */
+        Operator: {
+            /**
+             * @description `operator`: signed in to the console.
+             * @enum {string}
+             */
+            kind: "operator" | "api_key";
+            /** @description The operator token's `sub`, or the API key's client id. */
+            id: string;
+            /** @description The operator token's `name` (or `preferred_username`). */
+            name?: string;
+            /**
+             * @example [
+             *       "ledger:read",
+             *       "ledger:reconcile"
+             *     ]
+             */
+            scopes: string[];
         };
         /** @description One budget window: limit, spent, reserved and remaining cost units. */
         Budget: {
@@ -1721,6 +1781,81 @@ export interface operations {
             };
         };
     };
+    AdminStatusController_me: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operator"];
+                };
+            };
+            /** @description `unauthenticated`: no or bad credential. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
+            408: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
+            431: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: anything else; no internal detail in the body. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     WebhooksController_deliveries: {
         parameters: {
             query: {
@@ -2420,6 +2555,8 @@ export interface operations {
             query?: {
                 /** @description true: the same answer, and nothing is written (no entry, no budget move, no metric). */
                 dryRun?: boolean;
+                /** @description A dry run's `digest`: the list is applied only if it changes and reports exactly what that dry run said; otherwise 409 `reconciliation_changed` and nothing is written. Not with `dryRun=true`. */
+                digest?: string;
                 /** @description The provider's billing period, inclusive. */
                 from?: string;
                 /** @description The provider's billing period, exclusive. */
@@ -2442,55 +2579,120 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description What this run changes and reports, hashed (SHA-256, base64url): send a dry run's back as `digest` to apply exactly it. */
+                        digest: string;
                         rows: number;
                         dryRun: boolean;
                         chargedAndRecorded: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         chargedNotInLedger: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         /** @description On the list, with no entry because the database refused it and it was parked (GET /admin/ledger/parked): not a security event. */
                         parked: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         recordedNotCharged: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         chargedButRecordedNotCharged: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         resolved: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         resolvedNotCharged: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         /** @description Resolved earlier as not charged, on this list: a correction (charged) appended. */
                         correctedToCharged: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         /** @description Resolved earlier as charged, absent from this list of its named period: a correction appended. */
                         correctedToNotCharged: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         /**
                          * @description `unknown` entries absent from the list are resolved as not charged only when `from`/`to` name the period.
@@ -2542,6 +2744,16 @@ export interface operations {
                 headers: {
                     /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `reconciliation_changed`: the `digest` confirmed is not the report the ledger gives now; nothing was applied. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3002,6 +3214,120 @@ export interface operations {
                             lastDaysUnits: number;
                         }[];
                     };
+                };
+            };
+            /** @description `unauthenticated`: no or bad credential. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
+            408: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
+            431: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: anything else; no internal detail in the body. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `store_unavailable`: the record store is unreachable; nothing was sent upstream (with `Retry-After`). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    OperatorActionsController_list: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: {
+                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The latest actions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actions: {
+                            /** Format: date-time */
+                            at: string;
+                            /** @enum {string} */
+                            action: "reconciliation" | "export" | "delivery_retry";
+                            /** @enum {string} */
+                            kind: "operator" | "api_key";
+                            id: string;
+                            name?: string;
+                            requestId: string | null;
+                            summary: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key`, a trackId that is not a UUID (one `errors` entry per bad field). */
+            400: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description `unauthenticated`: no or bad credential. */
