@@ -43,9 +43,11 @@ describe('OpenAPI document', () => {
     expect(fixture.served.openapi).toBe('3.1.0');
     const open = ['/health/live', '/health/ready', '/health/startup', '/metrics', '/docs', '/docs-json'];
     const guarded = ['/v1/kyc/shahkar', '/v1/kyc/iban', '/v1/inquiries/{trackId}', '/v1/budget', '/admin/budgets'];
-    // Administration (docs/api.md §6): API keys only (a JWT never carries the ledger scopes).
+    // Administration (docs/api.md §6): API keys and operators' console tokens, never an app's JWT.
     const admin = [
       '/admin/status',
+      '/admin/me',
+      '/admin/operator-actions',
       '/admin/ledger',
       '/admin/usage',
       '/admin/reconciliations',
