@@ -11,7 +11,8 @@
  */
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
@@ -112,6 +113,22 @@ function openIdProvider(issuer: string, consoleUrl: string): Provider {
       return grant;
     },
   });
+}
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core's serious and critical findings (evaluated through DevTools, which the page's CSP does not govern). */
+async function audit(page: Page): Promise<Array<{ id: string; nodes: number }>> {
+  await page.evaluate(axeSource);
+  const found = await page.evaluate(async () => {
+    const { axe } = globalThis as unknown as {
+      axe: { run(): Promise<{ violations: Array<{ id: string; impact: string; nodes: unknown[] }> }> };
+    };
+    return (await axe.run()).violations.map(({ id, impact, nodes }) => ({ id, impact, nodes: nodes.length }));
+  });
+  return found
+    .filter(({ impact }) => impact === 'serious' || impact === 'critical')
+    .map(({ id, nodes }) => ({ id, nodes }));
 }
 
 async function untilText(page: Page, selector: string, pattern: RegExp, timeout = 20_000): Promise<string> {
@@ -222,7 +239,12 @@ describeWith(chromium(), 'console sign-in with an OpenID provider', (executableP
     const who = await untilText(page, '#actions-result tr[data-action="reconciliation"]', /Parisa Rahimi/);
     expect(who).toContain('Parisa Rahimi (signed in)');
     expect(await page.innerText('#actions-result')).toContain(`${FINANCE_KEY.clientId} (API key)`);
-    await page.screenshot({ path: join(SCREENSHOTS, 'sign-in-reconciled.png'), fullPage: true });
+    await page.screenshot({ path: join(SCREENSHOTS, 'console-sign-in.png'), fullPage: true });
+    // Signed in, with the report, its tables and who did what on the page: no serious fault, wide or narrow.
+    expect(await audit(page)).toEqual([]);
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await audit(page)).toEqual([]);
+    await page.setViewportSize({ width: 1280, height: 800 });
   }, 90_000);
 
   it('renews the access token quietly before it expires, and an expired one on the next call', async () => {
