@@ -12,10 +12,14 @@ const LIST = {
     count: { type: 'integer' },
     trackIds: { type: 'array', items: { type: 'string', format: 'uuid' }, maxItems: 1000 },
     truncated: { type: 'boolean' },
-    units: { type: 'integer', description: 'Lists of inquiries the ledger has: their units, all of them (not capped).' },
+    units: {
+      type: 'integer',
+      description: 'Lists of inquiries the ledger has: their units, all of them (not capped).',
+    },
     money: {
       type: 'array',
-      description: 'Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart.',
+      description:
+        'Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart.',
       items: {
         type: 'object',
         required: ['currency', 'amount'],
