@@ -70,7 +70,7 @@ describe('OpenAPI document', () => {
     for (const path of open) expect(fixture.served.paths[path].get.security).toEqual([]);
     for (const path of guarded) {
       for (const operation of Object.values(fixture.served.paths[path])) {
-        // The administration routes take API keys only (ledger:read is never granted to a JWT).
+        // The administration routes take API keys or operators' tokens (ledger:read is never granted to an app's JWT).
         expect(operation.security).toHaveLength(path.startsWith('/admin/') ? 1 : 2);
         expect(Object.keys(operation.responses)).toEqual(
           expect.arrayContaining(['200', '401', '403', '408', '431', '500', '503']),

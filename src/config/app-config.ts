@@ -10,7 +10,7 @@ import type { BudgetConfig, InquiryPriceTable } from './budget-config.js';
 
 /**
  * Scopes a caller may hold (docs/api.md §1); `ledger:read` and `ledger:reconcile` open the
- * administration routes (docs/api.md §6) and are honoured on API keys only.
+ * administration routes (docs/api.md §7) and are honoured on API keys and operators' console tokens only.
  */
 export const SCOPES = ['inquiries:read', 'kyc:advanced', 'ledger:read', 'ledger:reconcile'] as const;
 /** An operation's scope, `kyc:{name}` (docs/api.md §10): the built-ins' and the added ones'. */

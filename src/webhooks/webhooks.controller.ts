@@ -13,7 +13,7 @@ import { ApiWebhookDeliveries, ApiWebhookRetry } from './webhooks.openapi.js';
 
 /**
  * The operators' view of webhook deliveries (docs/api.md §9): on the ops listener with the other
- * /admin/ routes when OPS_PORT is set; API keys only.
+ * /admin/ routes when OPS_PORT is set; API keys or operators' console tokens, never an app's JWT.
  */
 @Controller('admin/webhooks/deliveries')
 @UseGuards(CallerAuthGuard)
