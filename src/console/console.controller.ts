@@ -94,7 +94,7 @@ export class AdminStatusController {
   @ApiOperation({
     summary: "This replica's state: upstream token, circuit breaker, Redis, held long-polls, ledger queue, build",
     description:
-      'API keys with `ledger:read` (never a JWT). Bound to the ops listener when `OPS_PORT` is set. ' +
+      "API keys or operators' console tokens with `ledger:read` (never an app's JWT). Bound to the ops listener when `OPS_PORT` is set. " +
       '`ledger` is null while the ledger is not configured in this build; `routes` says which ' +
       'administration routes this build serves. Each replica answers for itself.',
   })
