@@ -33,7 +33,7 @@ export function ApiParkedEntries(): MethodDecorator {
   return applyDecorators(
     ApiAdmin(
       'Ledger entries the database refused, parked',
-      'Needs an API key or an operator's console token with `ledger:read`. Entries parked in [from, to) (by when they were parked), oldest ' +
+      'Needs an API key or an operator’s console token with `ledger:read`. Entries parked in [from, to) (by when they were parked), oldest ' +
         'first, at most 1000 (`truncated` when there are more): each with the database SQLSTATE and message and ' +
         'the entry as the queue held it, JSON text with lone surrogates, control characters and U+2028/U+2029 as \\u escapes ' +
         '(docs/runbooks.md, LedgerEntriesParked).',
@@ -82,7 +82,7 @@ export function ApiReconciliation(): MethodDecorator {
   return applyDecorators(
     ApiAdmin(
       "The provider's list of charged inquiries against the ledger",
-      'Needs an API key or an operator's console token with `ledger:read` and `ledger:reconcile`. Body `text/csv` with a header row naming a ' +
+      'Needs an API key or an operator’s console token with `ledger:read` and `ledger:reconcile`. Body `text/csv` with a header row naming a ' +
         '`trackId` column and at least one row (otherwise 400 `validation_failed`, nothing written), at most ' +
         `${MAX_ROWS} rows (413 \`payload_too_large\`: send it in parts by period). The file is read and checked ` +
         'whole before anything is written. Each list holds the first 1000 trackIds (`truncated` when there are ' +

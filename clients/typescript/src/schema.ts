@@ -141,7 +141,7 @@ export interface paths {
         };
         /**
          * This replica's state: upstream token, circuit breaker, Redis, held long-polls, ledger queue, build
-         * @description API keys with `ledger:read` (never a JWT). Bound to the ops listener when `OPS_PORT` is set. `ledger` is null while the ledger is not configured in this build; `routes` says which administration routes this build serves. Each replica answers for itself.
+         * @description API keys or operators' console tokens with `ledger:read` (never an app's JWT). Bound to the ops listener when `OPS_PORT` is set. `ledger` is null while the ledger is not configured in this build; `routes` says which administration routes this build serves. Each replica answers for itself.
          */
         get: operations["AdminStatusController_read"];
         put?: never;
@@ -181,7 +181,7 @@ export interface paths {
         };
         /**
          * Webhook deliveries that fail or are dead
-         * @description Needs an API key with `ledger:read`. `failing`: not delivered yet, the last attempt failed (retried with backoff for 24 hours); `dead`: given up. Newest first, at most 500.
+         * @description Needs an API key or an operator’s console token with `ledger:read`. `failing`: not delivered yet, the last attempt failed (retried with backoff for 24 hours); `dead`: given up. Newest first, at most 500.
          */
         get: operations["WebhooksController_deliveries"];
         put?: never;
@@ -203,7 +203,7 @@ export interface paths {
         put?: never;
         /**
          * Send a webhook delivery again
-         * @description Needs an API key with `ledger:read` and `ledger:reconcile`. The delivery (any status) is due at once, with the same `webhook-id`, and a fresh 24 hours of retries.
+         * @description Needs an API key or an operator’s console token with `ledger:read` and `ledger:reconcile`. The delivery (any status) is due at once, with the same `webhook-id`, and a fresh 24 hours of retries.
          */
         post: operations["WebhooksController_retry"];
         delete?: never;
@@ -221,7 +221,7 @@ export interface paths {
         };
         /**
          * Ledger entries, streamed
-         * @description Needs an API key with `ledger:read`. NDJSON by default, CSV (a header row, RFC 4180) on `Accept: text/csv`; in (createdAt, trackId, kind) order, in bounded memory whatever the number of rows. The CSV columns end with `unitPrice,currency,resolvedBy` (the price recorded with the inquiry, empty when none; who learned a resolution).
+         * @description Needs an API key or an operator’s console token with `ledger:read`. NDJSON by default, CSV (a header row, RFC 4180) on `Accept: text/csv`; in (createdAt, trackId, kind) order, in bounded memory whatever the number of rows. The CSV columns end with `unitPrice,currency,resolvedBy` (the price recorded with the inquiry, empty when none; who learned a resolution).
          */
         get: operations["AdminController_exportLedger"];
         put?: never;
@@ -241,7 +241,7 @@ export interface paths {
         };
         /**
          * Usage per client and period
-         * @description Needs an API key with `ledger:read`. Days and months are UTC; each inquiry counted once by its latest fact; `unitsSpent` counts inquiries charged or possibly charged.
+         * @description Needs an API key or an operator’s console token with `ledger:read`. Days and months are UTC; each inquiry counted once by its latest fact; `unitsSpent` counts inquiries charged or possibly charged.
          */
         get: operations["AdminController_usage"];
         put?: never;
@@ -261,7 +261,7 @@ export interface paths {
         };
         /**
          * Ledger entries the database refused, parked
-         * @description Needs an API key with `ledger:read`. Entries parked in [from, to) (by when they were parked), oldest first, at most 1000 (`truncated` when there are more): each with the database SQLSTATE and message and the entry as the queue held it, JSON text with lone surrogates, control characters and U+2028/U+2029 as \u escapes (docs/runbooks.md, LedgerEntriesParked).
+         * @description Needs an API key or an operator’s console token with `ledger:read`. Entries parked in [from, to) (by when they were parked), oldest first, at most 1000 (`truncated` when there are more): each with the database SQLSTATE and message and the entry as the queue held it, JSON text with lone surrogates, control characters and U+2028/U+2029 as \u escapes (docs/runbooks.md, LedgerEntriesParked).
          */
         get: operations["AdminController_parkedEntries"];
         put?: never;
@@ -283,7 +283,7 @@ export interface paths {
         put?: never;
         /**
          * The provider's list of charged inquiries against the ledger
-         * @description Needs an API key with `ledger:read` and `ledger:reconcile`. Body `text/csv` with a header row naming a `trackId` column and at least one row (otherwise 400 `validation_failed`, nothing written), at most 2000000 rows (413 `payload_too_large`: send it in parts by period). The file is read and checked whole before anything is written. Each list holds the first 1000 trackIds (`truncated` when there are more). A resolution or correction is appended (the history kept) and moves the budgets by exactly the reservation recorded with the inquiry. The same file twice appends nothing the second time. One at a time per instance: another sent meanwhile is 429 `rate_limited` with `Retry-After`.
+         * @description Needs an API key or an operator’s console token with `ledger:read` and `ledger:reconcile`. Body `text/csv` with a header row naming a `trackId` column and at least one row (otherwise 400 `validation_failed`, nothing written), at most 2000000 rows (413 `payload_too_large`: send it in parts by period). The file is read and checked whole before anything is written. Each list holds the first 1000 trackIds (`truncated` when there are more). A resolution or correction is appended (the history kept) and moves the budgets by exactly the reservation recorded with the inquiry. The same file twice appends nothing the second time. One at a time per instance: another sent meanwhile is 429 `rate_limited` with `Retry-After`.
          */
         post: operations["AdminController_reconcile"];
         delete?: never;
@@ -301,7 +301,7 @@ export interface paths {
         };
         /**
          * Inquiries of a period, newest first, one row per inquiry
-         * @description Needs an API key with `ledger:read`. Each row is the latest fact of one inquiry (a reconciliation over a settlement over an overdue entry) with `spentUnits` (0 when not charged) and, with COST_UNIT_PRICE, `spentAmount`: spentUnits × the `unitPrice` the row recorded, in its own `currency` (absent when it recorded none: never today’s price). Paged by keyset on (createdAt, trackId): pass `next` as `after` for the next page; no OFFSET, so a page costs the same deep in a million rows. The same filters on GET /admin/ledger with `latest=true` download exactly these rows.
+         * @description Needs an API key or an operator’s console token with `ledger:read`. Each row is the latest fact of one inquiry (a reconciliation over a settlement over an overdue entry) with `spentUnits` (0 when not charged) and, with COST_UNIT_PRICE, `spentAmount`: spentUnits × the `unitPrice` the row recorded, in its own `currency` (absent when it recorded none: never today’s price). Paged by keyset on (createdAt, trackId): pass `next` as `after` for the next page; no OFFSET, so a page costs the same deep in a million rows. The same filters on GET /admin/ledger with `latest=true` download exactly these rows.
          */
         get: operations["ConsoleReadsController_inquiries"];
         put?: never;
@@ -321,7 +321,7 @@ export interface paths {
         };
         /**
          * Inquiries per day, client and operation, and failures by upstream code
-         * @description Needs an API key with `ledger:read`. Days in BUDGET_TIMEZONE (or `timeZone=UTC`), each inquiry counted once by its latest fact; `unitsSpent` counts inquiries charged or possibly charged. At most 400 days. `refusedBudget` and `refusedQuota` count inquiries refused before a trackId (429 budget_exhausted; 429 rate_limited by a client or end-user quota), per day in BUDGET_TIMEZONE whatever `timeZone` is asked, for every day the range touches; a row may hold only refusals. Each replica adds its counts every LEDGER_REFUSAL_FLUSH_SECONDS: one killed loses at most that interval of them. Rows are ordered by `day`, then `clientId`, then `operation` (code-unit order, not a locale's), the refusal-only rows among them. `spentAmount` is Σ spent units × the price each entry recorded, in `currency` (today’s); `unitPrice` is today’s price, not the one money was read at.
+         * @description Needs an API key or an operator’s console token with `ledger:read`. Days in BUDGET_TIMEZONE (or `timeZone=UTC`), each inquiry counted once by its latest fact; `unitsSpent` counts inquiries charged or possibly charged. At most 400 days. `refusedBudget` and `refusedQuota` count inquiries refused before a trackId (429 budget_exhausted; 429 rate_limited by a client or end-user quota), per day in BUDGET_TIMEZONE whatever `timeZone` is asked, for every day the range touches; a row may hold only refusals. Each replica adds its counts every LEDGER_REFUSAL_FLUSH_SECONDS: one killed loses at most that interval of them. Rows are ordered by `day`, then `clientId`, then `operation` (code-unit order, not a locale's), the refusal-only rows among them. `spentAmount` is Σ spent units × the price each entry recorded, in `currency` (today’s); `unitPrice` is today’s price, not the one money was read at.
          */
         get: operations["ConsoleReadsController_trends"];
         put?: never;
@@ -341,7 +341,7 @@ export interface paths {
         };
         /**
          * Each budget and the company looking ahead at the rate of the last 7 days
-         * @description Needs an API key with `ledger:read`. Per budget: what its window has used (the budget state), the units the ledger records as spent in the last 7 days (of its client; of all for `*`), that rate per day, and when the budget runs out at that rate (`runsOutAt`: null when not before the window resets). The company: the ledger's spend in the current monthly window (BUDGET_TIMEZONE, BUDGET_CALENDAR) and its projection to the window’s end; `clients` the same per client. A projection in units: `unitPrice` is today’s COST_UNIT_PRICE, for pricing what lies ahead (money already spent: GET /admin/usage).
+         * @description Needs an API key or an operator’s console token with `ledger:read`. Per budget: what its window has used (the budget state), the units the ledger records as spent in the last 7 days (of its client; of all for `*`), that rate per day, and when the budget runs out at that rate (`runsOutAt`: null when not before the window resets). The company: the ledger's spend in the current monthly window (BUDGET_TIMEZONE, BUDGET_CALENDAR) and its projection to the window’s end; `clients` the same per client. A projection in units: `unitPrice` is today’s COST_UNIT_PRICE, for pricing what lies ahead (money already spent: GET /admin/usage).
          */
         get: operations["ConsoleReadsController_forecast"];
         put?: never;
