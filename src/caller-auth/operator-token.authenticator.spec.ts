@@ -41,6 +41,16 @@ beforeAll(async () => {
         }),
       );
     if (request.url === '/jwks') return response.end(JSON.stringify({ keys: [jwk] }));
+    // Another issuer's path serving this one's document: a mix-up the discovery must refuse.
+    if (request.url === '/mixup/.well-known/openid-configuration')
+      return response.end(
+        JSON.stringify({
+          issuer,
+          authorization_endpoint: `${issuer}/auth`,
+          token_endpoint: `${issuer}/token`,
+          jwks_uri: `${issuer}/jwks`,
+        }),
+      );
     response.statusCode = 404;
     response.end('{}');
   });
@@ -141,6 +151,19 @@ describe('OperatorTokenAuthenticator', () => {
     expect(await outcome(await sign(FINANCE, CONSOLE_AUDIENCE, { signer: otherKey }))).toEqual({
       status: 401,
       code: 'unauthenticated',
+    });
+  });
+});
+
+describe('OidcDiscovery', () => {
+  it("refuses a document naming another issuer, and a provider that is down: no endpoints, operators' tokens 503", async () => {
+    expect(await new OidcDiscovery(`${issuer}/mixup`).current()).toBeUndefined();
+    const down = new OidcDiscovery('http://127.0.0.1:9');
+    expect(await down.current()).toBeUndefined();
+    const operator = new OperatorTokenAuthenticator({ ...settings, issuer: 'http://127.0.0.1:9' }, down, false);
+    const token = await sign(FINANCE, CONSOLE_AUDIENCE);
+    await expect(operator.authenticate({ authorization: `Bearer ${token}` })).rejects.toMatchObject({
+      code: 'auth_unavailable',
     });
   });
 });
