@@ -151,7 +151,12 @@ describeWith(chromium(), 'console sign-in with an OpenID provider', (executableP
   let store: LedgerStore;
   const pageErrors: string[] = [];
 
+  // The provider's development warnings (in-memory adapter, dev interactions: as a test wants) unprinted.
+  const warn = console.warn;
   beforeAll(async () => {
+    console.warn = (...args: unknown[]) => {
+      if (!String(args[0]).startsWith('oidc-provider WARNING')) warn(...args);
+    };
     mkdirSync(SCREENSHOTS, { recursive: true });
     sim = new UpstreamSimulator();
     await sim.start();
@@ -184,6 +189,7 @@ describeWith(chromium(), 'console sign-in with an OpenID provider', (executableP
   }, 120_000);
 
   afterAll(async () => {
+    console.warn = warn;
     await browser?.close();
     await Promise.all([gateway?.close(), downGateway?.close()]);
     await new Promise((resolve) => (idp ? idp.close(resolve) : resolve(undefined)));

@@ -91,10 +91,12 @@ export class AdminController {
     const entries = source[Symbol.asyncIterator]();
     // The first page before the status line: PostgreSQL down is a 503, not a cut 200.
     const first = await this.ledger.run('ledger export', () => entries.next());
-    // Who downloaded what (no end user's data: the filters are periods, client ids and statuses).
-    await this.ledger.run('ledger export record', () =>
-      recordAction(this.store.db, operatorOf(caller), 'export', exportSummary(query, csv), request.id),
-    );
+    // Who downloaded what (no end user's data: the filters are periods, client ids and statuses);
+    // one inquiry looked up by its trackId (the console's "One inquiry") is a lookup, not an export.
+    if (single(query, 'trackId') === undefined)
+      await this.ledger.run('ledger export record', () =>
+        recordAction(this.store.db, operatorOf(caller), 'export', exportSummary(query, csv), request.id),
+      );
     const rest = { [Symbol.asyncIterator]: () => entries };
     const lines = async function* () {
       if (csv) yield `${ENTRY_FIELDS.join(',')}\r\n`;
@@ -190,12 +192,11 @@ export class AdminController {
   }
 }
 
-/** An export's record: its format and filters (a trackId filter is kept as present, not its value). */
+/** An export's record: its format and filters. */
 function exportSummary(query: AdminQuery, csv: boolean): Record<string, unknown> {
   const summary: Record<string, unknown> = { format: csv ? 'csv' : 'ndjson' };
   for (const name of ['latest', 'from', 'to', 'clientId', 'status', 'operation', 'charged'])
     if (single(query, name) !== undefined) summary[name] = single(query, name);
-  if (single(query, 'trackId') !== undefined) summary.trackId = 'one';
   return summary;
 }
 

@@ -82,22 +82,29 @@ export async function compareWithLedger(
 ): Promise<Compared> {
   const list = async (sql: string, params: unknown[] = []): Promise<ReconciliationList> => {
     const priced = sql.includes(PRICED);
-    const [{ n, units }] = await tx.query<{ n: number; units: string | null }>(
-      `SELECT count(*)::int AS n, ${priced ? 'coalesce(sum(q.units), 0)::text' : 'NULL'} AS units FROM (${sql}) q`,
+    // One scan for the count, the units and the money (a group per currency; unpriced: NULL).
+    const groups = await tx.query<{ currency: string | null; n: number; units: string | null; amount: string | null }>(
+      priced
+        ? `SELECT q.currency, count(*)::int AS n, sum(q.units)::text AS units, sum(q.units * q.price)::text AS amount
+           FROM (${sql}) q GROUP BY q.currency ORDER BY q.currency`
+        : `SELECT NULL AS currency, count(*)::int AS n, NULL AS units, NULL AS amount FROM (${sql}) q`,
       params,
     );
-    const ids = await tx.query<{ track_id: string }>(
-      `SELECT track_id::text FROM (${sql}) q ORDER BY track_id LIMIT ${LIST_CAP}`,
-      params,
-    );
+    const n = groups.reduce((total, group) => total + group.n, 0);
+    const ids =
+      n === 0
+        ? []
+        : await tx.query<{ track_id: string }>(
+            `SELECT track_id::text FROM (${sql}) q ORDER BY track_id LIMIT ${LIST_CAP}`,
+            params,
+          );
     const found = { count: n, trackIds: ids.map((r) => r.track_id), truncated: n > LIST_CAP };
     if (!priced) return found;
-    const money = await tx.query<{ currency: string; amount: string }>(
-      `SELECT q.currency, sum(q.units * q.price)::text AS amount FROM (${sql}) q
-       WHERE q.price IS NOT NULL GROUP BY q.currency ORDER BY q.currency`,
-      params,
+    const units = groups.reduce((total, group) => total + Number(group.units ?? 0), 0);
+    const money = groups.flatMap((g) =>
+      g.currency !== null && g.amount !== null ? [{ currency: g.currency, amount: g.amount }] : [],
     );
-    return { ...found, units: Number(units), money: money.map((m) => ({ currency: m.currency, amount: m.amount })) };
+    return { ...found, units, money };
   };
   const none: ReconciliationList = { count: 0, trackIds: [], truncated: false };
   // The latest fact of each listed inquiry, and of each inquiry of a period.
