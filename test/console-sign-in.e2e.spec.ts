@@ -152,10 +152,13 @@ describeWith(chromium(), 'console sign-in with an OpenID provider', (executableP
   const pageErrors: string[] = [];
 
   // The provider's development warnings (in-memory adapter, dev interactions: as a test wants) unprinted.
-  const warn = console.warn;
+  const [warn, info] = [console.warn, console.info];
   beforeAll(async () => {
     console.warn = (...args: unknown[]) => {
-      if (!String(args[0]).startsWith('oidc-provider WARNING')) warn(...args);
+      if (!String(args[0]).startsWith('oidc-provider ')) warn(...args);
+    };
+    console.info = (...args: unknown[]) => {
+      if (!String(args[0]).startsWith('oidc-provider ')) info(...args);
     };
     mkdirSync(SCREENSHOTS, { recursive: true });
     sim = new UpstreamSimulator();
@@ -189,7 +192,7 @@ describeWith(chromium(), 'console sign-in with an OpenID provider', (executableP
   }, 120_000);
 
   afterAll(async () => {
-    console.warn = warn;
+    [console.warn, console.info] = [warn, info];
     await browser?.close();
     await Promise.all([gateway?.close(), downGateway?.close()]);
     await new Promise((resolve) => (idp ? idp.close(resolve) : resolve(undefined)));
