@@ -224,6 +224,15 @@ describeWith(chromium(), 'console sign-in with an OpenID provider', (executableP
     await page.locator('#now-facts').waitFor({ state: 'visible', timeout: 20_000 });
     expect(await page.isVisible('#reconcile-form')).toBe(true);
 
+    // A file the route refuses: its errors beside the form, nothing sent further.
+    await page.setInputFiles('#reconcile-file', {
+      name: 'wrong.csv',
+      mimeType: 'text/csv',
+      buffer: Buffer.from('id,amount\n1,2\n'),
+    });
+    await page.click('#reconcile-form button[type=submit]');
+    expect(await untilText(page, '#reconcile-errors', /trackId/)).toContain('400');
+
     const unknown = unknownInquiry(`console-sign-in-${randomUUID().slice(0, 8)}`);
     expect(await store.insert([unknown])).toBe(1);
     const csv = { name: 'provider.csv', mimeType: 'text/csv', buffer: Buffer.from(`trackId\n${unknown.trackId}\n`) };
@@ -248,6 +257,26 @@ describeWith(chromium(), 'console sign-in with an OpenID provider', (executableP
     const who = await untilText(page, '#actions-result tr[data-action="reconciliation"]', /Parisa Rahimi/);
     expect(who).toContain('Parisa Rahimi (signed in)');
     expect(await page.innerText('#actions-result')).toContain(`${FINANCE_KEY.clientId} (API key)`);
+    // An export with the operator's token is recorded as theirs: their sub and name, its filters, no end user.
+    const token = (await session())!.accessToken;
+    const day = new Date().toISOString().slice(0, 10);
+    const exported = await fetch(`${opsUrl}/admin/ledger?from=${day}&to=2100-01-01`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(exported.status).toBe(200);
+    await exported.text();
+    const actions = await fetch(`${opsUrl}/admin/operator-actions?limit=1`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(((await actions.json()) as { actions: unknown[] }).actions).toEqual([
+      expect.objectContaining({
+        action: 'export',
+        kind: 'operator',
+        id: 'parisa',
+        name: 'Parisa Rahimi',
+        summary: { format: 'ndjson', from: day, to: '2100-01-01' },
+      }),
+    ]);
     await page.screenshot({ path: join(SCREENSHOTS, 'console-sign-in.png'), fullPage: true });
     // Signed in, with the report, its tables and who did what on the page: no serious fault, wide or narrow.
     expect(await audit(page)).toEqual([]);
