@@ -457,6 +457,7 @@ describe('the live gateway against docs/openapi.json', () => {
         bad: '?from=2020-01-01&to=2020-01-02&timeZone=Mars/Olympus',
       },
       { method: 'GET', template: '/admin/webhooks/deliveries', ok: '?status=failing', bad: '?status=lost' },
+      { method: 'GET', template: '/admin/operator-actions', ok: '?limit=10', bad: '?limit=0' },
     ];
     for (const route of routes) {
       const at = (query: string, body = route.body) => ({
@@ -483,6 +484,17 @@ describe('the live gateway against docs/openapi.json', () => {
     expect((await call(gateway, 'GET', '/admin/forecast')).status).toBe(401);
     expect((await call(gateway, 'GET', '/admin/forecast', { apiKey: TEST_CLIENTS.full.key })).status).toBe(403);
     expect((await call(noLedger, 'GET', '/admin/forecast', { apiKey: ADMIN_KEY })).status).toBe(503);
+    // Who the console acts as: no parameter, no ledger read.
+    expect((await call(gateway, 'GET', '/admin/me', { apiKey: ADMIN_KEY })).status).toBe(200);
+    expect((await call(gateway, 'GET', '/admin/me')).status).toBe(401);
+    expect((await call(gateway, 'GET', '/admin/me', { apiKey: TEST_CLIENTS.full.key })).status).toBe(403);
+    // A confirmation whose digest is not the report the ledger gives now: 409, nothing applied.
+    const confirm = {
+      path: `/admin/reconciliations?digest=${'A'.repeat(43)}`,
+      raw: 'trackId\n' + crypto.randomUUID() + '\n',
+      ...csv,
+    };
+    expect((await call(gateway, 'POST', '/admin/reconciliations', { ...confirm, apiKey: ADMIN_KEY })).status).toBe(409);
     // Sending a webhook delivery again: no such delivery (a UUID or not), no credential, no scope, no ledger.
     const retry = '/admin/webhooks/deliveries/{id}/retry';
     const retryOf = (id: string) => ({ path: `/admin/webhooks/deliveries/${id}/retry` });

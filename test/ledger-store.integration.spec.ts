@@ -44,9 +44,9 @@ describe('migrations', () => {
     const dbs = Array.from({ length: 5 }, () => new PgLedgerDatabase(server.url, { max: 1 }));
     try {
       const applied = await Promise.all(dbs.map((db) => migrate(db)));
-      expect(applied.flat().sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+      expect(applied.flat().sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 14]);
       const rows = await dbs[0].query<{ version: number }>('SELECT version FROM ledger_migrations ORDER BY version');
-      expect(rows).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11].map((version) => ({ version })));
+      expect(rows).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 14].map((version) => ({ version })));
     } finally {
       await Promise.all(dbs.map((db) => db.close()));
     }

@@ -43,9 +43,11 @@ describe('OpenAPI document', () => {
     expect(fixture.served.openapi).toBe('3.1.0');
     const open = ['/health/live', '/health/ready', '/health/startup', '/metrics', '/docs', '/docs-json'];
     const guarded = ['/v1/kyc/shahkar', '/v1/kyc/iban', '/v1/inquiries/{trackId}', '/v1/budget', '/admin/budgets'];
-    // Administration (docs/api.md §6): API keys only (a JWT never carries the ledger scopes).
+    // Administration (docs/api.md §6): API keys and operators' console tokens, never an app's JWT.
     const admin = [
       '/admin/status',
+      '/admin/me',
+      '/admin/operator-actions',
       '/admin/ledger',
       '/admin/usage',
       '/admin/reconciliations',
@@ -68,7 +70,7 @@ describe('OpenAPI document', () => {
     for (const path of open) expect(fixture.served.paths[path].get.security).toEqual([]);
     for (const path of guarded) {
       for (const operation of Object.values(fixture.served.paths[path])) {
-        // The administration routes take API keys only (ledger:read is never granted to a JWT).
+        // The administration routes take API keys or operators' tokens (ledger:read is never granted to an app's JWT).
         expect(operation.security).toHaveLength(path.startsWith('/admin/') ? 1 : 2);
         expect(Object.keys(operation.responses)).toEqual(
           expect.arrayContaining(['200', '401', '403', '408', '431', '500', '503']),

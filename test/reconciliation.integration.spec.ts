@@ -29,6 +29,7 @@ import { migrate } from '../src/ledger/ledger-schema.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { usage } from '../src/ledger/ledger-usage.js';
 import { ParkedEntries } from '../src/ledger/parked-entries.js';
+import { latestActions } from '../src/ledger/operator-actions.js';
 import { Reconciliations } from '../src/ledger/reconciliation.js';
 import { RedisLedgerQueue } from '../src/ledger/redis-ledger.queue.js';
 import type { ProblemException } from '../src/problem/problem.js';
@@ -191,6 +192,44 @@ describe.each(ledgerEngines(() => postgres.url, 'reconciliation'))('reconciliati
     });
     expect(await counts()).toEqual({ entries: before.entries + 2, moves: before.moves + 2, unsent: before.unsent + 1 });
     expect(await spent(budgets)).toEqual([1]);
+  });
+
+  it('a confirmation applies exactly its dry run (by its digest) and records the operator; after the ledger changed, 409 and nothing written', async () => {
+    const period = setting();
+    const budgets = budgetsWith(budgetStore, [{ clientId: 'svc-a', daily: 100 }], 1);
+    const [first, second] = [await unknownInquiry(budgets, period.at(1)), await unknownInquiry(budgets, period.at(2))];
+    const reconciliations = new Reconciliations(store, metrics);
+    const operator = { kind: 'operator' as const, id: 'op-7', name: 'Parisa Rahimi' };
+    const dry = await reconciliations.reconcile(list(first.trackId, second.trackId), { period, dryRun: true });
+    expect(dry.digest).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(dry.resolved).toMatchObject({ count: 2, units: 2 });
+    // Meanwhile another list resolves one of them: the report the operator saw is not what would happen now.
+    await reconciliations.reconcile(list(first.trackId));
+    const before = await counts();
+    const refused = await reconciliations
+      .reconcile(list(first.trackId, second.trackId), { period, digest: dry.digest, operator })
+      .catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: 'reconciliation_changed', status: 409 });
+    expect(await counts()).toEqual(before);
+    const again = await reconciliations.reconcile(list(first.trackId, second.trackId), { period, dryRun: true });
+    expect(again.digest).not.toBe(dry.digest);
+    const applied = await reconciliations.reconcile(list(first.trackId, second.trackId), {
+      period,
+      digest: again.digest,
+      operator,
+      requestId: 'req-confirm-1',
+    });
+    expect(applied).toMatchObject({ dryRun: false, digest: again.digest, resolved: { count: 1 } });
+    expect(await counts()).toMatchObject({ entries: before.entries + 1 });
+    const [recorded] = await latestActions(store.db, 1);
+    expect(recorded).toMatchObject({
+      action: 'reconciliation',
+      kind: 'operator',
+      id: 'op-7',
+      name: 'Parisa Rahimi',
+      requestId: 'req-confirm-1',
+      summary: { rows: 2, resolved: 1, chargedAndRecorded: 1 },
+    });
   });
 
   it('an upload whose body fails mid-way is refused and frees the guard: the next upload runs; meanwhile another is 429', async () => {

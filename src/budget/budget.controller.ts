@@ -14,7 +14,7 @@ import { AllBudgetsSchema, ClientBudgetsSchema } from './budget.openapi.js';
 /**
  * `GET /v1/budget` for a caller's own budgets and `GET /admin/budgets` for all of them
  * (docs/api.md §6). `/admin/*` is bound to the ops listener when OPS_PORT is set
- * (http/ops-listener.ts), and `ledger:read` is honoured on API keys only.
+ * (http/ops-listener.ts), and `ledger:read` is honoured on API keys and operators' console tokens only.
  */
 @Controller()
 @UseGuards(CallerAuthGuard)

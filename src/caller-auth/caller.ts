@@ -10,7 +10,9 @@ export interface Caller {
   subject?: string;
   /** A JWT's `iss` (verified): a `sub` is unique only within its issuer. */
   issuer?: string;
-  credential: 'api_key' | 'jwt';
+  credential: 'api_key' | 'jwt' | 'operator';
+  /** A person signed in to the console (credential `operator`): who they are, for the record of who did what. */
+  operator?: { subject: string; name?: string };
   /** Inquiries per minute allowed to this client, when it has a quota. */
   quotaPerMinute?: number;
 }

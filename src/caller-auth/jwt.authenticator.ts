@@ -184,6 +184,6 @@ function idClaim(payload: JWTPayload, name: 'azp' | 'client_id' | 'sub'): string
 function scopesOf(payload: JWTPayload): Set<Scope> {
   const raw =
     typeof payload.scope === 'string' ? payload.scope.split(' ') : Array.isArray(payload.scp) ? payload.scp : [];
-  // An end user's token never opens the administration routes (docs/api.md §6: API keys only).
+  // An end user's token never opens the administration routes (docs/api.md §7: API keys and operators' tokens).
   return new Set(raw.filter((s): s is Scope => isScope(s) && !s.startsWith('ledger:')));
 }

@@ -2,6 +2,7 @@ import type { TracingConfig } from './tracing-config.js';
 import type { LedgerConfig } from './ledger-config.js';
 import type { ReuseConfig } from './reuse-config.js';
 import type { TrackingConfig } from './tracking-config.js';
+import type { ConsoleOidcConfig } from './console-oidc-config.js';
 import type { WebhooksConfig } from './webhooks-config.js';
 import type { Secret } from './secret.js';
 import { OPERATION_NAME, type OperationDefinition } from '../inquiry/catalog/operation.js';
@@ -9,7 +10,7 @@ import type { BudgetConfig, InquiryPriceTable } from './budget-config.js';
 
 /**
  * Scopes a caller may hold (docs/api.md §1); `ledger:read` and `ledger:reconcile` open the
- * administration routes (docs/api.md §6) and are honoured on API keys only.
+ * administration routes (docs/api.md §7) and are honoured on API keys and operators' console tokens only.
  */
 export const SCOPES = ['inquiries:read', 'kyc:advanced', 'ledger:read', 'ledger:reconcile'] as const;
 /** An operation's scope, `kyc:{name}` (docs/api.md §10): the built-ins' and the added ones'. */
@@ -141,6 +142,8 @@ export interface AppConfig {
   reuse: ReuseConfig;
   /** The upstream's request-tracking service, when configured (docs/api.md §8; config/tracking-config.ts). */
   tracking?: TrackingConfig;
+  /** The console's sign-in with the company's OpenID provider, when configured (config/console-oidc-config.ts). */
+  consoleOidc?: ConsoleOidcConfig;
   /** Signed events to the company's services (docs/api.md §9; config/webhooks-config.ts). */
   webhooks: WebhooksConfig;
   build: { commit: string };

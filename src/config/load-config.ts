@@ -14,6 +14,7 @@ import { parseInquiryOperations } from '../inquiry/catalog/operations-config.js'
 import { ledgerConfigFrom } from './ledger-config.js';
 import { reuseConfigFrom } from './reuse-config.js';
 import { trackingConfigFrom } from './tracking-config.js';
+import { consoleOidcConfigFrom } from './console-oidc-config.js';
 import { webhooksConfigFrom } from './webhooks-config.js';
 
 export { parseApiKeys } from './caller-config.js';
@@ -104,6 +105,7 @@ export function loadConfig(env: Env): AppConfig {
   const ledger = ledgerConfigFrom(resolved, problems);
   const reuse = reuseConfigFrom(resolved, operationNames, problems);
   const tracking = trackingConfigFrom(resolved, problems);
+  const consoleOidc = consoleOidcConfigFrom(resolved, jwt, problems);
   const webhooks = webhooksConfigFrom(resolved, problems);
   if (!ledger.drain && store.mode === 'memory') {
     problems.push(
@@ -154,6 +156,7 @@ export function loadConfig(env: Env): AppConfig {
     inquiryPrices,
     reuse,
     ...(tracking ? { tracking } : {}),
+    ...(consoleOidc ? { consoleOidc } : {}),
     webhooks,
     build: { commit: vars.BUILD_COMMIT ?? 'unknown' },
     secretFiles: {

@@ -13,17 +13,23 @@ export interface ConsoleAsset {
  * call only this origin's JSON routes, and may not be framed (docs/operations.md, "The console").
  * The legend's swatches are coloured through the CSSOM (`el.style.…`), which style-src does not govern.
  */
-export const CONSOLE_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+export const CONSOLE_CSP = consoleCsp();
+
+/** With sign-in, the page may also call the identity provider's token endpoint (its origin only). */
+export function consoleCsp(tokenEndpoint?: string): string {
+  const connect = tokenEndpoint ? `'self' ${new URL(tokenEndpoint).origin}` : "'self'";
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    `connect-src ${connect}`,
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
 
 /** The page's own files (src/console/assets/), by the name they are served under. */
 const OWN_FILES: Record<string, string> = {
@@ -39,6 +45,9 @@ const OWN_FILES: Record<string, string> = {
   'trends.js': 'text/javascript; charset=utf-8',
   'list.js': 'text/javascript; charset=utf-8',
   'now.js': 'text/javascript; charset=utf-8',
+  'sign-in.js': 'text/javascript; charset=utf-8',
+  'access.js': 'text/javascript; charset=utf-8',
+  'reconcile.js': 'text/javascript; charset=utf-8',
 };
 
 /** The chart library, from node_modules (a runtime dependency, so the image keeps it). */

@@ -65,6 +65,7 @@ class StatusRoutesSchema {
   @ApiProperty({ type: Boolean }) trends!: boolean;
   @ApiProperty({ type: Boolean }) forecast!: boolean;
   @ApiProperty({ type: Boolean }) parked!: boolean;
+  @ApiProperty({ type: Boolean }) operatorActions!: boolean;
 }
 
 @ApiSchema({ name: 'StatusBudgetRefusals' })
@@ -109,4 +110,16 @@ export class GatewayStatusSchema {
   })
   operations!: string[];
   @ApiProperty({ type: StatusRefusalsSchema }) refusals!: StatusRefusalsSchema;
+}
+
+@ApiSchema({ name: 'Operator', description: 'Who a request to the administration routes acts as.' })
+export class OperatorSchema {
+  @ApiProperty({ enum: ['operator', 'api_key'], description: '`operator`: signed in to the console.' })
+  kind!: string;
+  @ApiProperty({ type: String, description: "The operator token's `sub`, or the API key's client id." })
+  id!: string;
+  @ApiProperty({ type: String, required: false, description: "The operator token's `name` (or `preferred_username`)." })
+  name?: string;
+  @ApiProperty({ type: [String], example: ['ledger:read', 'ledger:reconcile'] })
+  scopes!: string[];
 }

@@ -139,7 +139,7 @@ export const ADMIN_PROBLEMS = ApiProblemResponses([
   'store_unavailable',
 ]);
 
-/** Administration: API keys only (a JWT never carries the ledger scopes), docs/api.md §7. */
+/** Administration: API keys or operators' console tokens (an app's JWT never carries the ledger scopes), docs/api.md §7. */
 export function ApiAdmin(summary: string, description: string): MethodDecorator {
   return applyDecorators(
     ApiTags('administration'),

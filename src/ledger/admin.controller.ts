@@ -33,6 +33,7 @@ import { InquiryList } from './inquiry-list.js';
 import { STATUSES, inquiryFilterOf, invalidParameter, single, type AdminQuery } from './admin-query.js';
 import { spentAndSavedJson } from './recorded-money.js';
 import { unitsJson } from './unit-sums.js';
+import { operatorOf, recordAction } from './operator-actions.js';
 
 const NDJSON = 'application/x-ndjson';
 const CSV = 'text/csv';
@@ -46,8 +47,8 @@ function csvField(value: string | number | undefined): string {
 }
 
 /**
- * Administration (docs/api.md §7): the ledger export, usage, reconciliations. API keys only
- * (`ledger:read`, `ledger:reconcile`; a JWT never carries them and is refused here anyway);
+ * Administration (docs/api.md §7): the ledger export, usage, reconciliations. API keys and
+ * operators' console tokens (`ledger:read`, `ledger:reconcile`; an app's JWT never carries them);
  * on the ops listener when OPS_PORT is set (http/ops-listener.ts binds every /admin/ route).
  */
 @Controller('admin')
@@ -79,7 +80,7 @@ export class AdminController {
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    apiKeyOnly(caller);
+    operatorOnly(caller);
     const latest = single(query, 'latest');
     if (latest !== undefined && latest !== 'true' && latest !== 'false')
       throw new ProblemException('validation_failed', 'latest must be true or false.', {
@@ -90,6 +91,12 @@ export class AdminController {
     const entries = source[Symbol.asyncIterator]();
     // The first page before the status line: PostgreSQL down is a 503, not a cut 200.
     const first = await this.ledger.run('ledger export', () => entries.next());
+    // Who downloaded what (no end user's data: the filters are periods, client ids and statuses);
+    // one inquiry looked up by its trackId (the console's "One inquiry") is a lookup, not an export.
+    if (single(query, 'trackId') === undefined)
+      await this.ledger.run('ledger export record', () =>
+        recordAction(this.store.db, operatorOf(caller), 'export', exportSummary(query, csv), request.id),
+      );
     const rest = { [Symbol.asyncIterator]: () => entries };
     const lines = async function* () {
       if (csv) yield `${ENTRY_FIELDS.join(',')}\r\n`;
@@ -113,7 +120,7 @@ export class AdminController {
   @RequireScopes('ledger:read')
   @ApiUsage()
   async usage(@CurrentCaller() caller: Caller, @Query() query: AdminQuery) {
-    apiKeyOnly(caller);
+    operatorOnly(caller);
     const { from, to } = range(single(query, 'from'), single(query, 'to'));
     const period = single(query, 'period') ?? 'day';
     if (period !== 'day' && period !== 'month')
@@ -143,7 +150,7 @@ export class AdminController {
   @RequireScopes('ledger:read')
   @ApiParkedEntries()
   async parkedEntries(@CurrentCaller() caller: Caller, @Query() query: AdminQuery) {
-    apiKeyOnly(caller);
+    operatorOnly(caller);
     const { from, to } = range(single(query, 'from'), single(query, 'to'));
     const found = await this.ledger.run('ledger parked entries', () => new ParkedEntries(this.store).list(from, to));
     return { from: from.toISOString(), to: to.toISOString(), ...found };
@@ -158,7 +165,7 @@ export class AdminController {
     @Query() query: Record<string, string | undefined>,
     @Req() request: FastifyRequest,
   ) {
-    apiKeyOnly(caller);
+    operatorOnly(caller);
     const period = query.from !== undefined || query.to !== undefined ? range(query.from, query.to) : undefined;
     if (!(request.body instanceof Readable))
       throw new ProblemException('validation_failed', 'The body must be text/csv with a trackId header column.');
@@ -168,10 +175,29 @@ export class AdminController {
         errors: [{ field: 'dryRun', message: 'must be true or false' }],
       });
     const dryRun = query.dryRun === 'true';
+    const digest = query.digest;
+    if (digest !== undefined && (dryRun || !/^[A-Za-z0-9_-]{43}$/.test(digest)))
+      throw new ProblemException('validation_failed', "digest must be a dry run's digest, without dryRun=true.", {
+        errors: [{ field: 'digest', message: "must be a dry run's digest (43 characters), without dryRun=true" }],
+      });
     return this.ledger.run('ledger reconciliation', () =>
-      this.reconciliations.reconcile(body, { requestId: request.id, period, dryRun }),
+      this.reconciliations.reconcile(body, {
+        requestId: request.id,
+        period,
+        dryRun,
+        operator: operatorOf(caller),
+        ...(digest !== undefined ? { digest } : {}),
+      }),
     );
   }
+}
+
+/** An export's record: its format and filters. */
+function exportSummary(query: AdminQuery, csv: boolean): Record<string, unknown> {
+  const summary: Record<string, unknown> = { format: csv ? 'csv' : 'ndjson' };
+  for (const name of ['latest', 'from', 'to', 'clientId', 'status', 'operation', 'charged'])
+    if (single(query, name) !== undefined) summary[name] = single(query, name);
+  return summary;
 }
 
 /** The per-entry export's filter: period, client, status (of each entry), one trackId. */
@@ -201,10 +227,13 @@ function entryFilterOf(query: AdminQuery): ExportFilter {
   return filter;
 }
 
-/** Administration takes API keys only (docs/api.md §7). */
-export function apiKeyOnly(caller: Caller): void {
-  if (caller.credential !== 'api_key')
-    throw new ProblemException('forbidden', 'Administration accepts API keys only, not JWTs.');
+/**
+ * Administration takes API keys and operators' console tokens, never an app's JWT (docs/api.md §7):
+ * an app's token never carries `ledger:*` anyway (jwt.authenticator.ts); this is the second lock.
+ */
+export function operatorOnly(caller: Caller): void {
+  if (caller.credential === 'jwt')
+    throw new ProblemException('forbidden', "Administration accepts API keys and operators' tokens, not apps' JWTs.");
 }
 
 /**

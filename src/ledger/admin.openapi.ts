@@ -7,7 +7,7 @@ export function ApiLedgerExport(): MethodDecorator {
   return applyDecorators(
     ApiAdmin(
       'Ledger entries, streamed',
-      'Needs an API key with `ledger:read`. NDJSON by default, CSV (a header row, RFC 4180) on `Accept: text/csv`; ' +
+      'Needs an API key or an operator’s console token with `ledger:read`. NDJSON by default, CSV (a header row, RFC 4180) on `Accept: text/csv`; ' +
         'in (createdAt, trackId, kind) order, in bounded memory whatever the number of rows. The CSV columns end ' +
         'with `unitPrice,currency,resolvedBy` (the price recorded with the inquiry, empty when none; who learned a resolution).',
     ),
@@ -42,7 +42,7 @@ export function ApiUsage(): MethodDecorator {
   return applyDecorators(
     ApiAdmin(
       'Usage per client and period',
-      'Needs an API key with `ledger:read`. Days and months are UTC; each inquiry counted once by its latest fact; ' +
+      'Needs an API key or an operator’s console token with `ledger:read`. Days and months are UTC; each inquiry counted once by its latest fact; ' +
         '`unitsSpent` counts inquiries charged or possibly charged.',
     ),
     FROM,

@@ -7,7 +7,7 @@ import type { AppConfig } from '../config/app-config.js';
 import type { BudgetConfig, UnitPrice } from '../config/budget-config.js';
 import { BudgetCalendar } from '../budget/budget-windows.js';
 import { Budgets } from '../budget/budgets.js';
-import { apiKeyOnly } from './admin.controller.js';
+import { operatorOnly } from './admin.controller.js';
 import {
   inquiryFilterOf,
   invalidParameter,
@@ -65,7 +65,7 @@ export class ConsoleReadsController {
     @Query() query: AdminQuery,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    apiKeyOnly(caller);
+    operatorOnly(caller);
     const filter = inquiryFilterOf(query);
     const limit = listLimitOf(query);
     const after = listCursorOf(query);
@@ -106,7 +106,7 @@ export class ConsoleReadsController {
     @Query() query: AdminQuery,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    apiKeyOnly(caller);
+    operatorOnly(caller);
     const { from, to } = ledgerRange(single(query, 'from'), single(query, 'to'));
     const zone = single(query, 'timeZone') ?? this.budgetSettings.timeZone;
     if (zone !== 'UTC' && zone !== this.budgetSettings.timeZone)
@@ -138,7 +138,7 @@ export class ConsoleReadsController {
   @RequireScopes('ledger:read')
   @ApiForecast()
   async forecast(@CurrentCaller() caller: Caller, @Res({ passthrough: true }) reply: FastifyReply) {
-    apiKeyOnly(caller);
+    operatorOnly(caller);
     const now = Date.now();
     const month = new BudgetCalendar(this.budgetSettings.timeZone, this.budgetSettings.calendar).windowsAt(now).monthly;
     const since = new Date(now - RATE_DAYS * DAY_MS);

@@ -53,7 +53,7 @@ export function ApiInquiryList(): MethodDecorator {
   return applyDecorators(
     ApiAdmin(
       'Inquiries of a period, newest first, one row per inquiry',
-      'Needs an API key with `ledger:read`. Each row is the latest fact of one inquiry (a reconciliation over a ' +
+      'Needs an API key or an operator’s console token with `ledger:read`. Each row is the latest fact of one inquiry (a reconciliation over a ' +
         'settlement over an overdue entry) with `spentUnits` (0 when not charged) and, with COST_UNIT_PRICE, ' +
         '`spentAmount`: spentUnits × the `unitPrice` the row recorded, in its own `currency` (absent when it ' +
         'recorded none: never today’s price). Paged by keyset on (createdAt, trackId): pass `next` as `after` for the next page; no ' +
@@ -107,7 +107,7 @@ export function ApiTrends(): MethodDecorator {
   return applyDecorators(
     ApiAdmin(
       'Inquiries per day, client and operation, and failures by upstream code',
-      'Needs an API key with `ledger:read`. Days in BUDGET_TIMEZONE (or `timeZone=UTC`), each inquiry counted once ' +
+      'Needs an API key or an operator’s console token with `ledger:read`. Days in BUDGET_TIMEZONE (or `timeZone=UTC`), each inquiry counted once ' +
         'by its latest fact; `unitsSpent` counts inquiries charged or possibly charged. At most 400 days. ' +
         '`refusedBudget` and `refusedQuota` count inquiries refused before a trackId (429 budget_exhausted; 429 ' +
         'rate_limited by a client or end-user quota), per day in BUDGET_TIMEZONE whatever `timeZone` is asked, for ' +
@@ -193,7 +193,7 @@ export function ApiForecast(): MethodDecorator {
   return applyDecorators(
     ApiAdmin(
       'Each budget and the company looking ahead at the rate of the last 7 days',
-      'Needs an API key with `ledger:read`. Per budget: what its window has used (the budget state), the units ' +
+      'Needs an API key or an operator’s console token with `ledger:read`. Per budget: what its window has used (the budget state), the units ' +
         'the ledger records as spent in the last 7 days (of its client; of all for `*`), that rate per day, and ' +
         'when the budget runs out at that rate (`runsOutAt`: null when not before the window resets). The ' +
         "company: the ledger's spend in the current monthly window (BUDGET_TIMEZONE, BUDGET_CALENDAR) and its " +

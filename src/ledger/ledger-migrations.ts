@@ -223,4 +223,24 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
     name: 'the single-node records: inquiries, Idempotency-Keys and reuse answers without Redis',
     sql: RECORDS_SQL,
   },
+  {
+    version: 14,
+    name: "operators' actions: who did what",
+    sql: `
+      -- Who reconciled, exported or retried a delivery (docs/api.md §7, "Who did what"): appended,
+      -- never changed. The operator is a console sign-in's sub and name or an API key's client id;
+      -- no end user's data is kept here (summary holds counts, periods and client ids only).
+      CREATE TABLE ledger_operator_actions (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        at timestamptz NOT NULL DEFAULT now(),
+        action text NOT NULL CHECK (action IN ('reconciliation', 'export', 'delivery_retry')),
+        operator_kind text NOT NULL CHECK (operator_kind IN ('operator', 'api_key')),
+        operator_id text NOT NULL,
+        operator_name text,
+        request_id text,
+        summary jsonb NOT NULL DEFAULT '{}'
+      );
+      CREATE INDEX ledger_operator_actions_at ON ledger_operator_actions (at);
+    `,
+  },
 ];

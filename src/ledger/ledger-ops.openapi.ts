@@ -12,6 +12,20 @@ const LIST = {
     count: { type: 'integer' },
     trackIds: { type: 'array', items: { type: 'string', format: 'uuid' }, maxItems: 1000 },
     truncated: { type: 'boolean' },
+    units: {
+      type: 'integer',
+      description: 'Lists of inquiries the ledger has: their units, all of them (not capped).',
+    },
+    money: {
+      type: 'array',
+      description:
+        'Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart.',
+      items: {
+        type: 'object',
+        required: ['currency', 'amount'],
+        properties: { currency: { type: 'string' }, amount: { type: 'string' } },
+      },
+    },
   },
 } satisfies SchemaObject;
 
@@ -19,7 +33,7 @@ export function ApiParkedEntries(): MethodDecorator {
   return applyDecorators(
     ApiAdmin(
       'Ledger entries the database refused, parked',
-      'Needs an API key with `ledger:read`. Entries parked in [from, to) (by when they were parked), oldest ' +
+      'Needs an API key or an operator’s console token with `ledger:read`. Entries parked in [from, to) (by when they were parked), oldest ' +
         'first, at most 1000 (`truncated` when there are more): each with the database SQLSTATE and message and ' +
         'the entry as the queue held it, JSON text with lone surrogates, control characters and U+2028/U+2029 as \\u escapes ' +
         '(docs/runbooks.md, LedgerEntriesParked).',
@@ -68,7 +82,7 @@ export function ApiReconciliation(): MethodDecorator {
   return applyDecorators(
     ApiAdmin(
       "The provider's list of charged inquiries against the ledger",
-      'Needs an API key with `ledger:read` and `ledger:reconcile`. Body `text/csv` with a header row naming a ' +
+      'Needs an API key or an operator’s console token with `ledger:read` and `ledger:reconcile`. Body `text/csv` with a header row naming a ' +
         '`trackId` column and at least one row (otherwise 400 `validation_failed`, nothing written), at most ' +
         `${MAX_ROWS} rows (413 \`payload_too_large\`: send it in parts by period). The file is read and checked ` +
         'whole before anything is written. Each list holds the first 1000 trackIds (`truncated` when there are ' +
@@ -81,6 +95,14 @@ export function ApiReconciliation(): MethodDecorator {
       required: false,
       description: 'true: the same answer, and nothing is written (no entry, no budget move, no metric).',
       schema: { type: 'boolean', default: false },
+    }),
+    ApiQuery({
+      name: 'digest',
+      required: false,
+      description:
+        "A dry run's `digest`: the list is applied only if it changes and reports exactly what that dry run " +
+        'said; otherwise 409 `reconciliation_changed` and nothing is written. Not with `dryRun=true`.',
+      schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
     }),
     ApiQuery({
       name: 'from',
@@ -115,8 +137,14 @@ export function ApiReconciliation(): MethodDecorator {
               'correctedToNotCharged',
               'unknownsAbsentFromList',
               'period',
+              'digest',
             ],
             properties: {
+              digest: {
+                type: 'string',
+                description:
+                  "What this run changes and reports, hashed (SHA-256, base64url): send a dry run's back as `digest` to apply exactly it.",
+              },
               rows: { type: 'integer' },
               dryRun: { type: 'boolean' },
               chargedAndRecorded: LIST,
@@ -164,6 +192,7 @@ export function ApiReconciliation(): MethodDecorator {
         'unauthenticated',
         'forbidden',
         'payload_too_large',
+        'reconciliation_changed',
         'rate_limited',
         'internal',
         'store_unavailable',

@@ -18,6 +18,7 @@ import { LedgerMetrics } from './ledger-metrics.js';
 import { LedgerQueue } from './ledger-queue.js';
 import { LedgerReads } from './ledger-reads.js';
 import { LedgerStore } from './ledger.store.js';
+import { OperatorActionsController } from './operator-actions.controller.js';
 import { AdminController, CsvBodies } from './admin.controller.js';
 import { ConsoleReadsController } from './console-reads.controller.js';
 import { InquiryList } from './inquiry-list.js';
@@ -32,7 +33,7 @@ import { RefusalFlusher } from './refusal-flusher.js';
 /** The ledger in PostgreSQL (docs/api.md §7): its queue, drainer, reads. */
 @Module({
   imports: [StoreModule, CallerAuthModule, BudgetModule],
-  controllers: [AdminController, ConsoleReadsController],
+  controllers: [AdminController, ConsoleReadsController, OperatorActionsController],
   providers: [
     CsvBodies,
     Reconciliations,

@@ -1,7 +1,11 @@
+import { createHash } from 'node:crypto';
 import type { SqlQueries } from './ledger-database.js';
 import type { Charged } from './ledger-entry.js';
 import { LATEST_FIRST } from './ledger.store.js';
 import { appendResolutions } from './resolution-append.js';
+
+/** What a list of inquiries the ledger has selects: its units and the price each recorded (reconciliation money). */
+const PRICED = 'l.track_id, l.cost_units AS units, l.unit_price AS price, l.currency';
 
 /** Each list in the answer names at most this many trackIds (`truncated` says when more). */
 export const LIST_CAP = 1_000;
@@ -10,6 +14,10 @@ export interface ReconciliationList {
   count: number;
   trackIds: string[];
   truncated: boolean;
+  /** For inquiries the ledger has: their units (a failure's too: what a correction moves), all of them. */
+  units?: number;
+  /** Those units at the price each recorded, by currency, exact decimals; unpriced units are not in it. */
+  money?: Array<{ currency: string; amount: string }>;
 }
 
 /** The answer of POST /admin/reconciliations (docs/api.md §7). */
@@ -45,6 +53,12 @@ export interface ReconciliationReport {
   unknownsAbsentFromList: 'resolvedNotCharged' | 'leftUnresolved';
   /** The period the ledger side was read for (given, or the list's inquiries first to last), UTC; `to` exclusive. */
   period: { from: string; to: string } | null;
+  /**
+   * What this run changes and reports, hashed: the entries it appends (trackId, revision,
+   * verdict) and the report. A confirmation sends a dry run's digest back and is applied only if
+   * its own is the same (otherwise 409 `reconciliation_changed`, rolled back).
+   */
+  digest?: string;
 }
 
 export interface Compared {
@@ -67,12 +81,30 @@ export async function compareWithLedger(
   dryRun: boolean,
 ): Promise<Compared> {
   const list = async (sql: string, params: unknown[] = []): Promise<ReconciliationList> => {
-    const [{ n }] = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sql}) q`, params);
-    const ids = await tx.query<{ track_id: string }>(
-      `SELECT track_id::text FROM (${sql}) q ORDER BY track_id LIMIT ${LIST_CAP}`,
+    const priced = sql.includes(PRICED);
+    // One scan for the count, the units and the money (a group per currency; unpriced: NULL).
+    const groups = await tx.query<{ currency: string | null; n: number; units: string | null; amount: string | null }>(
+      priced
+        ? `SELECT q.currency, count(*)::int AS n, sum(q.units)::text AS units, sum(q.units * q.price)::text AS amount
+           FROM (${sql}) q GROUP BY q.currency ORDER BY q.currency`
+        : `SELECT NULL AS currency, count(*)::int AS n, NULL AS units, NULL AS amount FROM (${sql}) q`,
       params,
     );
-    return { count: n, trackIds: ids.map((r) => r.track_id), truncated: n > LIST_CAP };
+    const n = groups.reduce((total, group) => total + group.n, 0);
+    const ids =
+      n === 0
+        ? []
+        : await tx.query<{ track_id: string }>(
+            `SELECT track_id::text FROM (${sql}) q ORDER BY track_id LIMIT ${LIST_CAP}`,
+            params,
+          );
+    const found = { count: n, trackIds: ids.map((r) => r.track_id), truncated: n > LIST_CAP };
+    if (!priced) return found;
+    const units = groups.reduce((total, group) => total + Number(group.units ?? 0), 0);
+    const money = groups.flatMap((g) =>
+      g.currency !== null && g.amount !== null ? [{ currency: g.currency, amount: g.amount }] : [],
+    );
+    return { ...found, units, money };
   };
   const none: ReconciliationList = { count: 0, trackIds: [], truncated: false };
   // The latest fact of each listed inquiry, and of each inquiry of a period.
@@ -80,7 +112,7 @@ export async function compareWithLedger(
       SELECT * FROM ledger_entries e WHERE e.track_id = p.track_id ORDER BY ${LATEST_FIRST} LIMIT 1) l ON true`;
   const latestIn = (from: string, to: string) => `SELECT DISTINCT ON (e.track_id) e.* FROM ledger_entries e
       WHERE e.created_at >= ${from} AND e.created_at < ${to} ORDER BY e.track_id, ${LATEST_FIRST}`;
-  const idsOf = (sql: string) => sql.replace('SELECT l.*', 'SELECT l.track_id');
+  const idsOf = (sql: string) => sql.replace('SELECT l.*', `SELECT ${PRICED}`);
   // Listed, with no entry: parked (the database refused it; ledger_parked.track_id is the
   // entry's text) or never sent by this gateway.
   const notInLedger = 'NOT EXISTS (SELECT 1 FROM ledger_entries e WHERE e.track_id = p.track_id)';
@@ -146,7 +178,7 @@ export async function compareWithLedger(
     // After the appends: a correction to not charged is no longer recorded as charged.
     recordedNotCharged: period
       ? await list(
-          `SELECT l.track_id FROM (${latestIn('$1', '$2')}) l
+          `SELECT ${PRICED} FROM (${latestIn('$1', '$2')}) l
            WHERE l.charged = 'yes' AND NOT EXISTS (SELECT 1 FROM provider_list p WHERE p.track_id = l.track_id)`,
           [period.from, period.to],
         )
@@ -169,4 +201,28 @@ export async function compareWithLedger(
     [requestId],
   );
   return { report, span: resolutionSpan, newUnsent };
+}
+
+/**
+ * The digest of a run, inside its transaction: the entries it appended (found by its request id,
+ * among the few reconciled entries) and the report, less what differs between a dry run and its
+ * confirmation (`dryRun`, `digest`).
+ */
+export async function reportDigest(
+  tx: SqlQueries,
+  report: ReconciliationReport,
+  requestId: string | null,
+): Promise<string> {
+  const appended = await tx.query<{ row: string }>(
+    `SELECT e.track_id::text || ':' || e.revision || ':' || e.charged AS row FROM ledger_entries e
+     WHERE e.kind = 'reconciled' AND e.resolved_by = 'reconciliation' AND e.request_id IS NOT DISTINCT FROM $1
+       AND e.recorded_at = now()
+     ORDER BY 1`,
+    [requestId],
+  );
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars
+  const { dryRun, digest, ...shown } = report;
+  const hash = createHash('sha256').update(JSON.stringify(shown));
+  for (const { row } of appended) hash.update(`\n${row}`);
+  return hash.digest('base64url');
 }

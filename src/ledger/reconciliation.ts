@@ -6,9 +6,15 @@ import { describeLedgerFailure } from './ledger-call.js';
 import { LedgerMetrics } from './ledger-metrics.js';
 import { LedgerStore } from './ledger.store.js';
 import { readList, trackIdsOf } from './provider-list.js';
-import { compareWithLedger, type Compared, type ReconciliationReport } from './reconciliation-comparison.js';
+import {
+  compareWithLedger,
+  reportDigest,
+  type Compared,
+  type ReconciliationReport,
+} from './reconciliation-comparison.js';
 import { RESOLUTION_LISTENER, type ResolutionListener } from './resolution-listener.js';
 import { ResolutionMoves } from './resolution-moves.js';
+import { recordAction, type Operator } from './operator-actions.js';
 
 export { MAX_ROWS } from './provider-list.js';
 export { LIST_CAP, type ReconciliationList, type ReconciliationReport } from './reconciliation-comparison.js';
@@ -24,6 +30,10 @@ export interface ReconcileOptions {
   period?: { from: Date; to: Date };
   /** Answer the same report and write nothing (the transaction is rolled back). */
   dryRun?: boolean;
+  /** Who asked: recorded with the changes, in their transaction (not for a dry run). */
+  operator?: Operator;
+  /** A dry run's `digest`: apply only if this run's report and changes are exactly those, else 409. */
+  digest?: string;
 }
 
 /** Thrown out of a dry run's transaction so that it rolls back, carrying its result. */
@@ -79,7 +89,7 @@ export class Reconciliations {
   }
 
   private async run(body: Readable, options: ReconcileOptions): Promise<ReconciliationReport> {
-    const { requestId, period, dryRun = false } = options;
+    const { requestId, period, dryRun = false, digest } = options;
     const list = await readList(body);
     await this.store.ready();
     const { report, span, newUnsent } = await this.store.db
@@ -94,7 +104,16 @@ export class Reconciliations {
         // Statistics for the planner: without them it guesses the temporary table's size.
         await tx.query('ANALYZE provider_list');
         const compared = await compareWithLedger(tx, list.rows, requestId ?? null, period, dryRun);
+        compared.report.digest = await reportDigest(tx, compared.report, requestId ?? null);
+        // Thrown inside the transaction: it rolls back, so nothing but what was shown is ever applied.
+        if (!dryRun && digest !== undefined && digest !== compared.report.digest)
+          throw new ProblemException(
+            'reconciliation_changed',
+            'The ledger changed since the dry run: nothing was applied. Look at the new report and confirm again.',
+          );
         if (dryRun) throw new DryRun(compared);
+        if (options.operator)
+          await recordAction(tx, options.operator, 'reconciliation', summaryOf(compared.report), requestId);
         return compared;
       })
       .catch((error: unknown) => {
@@ -155,4 +174,17 @@ export class Reconciliations {
       );
     }
   }
+}
+
+/** What a reconciliation's record keeps: counts and the period, no trackId. */
+function summaryOf(report: ReconciliationReport): Record<string, unknown> {
+  return {
+    rows: report.rows,
+    period: report.period,
+    chargedAndRecorded: report.chargedAndRecorded.count,
+    chargedNotInLedger: report.chargedNotInLedger.count,
+    resolved: report.resolved.count,
+    resolvedNotCharged: report.resolvedNotCharged.count,
+    corrected: report.correctedToCharged.count + report.correctedToNotCharged.count,
+  };
 }

@@ -24,6 +24,10 @@ const EXAMPLES: Record<ProblemCode, ProblemException> = {
     'A request with this Idempotency-Key is still in progress.',
     { trackId: TRACK_ID },
   ),
+  reconciliation_changed: new ProblemException(
+    'reconciliation_changed',
+    'The ledger changed since the dry run: nothing was applied. Look at the new report and confirm again.',
+  ),
   payload_too_large: new ProblemException('payload_too_large', 'The request body is larger than the limit of 16 KiB.'),
   idempotency_key_reused: new ProblemException(
     'idempotency_key_reused',

@@ -25,6 +25,8 @@ const WHEN: Record<ProblemCode, string> = {
   request_timeout: '`request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`',
   headers_too_large: '`headers_too_large`: the request headers are larger than the server accepts',
   idempotency_key_in_use: '`idempotency_key_in_use`: the first request with this Idempotency-Key is still running',
+  reconciliation_changed:
+    '`reconciliation_changed`: the `digest` confirmed is not the report the ledger gives now; nothing was applied',
   payload_too_large: '`payload_too_large`: body over the limit (16 KiB by default), stated in `detail`',
   idempotency_key_reused: '`idempotency_key_reused`: this Idempotency-Key was used with another body or path',
   upstream_rejected: '`upstream_rejected`: the upstream refused the input (its message in `detail`)',

@@ -16,6 +16,8 @@ export const PROBLEM_STATUS = {
   /** Not in the contract's table: the request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS. */
   request_timeout: 408,
   idempotency_key_in_use: 409,
+  /** Not in the contract's table: a reconciliation confirmed against a dry run's report that the ledger no longer gives. */
+  reconciliation_changed: 409,
   payload_too_large: 413,
   /** Not in the contract's table: request headers over Node's limit (16 KiB). */
   headers_too_large: 431,
@@ -44,6 +46,7 @@ const TITLES: Record<ProblemCode, string> = {
   method_not_allowed: 'Method not allowed',
   request_timeout: 'Request timeout',
   idempotency_key_in_use: 'Idempotency key in use',
+  reconciliation_changed: 'The reconciliation would change something else now',
   payload_too_large: 'Payload too large',
   headers_too_large: 'Request headers too large',
   idempotency_key_reused: 'Idempotency key reused',

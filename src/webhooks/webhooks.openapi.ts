@@ -45,7 +45,7 @@ export function ApiWebhookDeliveries(): MethodDecorator {
   return applyDecorators(
     ApiAdmin(
       'Webhook deliveries that fail or are dead',
-      'Needs an API key with `ledger:read`. `failing`: not delivered yet, the last attempt failed (retried with ' +
+      'Needs an API key or an operator’s console token with `ledger:read`. `failing`: not delivered yet, the last attempt failed (retried with ' +
         'backoff for 24 hours); `dead`: given up. Newest first, at most ' +
         `${LIST_ROWS}.`,
     ),
@@ -71,7 +71,7 @@ export function ApiWebhookRetry(): MethodDecorator {
   return applyDecorators(
     ApiAdmin(
       'Send a webhook delivery again',
-      'Needs an API key with `ledger:read` and `ledger:reconcile`. The delivery (any status) is due at once, with ' +
+      'Needs an API key or an operator’s console token with `ledger:read` and `ledger:reconcile`. The delivery (any status) is due at once, with ' +
         'the same `webhook-id`, and a fresh 24 hours of retries.',
     ),
     ApiParam({ name: 'id', schema: { type: 'string', format: 'uuid' } }),

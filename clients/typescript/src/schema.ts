@@ -141,9 +141,29 @@ export interface paths {
         };
         /**
          * This replica's state: upstream token, circuit breaker, Redis, held long-polls, ledger queue, build
-         * @description API keys with `ledger:read` (never a JWT). Bound to the ops listener when `OPS_PORT` is set. `ledger` is null while the ledger is not configured in this build; `routes` says which administration routes this build serves. Each replica answers for itself.
+         * @description API keys or operators' console tokens with `ledger:read` (never an app's JWT). Bound to the ops listener when `OPS_PORT` is set. `ledger` is null while the ledger is not configured in this build; `routes` says which administration routes this build serves. Each replica answers for itself.
          */
         get: operations["AdminStatusController_read"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The credential of this request: an operator signed in to the console, or an API key
+         * @description API keys or operators' console tokens with `ledger:read`. `name` only for an operator whose token has one.
+         */
+        get: operations["AdminStatusController_me"];
         put?: never;
         post?: never;
         delete?: never;
@@ -161,7 +181,7 @@ export interface paths {
         };
         /**
          * Webhook deliveries that fail or are dead
-         * @description Needs an API key with `ledger:read`. `failing`: not delivered yet, the last attempt failed (retried with backoff for 24 hours); `dead`: given up. Newest first, at most 500.
+         * @description Needs an API key or an operator’s console token with `ledger:read`. `failing`: not delivered yet, the last attempt failed (retried with backoff for 24 hours); `dead`: given up. Newest first, at most 500.
          */
         get: operations["WebhooksController_deliveries"];
         put?: never;
@@ -183,7 +203,7 @@ export interface paths {
         put?: never;
         /**
          * Send a webhook delivery again
-         * @description Needs an API key with `ledger:read` and `ledger:reconcile`. The delivery (any status) is due at once, with the same `webhook-id`, and a fresh 24 hours of retries.
+         * @description Needs an API key or an operator’s console token with `ledger:read` and `ledger:reconcile`. The delivery (any status) is due at once, with the same `webhook-id`, and a fresh 24 hours of retries.
          */
         post: operations["WebhooksController_retry"];
         delete?: never;
@@ -201,7 +221,7 @@ export interface paths {
         };
         /**
          * Ledger entries, streamed
-         * @description Needs an API key with `ledger:read`. NDJSON by default, CSV (a header row, RFC 4180) on `Accept: text/csv`; in (createdAt, trackId, kind) order, in bounded memory whatever the number of rows. The CSV columns end with `unitPrice,currency,resolvedBy` (the price recorded with the inquiry, empty when none; who learned a resolution).
+         * @description Needs an API key or an operator’s console token with `ledger:read`. NDJSON by default, CSV (a header row, RFC 4180) on `Accept: text/csv`; in (createdAt, trackId, kind) order, in bounded memory whatever the number of rows. The CSV columns end with `unitPrice,currency,resolvedBy` (the price recorded with the inquiry, empty when none; who learned a resolution).
          */
         get: operations["AdminController_exportLedger"];
         put?: never;
@@ -221,7 +241,7 @@ export interface paths {
         };
         /**
          * Usage per client and period
-         * @description Needs an API key with `ledger:read`. Days and months are UTC; each inquiry counted once by its latest fact; `unitsSpent` counts inquiries charged or possibly charged.
+         * @description Needs an API key or an operator’s console token with `ledger:read`. Days and months are UTC; each inquiry counted once by its latest fact; `unitsSpent` counts inquiries charged or possibly charged.
          */
         get: operations["AdminController_usage"];
         put?: never;
@@ -241,7 +261,7 @@ export interface paths {
         };
         /**
          * Ledger entries the database refused, parked
-         * @description Needs an API key with `ledger:read`. Entries parked in [from, to) (by when they were parked), oldest first, at most 1000 (`truncated` when there are more): each with the database SQLSTATE and message and the entry as the queue held it, JSON text with lone surrogates, control characters and U+2028/U+2029 as \u escapes (docs/runbooks.md, LedgerEntriesParked).
+         * @description Needs an API key or an operator’s console token with `ledger:read`. Entries parked in [from, to) (by when they were parked), oldest first, at most 1000 (`truncated` when there are more): each with the database SQLSTATE and message and the entry as the queue held it, JSON text with lone surrogates, control characters and U+2028/U+2029 as \u escapes (docs/runbooks.md, LedgerEntriesParked).
          */
         get: operations["AdminController_parkedEntries"];
         put?: never;
@@ -263,7 +283,7 @@ export interface paths {
         put?: never;
         /**
          * The provider's list of charged inquiries against the ledger
-         * @description Needs an API key with `ledger:read` and `ledger:reconcile`. Body `text/csv` with a header row naming a `trackId` column and at least one row (otherwise 400 `validation_failed`, nothing written), at most 2000000 rows (413 `payload_too_large`: send it in parts by period). The file is read and checked whole before anything is written. Each list holds the first 1000 trackIds (`truncated` when there are more). A resolution or correction is appended (the history kept) and moves the budgets by exactly the reservation recorded with the inquiry. The same file twice appends nothing the second time. One at a time per instance: another sent meanwhile is 429 `rate_limited` with `Retry-After`.
+         * @description Needs an API key or an operator’s console token with `ledger:read` and `ledger:reconcile`. Body `text/csv` with a header row naming a `trackId` column and at least one row (otherwise 400 `validation_failed`, nothing written), at most 2000000 rows (413 `payload_too_large`: send it in parts by period). The file is read and checked whole before anything is written. Each list holds the first 1000 trackIds (`truncated` when there are more). A resolution or correction is appended (the history kept) and moves the budgets by exactly the reservation recorded with the inquiry. The same file twice appends nothing the second time. One at a time per instance: another sent meanwhile is 429 `rate_limited` with `Retry-After`.
          */
         post: operations["AdminController_reconcile"];
         delete?: never;
@@ -281,7 +301,7 @@ export interface paths {
         };
         /**
          * Inquiries of a period, newest first, one row per inquiry
-         * @description Needs an API key with `ledger:read`. Each row is the latest fact of one inquiry (a reconciliation over a settlement over an overdue entry) with `spentUnits` (0 when not charged) and, with COST_UNIT_PRICE, `spentAmount`: spentUnits × the `unitPrice` the row recorded, in its own `currency` (absent when it recorded none: never today’s price). Paged by keyset on (createdAt, trackId): pass `next` as `after` for the next page; no OFFSET, so a page costs the same deep in a million rows. The same filters on GET /admin/ledger with `latest=true` download exactly these rows.
+         * @description Needs an API key or an operator’s console token with `ledger:read`. Each row is the latest fact of one inquiry (a reconciliation over a settlement over an overdue entry) with `spentUnits` (0 when not charged) and, with COST_UNIT_PRICE, `spentAmount`: spentUnits × the `unitPrice` the row recorded, in its own `currency` (absent when it recorded none: never today’s price). Paged by keyset on (createdAt, trackId): pass `next` as `after` for the next page; no OFFSET, so a page costs the same deep in a million rows. The same filters on GET /admin/ledger with `latest=true` download exactly these rows.
          */
         get: operations["ConsoleReadsController_inquiries"];
         put?: never;
@@ -301,7 +321,7 @@ export interface paths {
         };
         /**
          * Inquiries per day, client and operation, and failures by upstream code
-         * @description Needs an API key with `ledger:read`. Days in BUDGET_TIMEZONE (or `timeZone=UTC`), each inquiry counted once by its latest fact; `unitsSpent` counts inquiries charged or possibly charged. At most 400 days. `refusedBudget` and `refusedQuota` count inquiries refused before a trackId (429 budget_exhausted; 429 rate_limited by a client or end-user quota), per day in BUDGET_TIMEZONE whatever `timeZone` is asked, for every day the range touches; a row may hold only refusals. Each replica adds its counts every LEDGER_REFUSAL_FLUSH_SECONDS: one killed loses at most that interval of them. Rows are ordered by `day`, then `clientId`, then `operation` (code-unit order, not a locale's), the refusal-only rows among them. `spentAmount` is Σ spent units × the price each entry recorded, in `currency` (today’s); `unitPrice` is today’s price, not the one money was read at.
+         * @description Needs an API key or an operator’s console token with `ledger:read`. Days in BUDGET_TIMEZONE (or `timeZone=UTC`), each inquiry counted once by its latest fact; `unitsSpent` counts inquiries charged or possibly charged. At most 400 days. `refusedBudget` and `refusedQuota` count inquiries refused before a trackId (429 budget_exhausted; 429 rate_limited by a client or end-user quota), per day in BUDGET_TIMEZONE whatever `timeZone` is asked, for every day the range touches; a row may hold only refusals. Each replica adds its counts every LEDGER_REFUSAL_FLUSH_SECONDS: one killed loses at most that interval of them. Rows are ordered by `day`, then `clientId`, then `operation` (code-unit order, not a locale's), the refusal-only rows among them. `spentAmount` is Σ spent units × the price each entry recorded, in `currency` (today’s); `unitPrice` is today’s price, not the one money was read at.
          */
         get: operations["ConsoleReadsController_trends"];
         put?: never;
@@ -321,9 +341,29 @@ export interface paths {
         };
         /**
          * Each budget and the company looking ahead at the rate of the last 7 days
-         * @description Needs an API key with `ledger:read`. Per budget: what its window has used (the budget state), the units the ledger records as spent in the last 7 days (of its client; of all for `*`), that rate per day, and when the budget runs out at that rate (`runsOutAt`: null when not before the window resets). The company: the ledger's spend in the current monthly window (BUDGET_TIMEZONE, BUDGET_CALENDAR) and its projection to the window’s end; `clients` the same per client. A projection in units: `unitPrice` is today’s COST_UNIT_PRICE, for pricing what lies ahead (money already spent: GET /admin/usage).
+         * @description Needs an API key or an operator’s console token with `ledger:read`. Per budget: what its window has used (the budget state), the units the ledger records as spent in the last 7 days (of its client; of all for `*`), that rate per day, and when the budget runs out at that rate (`runsOutAt`: null when not before the window resets). The company: the ledger's spend in the current monthly window (BUDGET_TIMEZONE, BUDGET_CALENDAR) and its projection to the window’s end; `clients` the same per client. A projection in units: `unitPrice` is today’s COST_UNIT_PRICE, for pricing what lies ahead (money already spent: GET /admin/usage).
          */
         get: operations["ConsoleReadsController_forecast"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/operator-actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who did what: reconciliations, exports and delivery retries, newest first
+         * @description API keys or operators' console tokens with `ledger:read`. Each names the operator (a console sign-in's `sub` and name, or an API key's client id); `summary` holds counts and periods, no end user's data.
+         */
+        get: operations["OperatorActionsController_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -411,7 +451,7 @@ export interface components {
          * @description Stable machine-readable code.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "headers_too_large" | "idempotency_key_reused" | "upstream_rejected" | "rate_limited" | "budget_exhausted" | "upstream_error" | "upstream_unavailable" | "store_unavailable" | "auth_unavailable" | "upstream_timeout" | "not_cached" | "internal";
+        ProblemCode: "validation_failed" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "reconciliation_changed" | "payload_too_large" | "headers_too_large" | "idempotency_key_reused" | "upstream_rejected" | "rate_limited" | "budget_exhausted" | "upstream_error" | "upstream_unavailable" | "store_unavailable" | "auth_unavailable" | "upstream_timeout" | "not_cached" | "internal";
         /** @description One bad field. The message never repeats the submitted value. */
         FieldError: {
             /**
@@ -648,6 +688,7 @@ export interface components {
             trends: boolean;
             forecast: boolean;
             parked: boolean;
+            operatorActions: boolean;
         };
         StatusBudgetRefusals: {
             /** @description The budget that refused: a client id, or * for all callers. */
@@ -689,6 +730,25 @@ export interface components {
              */
             operations: string[];
             refusals: components["schemas"]["StatusRefusals"];
+        };
+        /** @description Who a request to the administration routes acts as. */
+        Operator: {
+            /**
+             * @description `operator`: signed in to the console.
+             * @enum {string}
+             */
+            kind: "operator" | "api_key";
+            /** @description The operator token's `sub`, or the API key's client id. */
+            id: string;
+            /** @description The operator token's `name` (or `preferred_username`). */
+            name?: string;
+            /**
+             * @example [
+             *       "ledger:read",
+             *       "ledger:reconcile"
+             *     ]
+             */
+            scopes: string[];
         };
         /** @description One budget window: limit, spent, reserved and remaining cost units. */
         Budget: {
@@ -1721,6 +1781,81 @@ export interface operations {
             };
         };
     };
+    AdminStatusController_me: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operator"];
+                };
+            };
+            /** @description `unauthenticated`: no or bad credential. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
+            408: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
+            431: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: anything else; no internal detail in the body. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     WebhooksController_deliveries: {
         parameters: {
             query: {
@@ -2420,6 +2555,8 @@ export interface operations {
             query?: {
                 /** @description true: the same answer, and nothing is written (no entry, no budget move, no metric). */
                 dryRun?: boolean;
+                /** @description A dry run's `digest`: the list is applied only if it changes and reports exactly what that dry run said; otherwise 409 `reconciliation_changed` and nothing is written. Not with `dryRun=true`. */
+                digest?: string;
                 /** @description The provider's billing period, inclusive. */
                 from?: string;
                 /** @description The provider's billing period, exclusive. */
@@ -2442,55 +2579,120 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description What this run changes and reports, hashed (SHA-256, base64url): send a dry run's back as `digest` to apply exactly it. */
+                        digest: string;
                         rows: number;
                         dryRun: boolean;
                         chargedAndRecorded: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         chargedNotInLedger: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         /** @description On the list, with no entry because the database refused it and it was parked (GET /admin/ledger/parked): not a security event. */
                         parked: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         recordedNotCharged: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         chargedButRecordedNotCharged: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         resolved: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         resolvedNotCharged: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         /** @description Resolved earlier as not charged, on this list: a correction (charged) appended. */
                         correctedToCharged: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         /** @description Resolved earlier as charged, absent from this list of its named period: a correction appended. */
                         correctedToNotCharged: {
                             count: number;
                             trackIds: string[];
                             truncated: boolean;
+                            /** @description Lists of inquiries the ledger has: their units, all of them (not capped). */
+                            units?: number;
+                            /** @description Those units at the price each inquiry recorded, by currency (exact decimal string); unpriced units apart. */
+                            money?: {
+                                currency: string;
+                                amount: string;
+                            }[];
                         };
                         /**
                          * @description `unknown` entries absent from the list are resolved as not charged only when `from`/`to` name the period.
@@ -2542,6 +2744,16 @@ export interface operations {
                 headers: {
                     /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `reconciliation_changed`: the `digest` confirmed is not the report the ledger gives now; nothing was applied. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3002,6 +3214,120 @@ export interface operations {
                             lastDaysUnits: number;
                         }[];
                     };
+                };
+            };
+            /** @description `unauthenticated`: no or bad credential. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
+            408: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
+            431: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: anything else; no internal detail in the body. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `store_unavailable`: the record store is unreachable; nothing was sent upstream (with `Retry-After`). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    OperatorActionsController_list: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: {
+                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The latest actions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actions: {
+                            /** Format: date-time */
+                            at: string;
+                            /** @enum {string} */
+                            action: "reconciliation" | "export" | "delivery_retry";
+                            /** @enum {string} */
+                            kind: "operator" | "api_key";
+                            id: string;
+                            name?: string;
+                            requestId: string | null;
+                            summary: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key`, a trackId that is not a UUID (one `errors` entry per bad field). */
+            400: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description `unauthenticated`: no or bad credential. */

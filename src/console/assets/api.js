@@ -1,6 +1,8 @@
-// Calls to the gateway's administration routes (docs/api.md §4 and §7) with the operator's key.
-// The key lives in sessionStorage only (this tab, until it closes): never in a URL, a cookie or
+// Calls to the gateway's administration routes (docs/api.md §4 and §7) with the signed-in
+// operator's access token (sign-in.js), or else the break-glass key. The key lives in sessionStorage only (this tab, until it closes): never in a URL, a cookie or
 // localStorage, and it is sent in X-Api-Key, a header the access log never writes.
+
+import { accessToken, hasSession, renew } from '/console/sign-in.js';
 
 const KEY_ITEM = 'vgw-console-api-key';
 
@@ -10,12 +12,13 @@ export const keyStore = {
   clear: () => sessionStorage.removeItem(KEY_ITEM),
 };
 
-/** A failed call, with a sentence an operator can act on. */
+/** A failed call, with a sentence an operator can act on (and a 400's field errors, to show inline). */
 export class ApiError extends Error {
-  constructor(status, message, code) {
+  constructor(status, message, code, errors = []) {
     super(message);
     this.status = status;
     this.code = code;
+    this.errors = errors;
   }
 }
 
@@ -30,26 +33,47 @@ async function failure(response) {
   const detail = typeof problem.detail === 'string' ? ` (${problem.detail})` : '';
   switch (response.status) {
     case 401:
-      return new ApiError(401, 'The gateway did not accept this key: check it and enter it again.', problem.code);
+      return new ApiError(
+        401,
+        hasSession()
+          ? 'The gateway did not accept your sign-in: sign in again.'
+          : 'The gateway did not accept this key: check it and enter it again.',
+        problem.code,
+      );
     case 403:
-      return new ApiError(403, `This key may not do this${detail}. Ask for a key with the scope named.`, problem.code);
+      return new ApiError(403, `You may not do this${detail}. Ask for the scope named.`, problem.code);
+    case 409:
+      return new ApiError(409, problem.detail ?? 'The ledger changed meanwhile.', problem.code);
     case 404:
       return new ApiError(404, 'Not found.', problem.code);
     case 429:
       return new ApiError(429, `Too many requests${detail}; try again shortly.`, problem.code);
-    default:
-      return new ApiError(response.status, `The gateway answered ${response.status}${detail}.`, problem.code);
+    default: {
+      const errors = Array.isArray(problem.errors) ? problem.errors.slice(0, 20) : [];
+      return new ApiError(response.status, `The gateway answered ${response.status}${detail}.`, problem.code, errors);
+    }
   }
 }
 
-async function send(path, init = {}) {
+/** The credential for a call: the operator's token (renewed if it has just expired), else the key. */
+async function credential() {
+  if (hasSession()) {
+    const token = accessToken() ?? ((await renew()) ? accessToken() : null);
+    if (token) return { authorization: `Bearer ${token}` };
+    throw new ApiError(401, 'Your sign-in has ended: sign in again.');
+  }
   const key = keyStore.get();
-  if (!key) throw new ApiError(0, 'Enter an API key first.');
+  if (!key) throw new ApiError(0, 'Sign in (or enter an API key) first.');
+  return { 'x-api-key': key };
+}
+
+async function send(path, init = {}) {
+  const headers = await credential();
   let response;
   try {
     response = await fetch(path, {
       ...init,
-      headers: { ...init.headers, 'x-api-key': key },
+      headers: { ...init.headers, ...headers },
       cache: 'no-store',
       credentials: 'omit',
       redirect: 'error',
@@ -108,9 +132,13 @@ export async function download(path, accept, filename) {
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
-/** POST /admin/reconciliations: the provider's CSV as it is, streamed from the file. */
-export async function reconcile(file) {
-  const response = await send('/admin/reconciliations', {
+/**
+ * POST /admin/reconciliations: the provider's CSV as it is, streamed from the file; a dry run, or
+ * the confirmation of one (`digest`: applied only if the ledger still gives that report, else 409).
+ */
+export async function reconcile(file, options = {}) {
+  const query = new URLSearchParams(options.digest ? { digest: options.digest } : { dryRun: 'true' });
+  const response = await send(`/admin/reconciliations?${query}`, {
     method: 'POST',
     headers: { 'content-type': 'text/csv', accept: 'application/json' },
     body: file,

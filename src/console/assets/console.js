@@ -1,11 +1,14 @@
 // The operators' console (docs/operations.md, "The console"): plain ES modules, no build step.
-import { ApiError, getJson, keyStore, reconcile, streamLedger } from '/console/api.js';
+import { ApiError, getJson, keyStore, streamLedger } from '/console/api.js';
+import { allowReconciliation, dryRun, loadActions } from '/console/reconcile.js';
 import { addDays, dayOf, display, zone } from '/console/format.js';
 import { applyList, setOperations, setUpList, startOf } from '/console/list.js';
 import { budgetsView, clientsView, companyView, priceNote } from '/console/spend.js';
 import { dayView, errorsChart, lastDays, latestTroubledDay, refusalsChart, spendChart } from '/console/trends.js';
 import { mark, renderNow } from '/console/now.js';
-import { entriesView, h, note, reportView, table, time } from '/console/views.js';
+import { setUpAccess, showWho } from '/console/access.js';
+import { forgetSession } from '/console/sign-in.js';
+import { entriesView, h, note, table, time } from '/console/views.js';
 
 const $ = (id) => document.getElementById(id);
 const NOW_EVERY_MS = 5000;
@@ -27,7 +30,7 @@ function setKeyMessage(text, isError = false) {
 /** A failed call shown where its figures would be; a refused key also ends the session's key. */
 function failed(container, error) {
   if (!(error instanceof ApiError)) throw error;
-  if (error.status === 401) signOut('The gateway did not accept this key: check it and enter it again.', true);
+  if (error.status === 401) signOut(error.message, true);
   showIn(container, note(error.message, 'error'));
 }
 
@@ -208,17 +211,12 @@ function findInquiry(event) {
 
 // ---- Reconciliation
 
-async function sendReconciliation(event) {
+function sendReconciliation(event) {
   event.preventDefault();
   const [file] = $('reconcile-file').files;
   if (!routes.reconciliations) return showIn('reconcile-result', absent('POST /admin/reconciliations'));
   if (!file) return showIn('reconcile-result', note('Choose the provider’s CSV file first.', 'error'));
-  showIn('reconcile-result', note(`Sending ${file.name}…`));
-  try {
-    showIn('reconcile-result', reportView(await reconcile(file), new Date().toISOString()));
-  } catch (error) {
-    failed('reconcile-result', error);
-  }
+  void dryRun(file, failed);
 }
 
 // ---- The key
@@ -234,6 +232,8 @@ function setSignedIn(signedIn) {
 
 function signOut(message, isError = false) {
   keyStore.clear();
+  forgetSession();
+  showWho();
   setSignedIn(false);
   setKeyMessage(message, isError);
   $('now-facts').hidden = true;
@@ -245,17 +245,14 @@ async function start() {
   } catch (error) {
     if (!(error instanceof ApiError)) throw error;
     if (error.status === 401 || error.status === 403) {
-      signOut(
-        error.status === 401
-          ? error.message
-          : 'This key is valid but lacks the scope ledger:read: ask for an admin key.',
-        true,
-      );
+      signOut(error.status === 401 ? error.message : 'This credential lacks the scope ledger:read.', true);
     } else setKeyMessage(error.message, true);
     return;
   }
   setSignedIn(true);
-  setKeyMessage('Key accepted; kept in this tab only, until it closes.');
+  setKeyMessage(keyStore.get() ? 'Key accepted; kept in this tab only, until it closes.' : '');
+  allowReconciliation((await getJson('/admin/me').catch(() => ({ scopes: [] }))).scopes);
+  if (routes.operatorActions) void loadActions(failed);
   await loadAll();
 }
 
@@ -274,7 +271,7 @@ $('money-refresh').addEventListener('click', () => void loadAll());
 $('trend-measure').addEventListener('change', drawTrends);
 $('trend-day').addEventListener('change', drawTrends);
 $('inquiry-form').addEventListener('submit', findInquiry);
-$('reconcile-form').addEventListener('submit', (event) => void sendReconciliation(event));
+$('reconcile-form').addEventListener('submit', sendReconciliation);
 $('show-utc').addEventListener('change', () => {
   display.utc = $('show-utc').checked;
   $('trend-day').value = '';
@@ -297,4 +294,4 @@ $('list-form').addEventListener('submit', (event) => {
   event.preventDefault();
   void applyList();
 });
-if (keyStore.get()) void start();
+void setUpAccess(start, signOut, setKeyMessage);
