@@ -1,7 +1,8 @@
 import { Controller, Get, Param, Res, UseGuards } from '@nestjs/common';
 import { ApiExcludeController, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { CallerAuthGuard, RequireScopes } from '../caller-auth/caller-auth.guard.js';
+import type { Caller } from '../caller-auth/caller.js';
+import { CallerAuthGuard, CurrentCaller, RequireScopes } from '../caller-auth/caller-auth.guard.js';
 import { API_KEY_SCHEME } from '../openapi.js';
 import { ApiProblemResponses } from '../problem/problem.openapi.js';
 import { ProblemException } from '../problem/problem.js';
@@ -67,8 +68,8 @@ export class AdminStatusController {
   @ApiSecurity(API_KEY_SCHEME)
   @ApiOkResponse({ type: GatewayStatusSchema, description: 'The state of the replica that answered.' })
   @ApiProblemResponses(['unauthenticated', 'forbidden', 'internal'])
-  read(@Res({ passthrough: true }) reply: FastifyReply): Promise<GatewayStatus> {
+  read(@CurrentCaller() caller: Caller, @Res({ passthrough: true }) reply: FastifyReply): Promise<GatewayStatus> {
     void reply.header('cache-control', 'no-store');
-    return this.status.read();
+    return this.status.read(caller);
   }
 }

@@ -65,6 +65,7 @@ class StatusRoutesSchema {
   @ApiProperty({ type: Boolean }) trends!: boolean;
   @ApiProperty({ type: Boolean }) forecast!: boolean;
   @ApiProperty({ type: Boolean }) parked!: boolean;
+  @ApiProperty({ type: Boolean }) webhooks!: boolean;
 }
 
 @ApiSchema({ name: 'StatusBudgetRefusals' })
@@ -109,4 +110,10 @@ export class GatewayStatusSchema {
   })
   operations!: string[];
   @ApiProperty({ type: StatusRefusalsSchema }) refusals!: StatusRefusalsSchema;
+  @ApiProperty({
+    type: [String],
+    description: 'The scopes of the key that asked: the console offers only what it may do.',
+    example: ['ledger:read', 'ledger:reconcile'],
+  })
+  scopes!: string[];
 }

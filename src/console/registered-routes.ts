@@ -12,6 +12,7 @@ export const ADMIN_ROUTES = {
   trends: 'GET /admin/trends',
   forecast: 'GET /admin/forecast',
   parked: 'GET /admin/ledger/parked',
+  webhooks: 'GET /admin/webhooks/deliveries',
 } as const;
 
 export type AdminRoute = keyof typeof ADMIN_ROUTES;

@@ -648,6 +648,7 @@ export interface components {
             trends: boolean;
             forecast: boolean;
             parked: boolean;
+            webhooks: boolean;
         };
         StatusBudgetRefusals: {
             /** @description The budget that refused: a client id, or * for all callers. */
@@ -689,6 +690,14 @@ export interface components {
              */
             operations: string[];
             refusals: components["schemas"]["StatusRefusals"];
+            /**
+             * @description The scopes of the key that asked: the console offers only what it may do.
+             * @example [
+             *       "ledger:read",
+             *       "ledger:reconcile"
+             *     ]
+             */
+            scopes: string[];
         };
         /** @description One budget window: limit, spent, reserved and remaining cost units. */
         Budget: {

@@ -6,6 +6,7 @@ import { budgetsView, clientsView, companyView, priceNote } from '/console/spend
 import { dayView, errorsChart, lastDays, latestTroubledDay, refusalsChart, spendChart } from '/console/trends.js';
 import { mark, renderNow } from '/console/now.js';
 import { entriesView, h, note, reportView, table, time } from '/console/views.js';
+import { loadWebhooks } from '/console/webhooks.js';
 
 const $ = (id) => document.getElementById(id);
 const NOW_EVERY_MS = 5000;
@@ -15,7 +16,6 @@ let routes = {};
 let nowTimer = null;
 let trends = null;
 let lastStatus = null;
-
 const today = () => dayOf(Date.now());
 const showIn = (container, ...content) => $(container).replaceChildren(...content);
 
@@ -167,10 +167,9 @@ async function loadParked() {
 }
 
 let datesSet = false;
-
 async function loadAll() {
-  // The forecast says the zone the rest is written in; the trends and parked entries need none.
-  await Promise.all([loadMoney(), loadTrends(), loadParked()]);
+  // The forecast says the zone the rest is written in; the trends, parked entries and deliveries need none.
+  await Promise.all([loadMoney(), loadTrends(), loadParked(), loadWebhooks(lastStatus, failed)]);
   // "Now" was drawn before the zone was known: again, in it.
   if (lastStatus) showNow(lastStatus);
   drawTrends();
@@ -236,7 +235,7 @@ function signOut(message, isError = false) {
   keyStore.clear();
   setSignedIn(false);
   setKeyMessage(message, isError);
-  $('now-facts').hidden = true;
+  $('now-facts').hidden = $('webhooks').hidden = true;
 }
 
 async function start() {
@@ -271,6 +270,7 @@ $('key-form').addEventListener('submit', (event) => {
 $('forget-key').addEventListener('click', () => signOut('Key forgotten.'));
 $('now-refresh').addEventListener('click', refreshNowQuietly);
 $('money-refresh').addEventListener('click', () => void loadAll());
+$('webhooks-refresh').addEventListener('click', () => void loadWebhooks(lastStatus, failed));
 $('trend-measure').addEventListener('change', drawTrends);
 $('trend-day').addEventListener('change', drawTrends);
 $('inquiry-form').addEventListener('submit', findInquiry);
