@@ -21,6 +21,7 @@ describe('RegisteredRoutes', () => {
       trends: false,
       forecast: false,
       parked: false,
+      webhooks: false,
     });
     await server.close();
   });
