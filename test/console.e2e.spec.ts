@@ -13,7 +13,8 @@
  * breaker as the simulator fails; a wrong key is told so; no console error the test cannot
  * account for; axe-core finds no serious or critical fault at 1280×800 nor at 390 px; the
  * operation filter offers the catalog's operations, one added by INQUIRY_OPERATIONS among them;
- * a dead webhook delivery is listed and its Retry button sends it again under the same webhook-id.
+ * a dead webhook delivery is listed and its Retry button (absent for a key without
+ * ledger:reconcile) sends it again under the same webhook-id.
  * Screenshots go to os.tmpdir().
  */
 import { randomUUID } from 'node:crypto';
@@ -52,6 +53,8 @@ const OPERATOR = {
   key: 'key-ops-console-0123456789',
   scopes: ['ledger:read', 'ledger:reconcile'],
 };
+/** An operator who may read but not retry (no ledger:reconcile). */
+const READER = { clientId: 'ops-reader', key: 'key-ops-reader-0123456789', scopes: ['ledger:read'] };
 /** A client of its own (the run's PostgreSQL is shared with other specs): its budget and usage are this test's alone. */
 const SHOP = { clientId: 'console-shop', key: 'key-console-shop-0123456789', scopes: ['kyc:shahkar'] };
 const SHOP_DAILY_UNITS = 10;
@@ -243,7 +246,7 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
         UPSTREAM_BASE_URL: sim.baseUrl,
         REDIS_URL: redis.url,
         OPS_PORT: String(opsPort),
-        API_KEYS: apiKeysWith(OPERATOR, SHOP),
+        API_KEYS: apiKeysWith(OPERATOR, SHOP, READER),
         BUDGETS: JSON.stringify([
           { clientId: SHOP.clientId, daily: SHOP_DAILY_UNITS },
           { clientId: FORECAST, daily: FORECAST_DAILY, monthly: FORECAST_MONTHLY },
@@ -691,6 +694,15 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     expect(await row.innerText()).toMatch(
       new RegExp(`${HOOK.id}\\s+inquiry\\.settled\\s+${entry.trackId}[\\s\\S]*HTTP 503`),
     );
+    // A key with ledger:read only sees the dead delivery, and no Retry button.
+    const reader = await browser.context.newPage();
+    await reader.goto(consoleUrl);
+    await reader.fill('#api-key', READER.key);
+    await reader.click('#key-form button[type=submit]');
+    await reader.locator(`#webhooks-dead tr[data-delivery="${id}"]`).waitFor({ timeout: 20_000 });
+    expect(await reader.locator('#webhooks-dead button').count()).toBe(0);
+    expect(await reader.innerText('#webhooks-dead')).toContain('needs a key with ledger:reconcile');
+    await reader.close();
     hookStatus = 200;
     const resent = nextEvent(hooks, 'delivery', (d: { id: string; status: number }) => d.id === id);
     await row.getByRole('button', { name: new RegExp(`^Retry delivery ${id}`) }).click();
