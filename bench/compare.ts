@@ -53,6 +53,18 @@ const number = (name: string, fallback: number) => {
   return value;
 };
 
+/**
+ * A gateway's webhook deliveries so far and its oldest pending one, from its /metrics ('' without
+ * webhooks): whether its worker kept up with the inquiries whose CPU was measured.
+ */
+async function webhookBacklog(url: string): Promise<string> {
+  const metrics = await (await fetch(`${url}/metrics`)).text();
+  const value = (pattern: RegExp) => Number(pattern.exec(metrics)?.[1] ?? NaN);
+  const delivered = value(/^vgw_webhook_deliveries_total\{[^}]*result="delivered"[^}]*\} (\S+)$/m);
+  if (Number.isNaN(delivered)) return '';
+  return `, webhooks delivered ${num(delivered)}, oldest pending ${num(value(/^vgw_webhook_oldest_pending_seconds\{[^}]*\} (\S+)$/m))} s`;
+}
+
 async function main(): Promise<void> {
   const builds = process.argv.slice(2, 4).map((dir) => resolve(dir));
   if (builds.length !== 2) throw new Error('usage: npm run bench:compare -- <project dir A> <project dir B>');
@@ -79,6 +91,8 @@ async function main(): Promise<void> {
   const lines: string[] = [];
   try {
     const sim = await ServerProcess.start('simulator', { role: 'simulator', latencyMs: 0 });
+    // A real sink (200 to all) for the scenarios that send to one: the OTLP exporter, webhooks.
+    const sink = await ServerProcess.start('sink', { role: 'sink' });
     const baseEnv = {
       UPSTREAM_BASE_URL: sim.url,
       REDIS_URL: redisServer.url,
@@ -92,7 +106,7 @@ async function main(): Promise<void> {
     for (const s of scenarios) {
       const envOf = (scenario: (typeof SCENARIOS)[number]) => ({
         ...baseEnv,
-        ...scenario.gatewayEnv?.({ sinkUrl: 'http://127.0.0.1:9' }),
+        ...scenario.gatewayEnv?.({ sinkUrl: sink.url }),
       });
       // One after the other: two Nest start-ups at once on a loaded machine take long. `order`:
       // which build starts first (fresh pairs alternate it).
@@ -129,10 +143,10 @@ async function main(): Promise<void> {
       if (s.failRatio) await sim.setFailRatio(s.failRatio);
       try {
         const load = { ...settings, connections: s.connections ?? settings.connections };
-        const report = (round: number, i: number, f: ServerFigures) =>
+        const report = async (round: number, i: number, f: ServerFigures) =>
           console.log(
             `  ${s.name}, round ${round + 1}/${rounds}, ${'AB'[i]}: ${num(f.cpuUsPerRequest)} us/req, ` +
-              `${num(f.requestsPerSecond)} req/s, p50 ${num(f.latencyMs.p50, 2)} ms`,
+              `${num(f.requestsPerSecond)} req/s, p50 ${num(f.latencyMs.p50, 2)} ms${await webhookBacklog(gateways[i].url)}`,
           );
         for (let round = 0; round < rounds; round++) {
           if (freshProcesses && round > 0) {
@@ -151,14 +165,17 @@ async function main(): Promise<void> {
               { ...load, rate: sideBySideRate },
               [true, true],
             );
-            pair.forEach((f, i) => (figures[i].push(f), report(round, i, f)));
+            for (const [i, f] of pair.entries()) {
+              figures[i].push(f);
+              await report(round, i, f);
+            }
             continue;
           }
           // A first in even rounds, B first in odd ones: neither always follows the other.
           for (const i of round % 2 ? [1, 0] : [0, 1]) {
             const f = stripWindow(await measureServer(gateways[i], sim, redis, targets[i], load, { eventLoop: true }));
             figures[i].push(f);
-            report(round, i, f);
+            await report(round, i, f);
           }
         }
       } finally {

@@ -182,6 +182,26 @@ export const SCENARIOS: Scenario[] = [
     reference: false,
     monitor: true,
   },
+  {
+    // One endpoint subscribed to inquiry.settled (docs/api.md §9): the event rides the ledger
+    // entry's insert (a trigger, in PostgreSQL), and this replica's worker signs each and posts
+    // it to the bench's sink (200 to all). Against 'no key': `BENCH_SCENARIO_A="no key"
+    // BENCH_SCENARIOS=webhook npm run bench:compare -- . .` (docs/performance.md, "Webhooks").
+    name: 'webhook: one endpoint on inquiry.settled',
+    gatewayEnv: ({ sinkUrl }) => ({
+      WEBHOOKS: JSON.stringify([
+        {
+          id: 'bench',
+          clientId: TEST_CLIENTS.basic.clientId,
+          url: `${sinkUrl}/hook`,
+          secret: `whsec_${Buffer.alloc(32, 1).toString('base64')}`,
+          events: ['inquiry.settled'],
+        },
+      ]),
+      WEBHOOKS_ALLOW_HTTP: 'true',
+    }),
+    reference: false,
+  },
   // An inquiry replica beside a drainer Deployment (LEDGER_DRAIN=false): the ledger's duty and
   // entry ride the record's script, and nothing drains here. A key prefix of its own, so that a
   // draining gateway measured beside it never drains its entries (docs/performance.md, "Ledger").

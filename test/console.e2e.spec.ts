@@ -12,18 +12,22 @@
  * reconciliation CSV is sent and its report shown; the "Now" panel follows the token and the
  * breaker as the simulator fails; a wrong key is told so; no console error the test cannot
  * account for; axe-core finds no serious or critical fault at 1280×800 nor at 390 px; the
- * operation filter offers the catalog's operations, one added by INQUIRY_OPERATIONS among them.
+ * operation filter offers the catalog's operations, one added by INQUIRY_OPERATIONS among them;
+ * a dead webhook delivery is listed and its Retry button (absent for a key without
+ * ledger:reconcile) sends it again under the same webhook-id.
  * Screenshots go to os.tmpdir().
  */
 import { randomUUID } from 'node:crypto';
-import { EventEmitter } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import { mkdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { Page } from 'playwright-core';
+import { Webhook } from 'standardwebhooks';
 import type { LedgerEntry, QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { addRefusals } from '../src/ledger/ledger-refusals.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
@@ -49,6 +53,8 @@ const OPERATOR = {
   key: 'key-ops-console-0123456789',
   scopes: ['ledger:read', 'ledger:reconcile'],
 };
+/** An operator who may read but not retry (no ledger:reconcile). */
+const READER = { clientId: 'ops-reader', key: 'key-ops-reader-0123456789', scopes: ['ledger:read'] };
 /** A client of its own (the run's PostgreSQL is shared with other specs): its budget and usage are this test's alone. */
 const SHOP = { clientId: 'console-shop', key: 'key-console-shop-0123456789', scopes: ['kyc:shahkar'] };
 const SHOP_DAILY_UNITS = 10;
@@ -82,6 +88,9 @@ const ADDED_OPERATION = {
 };
 /** A client whose only entries are of the added operation. */
 const ADDED_CLIENT = `console-added-${RUN}`;
+/** A webhook endpoint of this run, subscribed to HOOKED's settled inquiries (docs/api.md §9). */
+const HOOK = { id: `console-${RUN}`, secret: `whsec_${Buffer.alloc(32, 7).toString('base64')}` };
+const HOOKED = `console-hooked-${RUN}`;
 
 /** A settled entry of a seeded client. */
 function seeded(clientId: string, createdAt: number, fields: Partial<LedgerEntry> = {}): QueuedEntry {
@@ -154,6 +163,7 @@ class Lines extends Writable {
   text = '';
   override _write(chunk: Buffer | string, _encoding: BufferEncoding, callback: () => void): void {
     this.text += chunk.toString();
+    this.emit('text');
     callback();
   }
 }
@@ -181,6 +191,26 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
   const pageErrors: string[] = [];
   /** `written` with each batch the gateway's drainer has inserted into PostgreSQL. */
   const drained = new EventEmitter();
+  /** The webhook receiver: `delivery` with each verified one ({ id, trackId, status }); answers `hookStatus`. */
+  const hooks = new EventEmitter();
+  let hookStatus = 503;
+  const receiver = createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    request.on('end', () => {
+      let trackId: string | undefined;
+      try {
+        const event = new Webhook(HOOK.secret).verify(body, request.headers as Record<string, string>);
+        trackId = (event as { data: { trackId: string } }).data.trackId;
+      } catch {
+        // unverified: answered 400 and told with no trackId, which no test awaits
+      }
+      const status = trackId ? hookStatus : 400;
+      response.statusCode = status;
+      response.end();
+      hooks.emit('delivery', { id: request.headers['webhook-id'], trackId, status });
+    });
+  });
   /** An administration route's JSON on the ops listener, with the operator's key. */
   const admin = async (path: string): Promise<Record<string, unknown> & { company: Record<string, unknown> }> => {
     const answer = await callGateway(consoleUrl.replace(/\/console$/, ''), 'GET', path, { apiKey: OPERATOR.key });
@@ -208,12 +238,15 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     sim = new UpstreamSimulator({ accessTokenSeconds: 4 });
     await sim.start();
     const opsPort = await freePort();
+    receiver.listen(0, '127.0.0.1');
+    await once(receiver, 'listening');
+    const hookUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
     gateway = await startGateway(
       {
         UPSTREAM_BASE_URL: sim.baseUrl,
         REDIS_URL: redis.url,
         OPS_PORT: String(opsPort),
-        API_KEYS: apiKeysWith(OPERATOR, SHOP),
+        API_KEYS: apiKeysWith(OPERATOR, SHOP, READER),
         BUDGETS: JSON.stringify([
           { clientId: SHOP.clientId, daily: SHOP_DAILY_UNITS },
           { clientId: FORECAST, daily: FORECAST_DAILY, monthly: FORECAST_MONTHLY },
@@ -230,6 +263,13 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
         BUDGET_CALENDAR: 'persian',
         // The breaker stays open for the test's look at it.
         UPSTREAM_CIRCUIT_RESET_MS: '60000',
+        WEBHOOKS: JSON.stringify([
+          { id: HOOK.id, clientId: HOOKED, url: hookUrl, secret: HOOK.secret, events: ['inquiry.settled'] },
+        ]),
+        WEBHOOKS_ALLOW_HTTP: 'true',
+        WEBHOOKS_POLL_MS: '50',
+        WEBHOOKS_FIRST_RETRY_MS: '100',
+        WEBHOOKS_RETRY_FOR_SECONDS: '1',
       },
       { logger: new JsonLogger('info', lines) },
     );
@@ -280,6 +320,7 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     await gateway?.close();
     await sim?.stop();
     await redis?.stop();
+    receiver.close();
   }, 60_000);
 
   it('is served on the ops port only, with a strict Content-Security-Policy, and /admin/status needs ledger:read', async () => {
@@ -310,8 +351,9 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
       redis: { mode: 'standalone', reachable: true },
       heldLongPolls: 0,
       ledger: { database: LEDGER_DATABASE, databaseReachable: true },
-      routes: { ledger: true, usage: true, budgets: true, reconciliations: true },
+      routes: { ledger: true, usage: true, budgets: true, reconciliations: true, webhooks: true },
       build: { version: expect.any(String) as unknown },
+      scopes: OPERATOR.scopes,
     });
   });
 
@@ -638,6 +680,36 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     expect(await untilText(page, '#now-token-failures', /^[1-9]/)).toMatch(/upstream/);
     expect(await untilText(page, '#now-token-state', /^expired$/)).toBe('expired');
     await page.screenshot({ path: join(SCREENSHOTS, 'console-failing.png'), fullPage: true });
+  }, 60_000);
+
+  it('lists a dead webhook delivery, and its Retry button sends it again under the same webhook-id', async () => {
+    const entry = seeded(HOOKED, Date.now());
+    const first = nextEvent<{ id: string; trackId?: string }>(hooks, 'delivery', (d) => d.trackId === entry.trackId);
+    await gateway.app.get(LedgerStore).insert([entry]);
+    const { id } = await first;
+    // Dead once WEBHOOKS_RETRY_FOR_SECONDS (1 s) of 503s has run out: the dispatcher says so in its log.
+    const dead = () => lines.text.includes(`webhook delivery ${id} to ${HOOK.id} is dead`);
+    if (!dead()) await nextEvent(lines, 'text', dead, 20_000);
+    await page.click('#webhooks-refresh');
+    const row = page.locator(`#webhooks-dead tr[data-delivery="${id}"]`);
+    expect(await row.innerText()).toMatch(
+      new RegExp(`${HOOK.id}\\s+inquiry\\.settled\\s+${entry.trackId}[\\s\\S]*HTTP 503`),
+    );
+    // A key with ledger:read only sees the dead delivery, and no Retry button.
+    const reader = await browser.context.newPage();
+    await reader.goto(consoleUrl);
+    await reader.fill('#api-key', READER.key);
+    await reader.click('#key-form button[type=submit]');
+    await reader.locator(`#webhooks-dead tr[data-delivery="${id}"]`).waitFor({ timeout: 20_000 });
+    expect(await reader.locator('#webhooks-dead button').count()).toBe(0);
+    expect(await reader.innerText('#webhooks-dead')).toContain('needs a key with ledger:reconcile');
+    await reader.close();
+    hookStatus = 200;
+    const resent = nextEvent(hooks, 'delivery', (d: { id: string; status: number }) => d.id === id);
+    await row.getByRole('button', { name: new RegExp(`^Retry delivery ${id}`) }).click();
+    expect(await resent).toEqual({ id, trackId: entry.trackId, status: 200 });
+    expect(await untilText(page, '#webhooks-message', /queued again/)).toContain(id);
+    await row.waitFor({ state: 'detached' });
   }, 60_000);
 
   it('is readable on a 390-px phone screen, and axe-core finds no serious or critical fault', async () => {

@@ -11,6 +11,10 @@
  * Its banner (key, URLs, console, a first curl) comes last, after start-up's quieted lines; and
  * `npm test`'s clean-tree check (test/support/clean-tree.js) tolerates its running ledger's files
  * while still catching a file a test wrote, here in a git repository made for the purpose.
+ *
+ * Pointed at the sandbox's webhook receiver (test/sandbox/webhook-receiver.ts, as built by this
+ * very `npm run sandbox`), it delivers an inquiry's `inquiry.settled`, which the receiver verifies
+ * with the standardwebhooks package and prints; a forged delivery is refused with 400.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
@@ -19,12 +23,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from '@jest/globals';
+import { Webhook } from 'standardwebhooks';
 import { nextEvent } from './support/events.js';
 import { freePort } from './support/redis-server.js';
 import { ledgersInUse, runChanges, treeChanges, treeState } from './support/clean-tree.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const API_KEY = 'sandbox-script-test-key';
+const HOOK_SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 
 /** `PORT=<port> npm run --silent sandbox:jwt -- <args>`: the token it prints. */
 async function mintToken(port: number, ...args: string[]): Promise<string> {
@@ -58,17 +64,21 @@ function gitRepository(): string {
 
 describe('npm run sandbox', () => {
   let npm: ChildProcess | undefined;
+  let receiver: ChildProcess | undefined;
   const repo = gitRepository();
 
   afterAll(() => {
     // Whatever went wrong, leave nothing behind: the whole process group.
     if (npm?.pid && groupAlive(npm.pid)) process.kill(-npm.pid, 'SIGKILL');
+    if (receiver?.exitCode === null) receiver.kill('SIGKILL');
     rmSync(repo, { recursive: true, force: true });
   });
 
   it('serves its documented callers and test data, then stops the gateway and the simulator on SIGTERM', async () => {
     const port = await freePort();
     const simulatorPort = await freePort();
+    const hookPort = await freePort();
+    const hookUrl = `http://127.0.0.1:${hookPort}/`;
     const treeBefore = treeState(repo)!;
     // LOG_LEVEL unset, as a developer starts it: start-up quiet, info afterwards.
     const { LOG_LEVEL: _unset, ...environment } = process.env;
@@ -81,6 +91,10 @@ describe('npm run sandbox', () => {
         SANDBOX_API_KEY: API_KEY,
         // Its ledger on disk as by default (.data/ledger), but in the git repository made above.
         LEDGER_DATA_DIR: join(repo, '.data', 'ledger'),
+        // As the receiver's banner says to start it (WEBHOOKS_ALLOW_HTTP is the sandbox's default).
+        WEBHOOKS: JSON.stringify([
+          { id: 'sandbox', clientId: '*', url: hookUrl, secret: HOOK_SECRET, events: ['inquiry.settled'] },
+        ]),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true, // its own process group, so the check below sees every descendant
@@ -101,6 +115,20 @@ describe('npm run sandbox', () => {
     expect(output).toContain(`Operators' console: http://127.0.0.1:${port}/console`);
     expect((await fetch(`http://127.0.0.1:${port}/console`)).status).toBe(200);
 
+    expect(output).toContain('Webhooks (WEBHOOKS) to: sandbox, as each inquiry settles');
+    // The receiver `npm run webhook-receiver` runs, built by the sandbox's compile above.
+    receiver = spawn(process.execPath, [join(ROOT, '.build/test/sandbox/webhook-receiver.js')], {
+      env: { ...process.env, WEBHOOK_RECEIVER_PORT: String(hookPort), WEBHOOK_SECRET: HOOK_SECRET },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let received = '';
+    receiver.stdout!.on('data', (chunk: Buffer) => (received += chunk.toString()));
+    receiver.stderr!.on('data', (chunk: Buffer) => (received += chunk.toString()));
+    await nextEvent(receiver.stdout!, 'data', () => received.includes('npm run sandbox\n'), 20_000);
+    expect(received).toContain(
+      `WEBHOOKS='[{"id":"sandbox","clientId":"*","url":"${hookUrl}","secret":"${HOOK_SECRET}"`,
+    );
+
     const inquire = async (path: string, body: object, auth: Record<string, string>) => {
       const response = await fetch(`http://127.0.0.1:${port}${path}`, {
         method: 'POST',
@@ -111,10 +139,8 @@ describe('npm run sandbox', () => {
     };
     const key = { 'x-api-key': API_KEY };
     const mobileNumber = '09121234567';
-    expect(await inquire('/v1/kyc/shahkar', { nationalCode: '0499370902', mobileNumber }, key)).toMatchObject({
-      status: 200,
-      body: { data: { isMatch: false } },
-    });
+    const mismatch = await inquire('/v1/kyc/shahkar', { nationalCode: '0499370902', mobileNumber }, key);
+    expect(mismatch).toMatchObject({ status: 200, body: { data: { isMatch: false } } });
     for (const [path, body] of [
       ['/v1/kyc/shahkar', { nationalCode: '0499370910', mobileNumber }],
       ['/v1/kyc/shahkar', { nationalCode: '0499370929', mobileNumber }],
@@ -163,6 +189,36 @@ describe('npm run sandbox', () => {
     mkdirSync(join(repo, '.data', 'reports'));
     writeFileSync(join(repo, '.data', 'reports', 'run.json'), '{}');
     expect(runChanges(runStart, treeState(repo)!, ledgers)).toEqual(['+ !! .data/reports/run.json', '+ !! dump.rdb']);
+
+    // The receiver verified and printed the first inquiry's event (a moment after it settled)...
+    const settled = `"trackId":"${mismatch.body.trackId as string}"`;
+    if (!received.includes(settled))
+      await nextEvent(receiver.stdout!, 'data', () => received.includes(settled), 30_000);
+    expect(received).toMatch(new RegExp(`verified inquiry\\.settled webhook-id=\\S+ \\{[^\\n]*${settled}`));
+    // ...and refuses a delivery signed with another secret, printing nothing of it.
+    const forged = JSON.stringify({ type: 'inquiry.settled', timestamp: new Date().toISOString(), data: {} });
+    const at = new Date();
+    const refused = await fetch(hookUrl, {
+      method: 'POST',
+      body: forged,
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': 'msg_forged',
+        'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+        'webhook-signature': new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).sign(
+          'msg_forged',
+          at,
+          forged,
+        ),
+      },
+    });
+    expect(refused.status).toBe(400);
+    const told = () => received.includes('refused a delivery (400)');
+    if (!told()) await nextEvent(receiver.stderr!, 'data', told);
+    expect(received).not.toContain('msg_forged');
+    const receiverExited = nextEvent<number | null>(receiver, 'exit');
+    receiver.kill('SIGTERM');
+    expect(await receiverExited).toBe(0);
 
     process.kill(npm.pid!, 'SIGTERM');
     await exited;

@@ -8,7 +8,9 @@
  * no personal data; a receiver answering 500 and then recovering gets the same id again; a 410
  * disables its endpoint; a dead delivery is re-sent from the admin route; inquiries settled while
  * PostgreSQL is down are delivered once it is back; 50 concurrent inquiries
- * across a budget's 80 % line give exactly one budget.threshold event.
+ * across a budget's 80 % line give exactly one budget.threshold event; a replica in a process of
+ * its own SIGKILLed while the receiver holds its delivery open leaves the delivery to another
+ * replica, which sends it under the same webhook-id once the lease has run out.
  */
 import { once } from 'node:events';
 import { EventEmitter } from 'node:events';
@@ -18,6 +20,7 @@ import { Webhook } from 'standardwebhooks';
 import { SHAHKAR } from './support/fixtures.js';
 import { apiKeysWith, callGateway, startGateways, TEST_CLIENTS, type RunningGateway } from './support/gateway.js';
 import { nextEvent } from './support/events.js';
+import { GatewayProcesses } from './support/gateway-process.js';
 import { PostgresServer } from './support/postgres-server.js';
 import { RedisServer } from './support/redis-server.js';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
@@ -25,7 +28,14 @@ import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 const OPS = { clientId: 'ops', key: 'key-ops-0123456789', scopes: ['ledger:read', 'ledger:reconcile'] };
 const secret = (fill: number) => `whsec_${Buffer.alloc(32, fill).toString('base64')}`;
 /** Endpoint `a` is mid-rotation: two secrets; the receiver holds only the new one. */
-const SECRETS = { a: [secret(1), secret(2)], flaky: secret(3), gone: secret(4), dead: secret(5), budget: secret(6) };
+const SECRETS = {
+  a: [secret(1), secret(2)],
+  flaky: secret(3),
+  gone: secret(4),
+  dead: secret(5),
+  budget: secret(6),
+  held: secret(7),
+};
 const BUDGET_LIMIT = 60;
 
 interface Delivery {
@@ -43,6 +53,8 @@ class Receiver extends EventEmitter {
   readonly unverified: string[] = [];
   /** Per path: the status to answer, or a function of how often this id was seen. */
   readonly answers = new Map<string, (seen: number) => number>();
+  /** Paths whose deliveries are held open, unanswered (`held` with each): a replica dies mid-delivery. */
+  readonly holding = new Set<string>();
   private readonly server: Server;
   url = '';
 
@@ -60,6 +72,10 @@ class Receiver extends EventEmitter {
           const seen = this.verified.filter((d) => d.path === path && d.id === id).length;
           const status = this.answers.get(path)?.(seen) ?? 200;
           const delivery = { path, id, type: event.type, data: event.data, status };
+          if (this.holding.has(path)) {
+            this.emit('held', delivery);
+            return;
+          }
           this.verified.push(delivery);
           response.statusCode = status;
           this.emit('delivery', delivery);
@@ -79,7 +95,9 @@ class Receiver extends EventEmitter {
   }
 
   stop(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections();
+    return closed;
   }
 
   /** Resolves once `count` distinct ids were verified on `path` (answered 2xx). */
@@ -90,11 +108,20 @@ class Receiver extends EventEmitter {
   }
 }
 
+const endpoint = (id: keyof typeof SECRETS, clientId: string, events: string[]) => ({
+  id,
+  clientId,
+  url: `${receiver.url}/${id}`,
+  secret: SECRETS[id],
+  events,
+});
+
 let redis: RedisServer;
 let postgres: PostgresServer;
 let sim: UpstreamSimulator;
 let receiver: Receiver;
 let gateways: RunningGateway[];
+const processes = new GatewayProcesses();
 
 beforeAll(async () => {
   receiver = new Receiver(
@@ -103,13 +130,6 @@ beforeAll(async () => {
   sim = new UpstreamSimulator({ credit: 1_000_000 });
   [redis, postgres] = await Promise.all([RedisServer.start(), PostgresServer.start(), receiver.start()]);
   await sim.start(0);
-  const endpoint = (id: keyof typeof SECRETS, clientId: string, events: string[]) => ({
-    id,
-    clientId,
-    url: `${receiver.url}/${id}`,
-    secret: SECRETS[id],
-    events,
-  });
   gateways = await startGateways(3, {
     REDIS_URL: redis.url,
     LEDGER_DATABASE_URL: postgres.url,
@@ -131,11 +151,12 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  await processes.killAll();
   await Promise.all((gateways ?? []).map((gateway) => gateway.close()));
   await Promise.all([redis?.stop(), postgres?.stop(), sim?.stop(), receiver?.stop()]);
 });
 
-async function inquire(gateway: RunningGateway, apiKey: string): Promise<string> {
+async function inquire(gateway: Pick<RunningGateway, 'url'>, apiKey: string): Promise<string> {
   const res = await callGateway(gateway.url, 'POST', '/v1/kyc/shahkar', { apiKey, json: SHAHKAR });
   expect(res.status).toBe(200);
   return res.body.trackId as string;
@@ -251,4 +272,32 @@ describe('webhooks', () => {
     await new Promise((resolve) => setTimeout(resolve, 5_500));
     expect(receiver.verified.filter((d) => d.path === 'budget')).toHaveLength(1);
   }, 60_000);
+
+  it('leaves a delivery whose replica was SIGKILLed mid-delivery to another, which sends it under the same webhook-id', async () => {
+    const HELD = { clientId: 'app-held', key: 'key-held-0123456789', scopes: ['kyc:shahkar'] };
+    // Replicas in processes of their own, the only ones configured with the endpoint `held`.
+    const env = {
+      REDIS_URL: redis.url,
+      LEDGER_DATABASE_URL: postgres.url,
+      UPSTREAM_BASE_URL: sim.baseUrl,
+      API_KEYS: apiKeysWith(HELD),
+      WEBHOOKS: JSON.stringify([endpoint('held', HELD.clientId, ['inquiry.settled'])]),
+      WEBHOOKS_ALLOW_HTTP: 'true',
+      WEBHOOKS_POLL_MS: '50',
+    };
+    receiver.holding.add('held');
+    const doomed = await processes.start(env);
+    const held = nextEvent<Delivery>(receiver, 'held', (d) => d.path === 'held', 30_000);
+    const trackId = await inquire(doomed, HELD.key);
+    const first = await held;
+    expect(first.data.trackId).toBe(trackId);
+    doomed.process.kill('SIGKILL');
+    await doomed.exited;
+    receiver.holding.delete('held');
+    // Its claim's lease (30 s: three delivery timeouts) runs out; then the other replica takes the row.
+    const taken = nextEvent<Delivery>(receiver, 'delivery', (d) => d.path === 'held', 60_000);
+    await processes.start(env);
+    expect(await taken).toMatchObject({ id: first.id, type: 'inquiry.settled', status: 200, data: { trackId } });
+    expect(receiver.unverified).toEqual([]);
+  }, 120_000);
 });

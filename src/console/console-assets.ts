@@ -48,6 +48,7 @@ const OWN_FILES: Record<string, string> = {
   'sign-in.js': 'text/javascript; charset=utf-8',
   'access.js': 'text/javascript; charset=utf-8',
   'reconcile.js': 'text/javascript; charset=utf-8',
+  'webhooks.js': 'text/javascript; charset=utf-8',
 };
 
 /** The chart library, from node_modules (a runtime dependency, so the image keeps it). */

@@ -102,9 +102,9 @@ export class AdminStatusController {
   @ApiSecurity(API_KEY_SCHEME)
   @ApiOkResponse({ type: GatewayStatusSchema, description: 'The state of the replica that answered.' })
   @ApiProblemResponses(['unauthenticated', 'forbidden', 'internal'])
-  read(@Res({ passthrough: true }) reply: FastifyReply): Promise<GatewayStatus> {
+  read(@CurrentCaller() caller: Caller, @Res({ passthrough: true }) reply: FastifyReply): Promise<GatewayStatus> {
     void reply.header('cache-control', 'no-store');
-    return this.status.read();
+    return this.status.read(caller);
   }
 
   /** Who the console is acting as and what it may do (it shows only the buttons that will work). */

@@ -66,6 +66,7 @@ class StatusRoutesSchema {
   @ApiProperty({ type: Boolean }) forecast!: boolean;
   @ApiProperty({ type: Boolean }) parked!: boolean;
   @ApiProperty({ type: Boolean }) operatorActions!: boolean;
+  @ApiProperty({ type: Boolean }) webhooks!: boolean;
 }
 
 @ApiSchema({ name: 'StatusBudgetRefusals' })
@@ -110,6 +111,12 @@ export class GatewayStatusSchema {
   })
   operations!: string[];
   @ApiProperty({ type: StatusRefusalsSchema }) refusals!: StatusRefusalsSchema;
+  @ApiProperty({
+    type: [String],
+    description: 'The scopes of the key that asked: the console offers only what it may do.',
+    example: ['ledger:read', 'ledger:reconcile'],
+  })
+  scopes!: string[];
 }
 
 @ApiSchema({ name: 'Operator', description: 'Who a request to the administration routes acts as.' })

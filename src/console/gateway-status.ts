@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
+import type { Caller } from '../caller-auth/caller.js';
 import type { AppConfig } from '../config/app-config.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { RedisConnection } from '../store/redis-connection.js';
@@ -44,6 +45,8 @@ export interface GatewayStatus {
     budget: Array<{ budget: string; window: string; count: number }>;
     quota: Array<{ scope: string; count: number }>;
   };
+  /** The scopes of the key that asked: the console offers only what it may do (a retry needs ledger:reconcile). */
+  scopes: string[];
 }
 
 /**
@@ -70,7 +73,7 @@ export class GatewayStatusReader {
     this.operations = config.get('operations', { infer: true }).map((operation) => operation.name);
   }
 
-  async read(): Promise<GatewayStatus> {
+  async read(caller: Pick<Caller, 'scopes'>): Promise<GatewayStatus> {
     const now = Date.now();
     const expiresAt = this.tokens.accessTokenExpiresAt;
     const takenAt = this.tokens.accessTokenTakenAt;
@@ -96,6 +99,7 @@ export class GatewayStatusReader {
       routes: this.routes.available(),
       operations: [...this.operations],
       refusals: await this.refusals(),
+      scopes: [...caller.scopes].sort(),
     };
   }
 

@@ -22,6 +22,7 @@ describe('RegisteredRoutes', () => {
       forecast: false,
       parked: false,
       operatorActions: false,
+      webhooks: false,
     });
     await server.close();
   });

@@ -13,6 +13,7 @@ export const ADMIN_ROUTES = {
   forecast: 'GET /admin/forecast',
   parked: 'GET /admin/ledger/parked',
   operatorActions: 'GET /admin/operator-actions',
+  webhooks: 'GET /admin/webhooks/deliveries',
 } as const;
 
 export type AdminRoute = keyof typeof ADMIN_ROUTES;

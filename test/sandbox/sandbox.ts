@@ -93,6 +93,8 @@ async function main(): Promise<void> {
     ...(process.env.REUSE_HMAC_KEY || process.env.REUSE_HMAC_KEY_FILE
       ? {}
       : { REUSE_HMAC_KEY: randomBytes(32).toString('base64url') }),
+    // Webhooks to a receiver on loopback (npm run webhook-receiver prints the WEBHOOKS to set).
+    WEBHOOKS_ALLOW_HTTP: process.env.WEBHOOKS_ALLOW_HTTP ?? 'true',
     // Money beside units in usage and the console (an example price), unless the operator set one.
     COST_UNIT_PRICE: process.env.COST_UNIT_PRICE ?? '{"amount":"25000","currency":"IRR"}',
     REDIS_URL: undefined,
@@ -148,6 +150,9 @@ async function main(): Promise<void> {
         ? [`Added operations (INQUIRY_OPERATIONS): ${added.map((n) => `POST /v1/kyc/${n}`).join(', ')}`]
         : []),
       '',
+      ...(config.webhooks.configured
+        ? [`Webhooks (WEBHOOKS) to: ${config.webhooks.endpoints.map((e) => e.id).join(', ')}, as each inquiry settles`]
+        : []),
       `The ledger (${ledgerWhere(config.ledger)}; an entry a moment after each inquiry):`,
       `  curl -s '${opsUrl}/admin/ledger?from=${today}&to=${tomorrow}' -H 'X-Api-Key: ${apiKey}'`,
       `  curl -s '${opsUrl}/admin/usage?from=${today}&to=${tomorrow}&period=day' -H 'X-Api-Key: ${apiKey}'`,

@@ -689,6 +689,7 @@ export interface components {
             forecast: boolean;
             parked: boolean;
             operatorActions: boolean;
+            webhooks: boolean;
         };
         StatusBudgetRefusals: {
             /** @description The budget that refused: a client id, or * for all callers. */
@@ -730,6 +731,14 @@ export interface components {
              */
             operations: string[];
             refusals: components["schemas"]["StatusRefusals"];
+            /**
+             * @description The scopes of the key that asked: the console offers only what it may do.
+             * @example [
+             *       "ledger:read",
+             *       "ledger:reconcile"
+             *     ]
+             */
+            scopes: string[];
         };
         /** @description Who a request to the administration routes acts as. */
         Operator: {

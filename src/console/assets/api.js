@@ -132,6 +132,12 @@ export async function download(path, accept, filename) {
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
+/** A POST without a body whose answer is JSON (the retry of a webhook delivery). */
+export async function postJson(path) {
+  const response = await send(path, { method: 'POST', headers: { accept: 'application/json' } });
+  return response.json();
+}
+
 /**
  * POST /admin/reconciliations: the provider's CSV as it is, streamed from the file; a dry run, or
  * the confirmation of one (`digest`: applied only if the ledger still gives that report, else 409).

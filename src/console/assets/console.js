@@ -9,6 +9,7 @@ import { mark, renderNow } from '/console/now.js';
 import { setUpAccess, showWho } from '/console/access.js';
 import { forgetSession } from '/console/sign-in.js';
 import { entriesView, h, note, table, time } from '/console/views.js';
+import { loadWebhooks } from '/console/webhooks.js';
 
 const $ = (id) => document.getElementById(id);
 const NOW_EVERY_MS = 5000;
@@ -18,7 +19,6 @@ let routes = {};
 let nowTimer = null;
 let trends = null;
 let lastStatus = null;
-
 const today = () => dayOf(Date.now());
 const showIn = (container, ...content) => $(container).replaceChildren(...content);
 
@@ -170,10 +170,9 @@ async function loadParked() {
 }
 
 let datesSet = false;
-
 async function loadAll() {
-  // The forecast says the zone the rest is written in; the trends and parked entries need none.
-  await Promise.all([loadMoney(), loadTrends(), loadParked()]);
+  // The forecast says the zone the rest is written in; the trends, parked entries and deliveries need none.
+  await Promise.all([loadMoney(), loadTrends(), loadParked(), loadWebhooks(lastStatus, failed)]);
   // "Now" was drawn before the zone was known: again, in it.
   if (lastStatus) showNow(lastStatus);
   drawTrends();
@@ -236,7 +235,7 @@ function signOut(message, isError = false) {
   showWho();
   setSignedIn(false);
   setKeyMessage(message, isError);
-  $('now-facts').hidden = true;
+  $('now-facts').hidden = $('webhooks').hidden = true;
 }
 
 async function start() {
@@ -268,6 +267,7 @@ $('key-form').addEventListener('submit', (event) => {
 $('forget-key').addEventListener('click', () => signOut('Key forgotten.'));
 $('now-refresh').addEventListener('click', refreshNowQuietly);
 $('money-refresh').addEventListener('click', () => void loadAll());
+$('webhooks-refresh').addEventListener('click', () => void loadWebhooks(lastStatus, failed));
 $('trend-measure').addEventListener('change', drawTrends);
 $('trend-day').addEventListener('change', drawTrends);
 $('inquiry-form').addEventListener('submit', findInquiry);
