@@ -1,3 +1,4 @@
+import { ROLLUPS_SQL } from './ledger-rollups.migration.js';
 import { WEBHOOK_OUTBOX_SQL } from './webhook-outbox.migration.js';
 
 // The ledger's schema, version by version (applied by ledger-schema.ts, migrate).
@@ -216,5 +217,10 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
     version: 11,
     name: 'webhook outbox, filled with the facts that cause its events',
     sql: WEBHOOK_OUTBOX_SQL,
+  },
+  {
+    version: 15,
+    name: 'daily roll-ups per client, operation and outcome, kept by the statement that writes entries',
+    sql: ROLLUPS_SQL,
   },
 ];
