@@ -79,16 +79,23 @@ export const ROLLUPS_SQL = `
       -- so that two writers of facts of one inquiry never both miss the other (a statement
       -- waiting on it reads what the first committed); the roll-up rows of the day are written by
       -- every writer anyway. ON CONFLICT DO NOTHING leaves an entry already written out of new_entries.
+      -- The columns of later migrations are read by name from the row's JSON (the price as
+      -- written: jsonb keeps a numeric's scale), so that a ledger rebuilt at an earlier version
+      -- in tests still writes (test/recorded-price.integration.spec.ts).
       CREATE FUNCTION ledger_rollups_after_insert() RETURNS trigger LANGUAGE plpgsql AS $fn$
       BEGIN
         IF NOT EXISTS (SELECT 1 FROM new_entries) THEN RETURN NULL; END IF;
         PERFORM pg_advisory_xact_lock(${ROLLUP_LOCK});
         WITH touched AS (SELECT DISTINCT track_id, created_at FROM new_entries),
         facts AS (
-          SELECT e.*, ${RANK('e')} AS rank,
+          SELECT e.track_id, e.created_at, e.kind, e.revision, e.client_id, e.operation, e.status, e.charged,
+            e.cost_units, e.upstream_code, j->>'upstream_message' AS upstream_message, j->>'reused_from' AS reused_from,
+            (j->>'units_saved')::int AS units_saved, j->>'unit_price' AS unit_price, j->>'currency' AS currency,
+            ${RANK('e')} AS rank,
             EXISTS (SELECT 1 FROM new_entries f WHERE f.track_id = e.track_id AND f.created_at = e.created_at
               AND f.kind = e.kind AND f.revision = e.revision) AS fresh
-          FROM touched t JOIN ledger_entries e ON e.track_id = t.track_id AND e.created_at = t.created_at),
+          FROM touched t JOIN ledger_entries e ON e.track_id = t.track_id AND e.created_at = t.created_at,
+            LATERAL to_jsonb(e) j),
         now_top AS (SELECT DISTINCT ON (track_id, created_at) * FROM facts
           ORDER BY track_id, created_at, rank DESC, revision DESC),
         was_top AS (SELECT DISTINCT ON (track_id, created_at) * FROM facts WHERE NOT fresh
