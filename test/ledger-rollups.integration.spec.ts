@@ -14,6 +14,7 @@ import { Secret } from '../src/config/secret.js';
 import type { LedgerDatabase } from '../src/ledger/ledger-database.js';
 import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { rollupReads } from '../src/ledger/ledger-rollups.js';
+import { dropExpiredPartitions } from '../src/ledger/ledger-schema.js';
 import { latestFacts, REUSED_ANSWER } from '../src/ledger/ledger-rows.js';
 import { trends, unitsSpentSince } from '../src/ledger/ledger-trends.js';
 import { usage } from '../src/ledger/ledger-usage.js';
@@ -190,5 +191,28 @@ describe.each(ledgerEngines(() => server.url, 'rollups'))('the roll-ups on %s', 
       ),
       { numRuns: 12 },
     );
+  });
+
+  it('leave with the entries of a month that retention drops, and keep the months it keeps', async () => {
+    const april = [1, 2, 3].map((day) =>
+      queuedEntry({
+        clientId: 'shop-a',
+        createdAt: `2032-04-0${day}T21:00:00.000Z`,
+        unitPrice: '7.5',
+        currency: 'USD',
+      }),
+    );
+    await store.insert(april);
+    const before = await db.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM ledger_rollups WHERE n <> 0 AND day < '2032-04-01'",
+    );
+    expect(before[0].n).toBeGreaterThan(0);
+    // March 2032 ends 400 days before this: its partition goes, April's stays.
+    expect(
+      await dropExpiredPartitions(db, new Date('2033-05-06T00:00:00Z'), { entriesDays: 400, resultsDays: 400 }),
+    ).toContain('ledger_entries_203203');
+    const { rolled, scanned } = await rollupsAndScan();
+    expect(rolled).toEqual(scanned);
+    expect(scanned.length).toBeGreaterThan(0);
   });
 });
