@@ -28,6 +28,7 @@ import { chromium, launchChromium } from '../test/support/chromium.js';
 import { apiKeysWith, startGateway } from '../test/support/gateway.js';
 import { PostgresServer } from '../test/support/postgres-server.js';
 import { UpstreamSimulator } from '../test/upstream-simulator/upstream-simulator.js';
+import { embeddedFigures } from './lib/console-embedded.js';
 import { generateEntries } from './lib/console-entries.js';
 
 const PER_DAY = Number(process.env.BENCH_CONSOLE_PER_DAY ?? 1_000);
@@ -109,6 +110,8 @@ async function fillAtScale(db: PgLedgerDatabase, store: LedgerStore, today: numb
 }
 
 async function main(): Promise<void> {
+  // BENCH_CONSOLE_ENGINE=pglite: the embedded engine's figures at BENCH_CONSOLE_ENTRIES (lib/console-embedded.ts).
+  if (process.env.BENCH_CONSOLE_ENGINE === 'pglite') return embeddedFigures(SCALE_ENTRIES || 300_000, SCALE_DAYS);
   const postgres = process.env.BENCH_CONSOLE_URL ? undefined : await PostgresServer.start();
   const url = process.env.BENCH_CONSOLE_URL ?? postgres!.url;
   const db = new PgLedgerDatabase(url);
