@@ -24,6 +24,7 @@ export async function embeddedFigures(entries: number, days: number): Promise<vo
   try {
     const store = new LedgerStore(db, new StoreCipher([]), 90, ['Asia/Tehran']);
     const today = Date.parse(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`);
+    await store.ready();
     const began = performance.now();
     const written = await generateEntries(db, entries, days, today, (line) => console.log(line));
     console.log(`${written} entries in PGlite (${days} days) in ${(performance.now() - began).toFixed(0)} ms`);
