@@ -159,6 +159,7 @@ describe.each(ledgerEngines(() => server.url, 'rollups'))('the roll-ups on %s', 
         trendsTehran: await trends(store, from, to, ZONE),
         trendsUtc: await trends(store, from, to, 'UTC'),
         spent: await unitsSpentSince(store, [from, new Date(from.getTime() + 25 * HOUR_MS)], to),
+        spentTehran: await unitsSpentSince(store, [from, new Date(START + 44.5 * HOUR_MS)], to, ZONE),
       };
     } finally {
       rollupReads.enabled = true;

@@ -145,13 +145,15 @@ const EMPTY_ROW = {
 
 /**
  * Units spent per client (charged or possibly charged, each inquiry by its latest fact) up to
- * `to`, from each of `starts` (the forecast's last 7 days and its month so far), from the UTC
- * roll-ups and the entries of the partial days at the ends.
+ * `to`, from each of `starts` (the forecast's last 7 days and its month so far), from the
+ * roll-ups and the entries of the partial days at the ends. In `zone`'s roll-ups when kept (the
+ * sums are of instants, the same in any zone): BUDGET_TIMEZONE's, where the month starts at a midnight.
  */
 export async function unitsSpentSince(
   store: LedgerStore,
   starts: Date[],
   to: Date,
+  zone = 'UTC',
 ): Promise<Array<Map<string, bigint>>> {
   await store.ready();
   // One aggregate per start (two: the forecast's last days and its month), each of roll-ups and
@@ -160,7 +162,7 @@ export async function unitsSpentSince(
   for (const start of starts) {
     const rows = await aggregateDays<{ client_id: string; units: string | number | bigint }>(
       store.db,
-      'UTC',
+      zone,
       [start, to],
       (facts) => `SELECT client_id, (coalesce(sum(units_spent), 0))::bigint AS units FROM ${facts} GROUP BY 1`,
     );
