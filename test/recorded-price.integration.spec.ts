@@ -197,7 +197,7 @@ describe.each(ledgerEngines(() => server.url.replace(/\/postgres$/, '/migration9
         await insert('', '');
       }
       await insert(', reused_from, units_saved, upstream_message', `, '${randomUUID()}', 3, 'x'`);
-      expect(await migrate(db)).toEqual([9, 10, 11, 14]);
+      expect(await migrate(db)).toEqual(MIGRATIONS.map((m) => m.version).filter((version) => version >= 9));
       const rows = await db.query<{ n: number; priced: number }>(
         'SELECT count(*)::int AS n, count(unit_price)::int AS priced FROM ledger_entries',
       );

@@ -145,7 +145,7 @@ export class ConsoleReadsController {
     const [states, [lastDaysExact, thisMonthExact]] = await Promise.all([
       this.budgets.all(),
       this.ledger.run('ledger forecast', () =>
-        unitsSpentSince(this.store, [since, new Date(month.startsAt)], new Date(now)),
+        unitsSpentSince(this.store, [since, new Date(month.startsAt)], new Date(now), this.budgetSettings.timeZone),
       ),
     ]);
     // The forecast reckons in JSON numbers (unitsJson: exact as far as any spend goes).

@@ -1,4 +1,5 @@
 import { RECORDS_SQL } from '../store/records.migration.js';
+import { ROLLUPS_SQL } from './ledger-rollups.migration.js';
 import { WEBHOOK_OUTBOX_SQL } from './webhook-outbox.migration.js';
 
 // The ledger's schema, version by version (applied by ledger-schema.ts, migrate).
@@ -242,5 +243,10 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
       );
       CREATE INDEX ledger_operator_actions_at ON ledger_operator_actions (at);
     `,
+  },
+  {
+    version: 15,
+    name: 'daily roll-ups per client, operation and outcome, kept by the statement that writes entries',
+    sql: ROLLUPS_SQL,
   },
 ];

@@ -44,17 +44,17 @@ export const LATEST_FIRST = `CASE kind WHEN 'reconciled' THEN 2 WHEN 'settled' T
  * others). A settled entry stands unless reconciled; an overdue one unless settled or
  * reconciled; a reconciliation unless corrected (test/console-reads.integration.spec.ts).
  */
-export function latestFacts(columns: string): string {
+export function latestFacts(columns: string, from = '$1', to = '$2'): string {
   return `(
-  SELECT ${columns} FROM ledger_entries e WHERE e.created_at >= $1 AND e.created_at < $2 AND e.kind = 'settled'
+  SELECT ${columns} FROM ledger_entries e WHERE e.created_at >= ${from} AND e.created_at < ${to} AND e.kind = 'settled'
     AND NOT EXISTS (SELECT 1 FROM ledger_entries l WHERE l.kind = 'reconciled'
       AND l.track_id = e.track_id AND l.created_at = e.created_at)
   UNION ALL
-  SELECT ${columns} FROM ledger_entries e WHERE e.created_at >= $1 AND e.created_at < $2 AND e.kind = 'overdue'
+  SELECT ${columns} FROM ledger_entries e WHERE e.created_at >= ${from} AND e.created_at < ${to} AND e.kind = 'overdue'
     AND NOT EXISTS (SELECT 1 FROM ledger_entries l WHERE l.kind <> 'overdue'
       AND l.track_id = e.track_id AND l.created_at = e.created_at)
   UNION ALL
-  SELECT ${columns} FROM ledger_entries e WHERE e.created_at >= $1 AND e.created_at < $2 AND e.kind = 'reconciled'
+  SELECT ${columns} FROM ledger_entries e WHERE e.created_at >= ${from} AND e.created_at < ${to} AND e.kind = 'reconciled'
     AND NOT EXISTS (SELECT 1 FROM ledger_entries l WHERE l.kind = 'reconciled'
       AND l.track_id = e.track_id AND l.created_at = e.created_at AND l.revision > e.revision)
 ) latest`;

@@ -1,5 +1,6 @@
 import type { LedgerDatabase, SqlQueries } from './ledger-database.js';
 import { MIGRATIONS } from './ledger-migrations.js';
+import { subtractFromRollups } from './ledger-rollups.js';
 
 /** A key of its own for pg_advisory_xact_lock: 'vgw-ledger' as a 64-bit number. */
 const MIGRATION_LOCK = 0x7667776c6564676en;
@@ -119,7 +120,14 @@ export async function dropExpiredPartitions(
       if (!match) continue;
       const end = monthStart(new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, 1)), 1);
       if (end <= cutoffs[table]) {
-        await db.query(`DROP TABLE IF EXISTS ${name}`);
+        if (table === 'ledger_entries') {
+          // Its entries leave the roll-ups in the transaction that drops them (ledger-rollups.ts).
+          const start = boundOf(monthStart(end, -1));
+          await db.transaction(async (tx) => {
+            await subtractFromRollups(tx, start, boundOf(end));
+            await tx.query(`DROP TABLE IF EXISTS ${name}`);
+          });
+        } else await db.query(`DROP TABLE IF EXISTS ${name}`);
         // The tracker's questions about those inquiries go with their entries (a few rows).
         if (table === 'ledger_entries') await db.query('DELETE FROM ledger_tracking WHERE created_at < $1', [end]);
         dropped.push(name);

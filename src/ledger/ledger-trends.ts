@@ -1,5 +1,5 @@
 import { byCodeUnits, refusalsBetween } from './ledger-refusals.js';
-import { aggregate, latestFacts, REUSED_ANSWER } from './ledger-rows.js';
+import { aggregateDays } from './ledger-rollups.js';
 import type { LedgerStore } from './ledger.store.js';
 import { RecordedMoney } from './recorded-money.js';
 import { unitSum } from './unit-sums.js';
@@ -57,7 +57,8 @@ interface Group {
 
 /**
  * Per day (in `timeZone`), client and operation, each inquiry counted once by its latest fact:
- * one aggregate, its groups folded here into the day × client × operation rows and the failures
+ * one aggregate of the zone's roll-ups (the partial days at the ends from the entries:
+ * ledger-rollups.ts), its groups folded here into the day × client × operation rows and the failures
  * by upstream code. Small whatever the number of entries (days × clients × operations × codes).
  * The refusals (ledger_refusals) join the rows of their day, client and operation, or make rows
  * of their own; they are tallied by their day in `refusalZone` (BUDGET_TIMEZONE) whatever
@@ -72,23 +73,17 @@ export async function trends(
 ): Promise<Trends> {
   await store.ready();
   const refusals = await refusalsBetween(store.db, from, to, refusalZone);
-  const groups = await aggregate<Group>(
+  // Grouped by the recorded price as written (text: 7.5 and 7.50 are two groups, so a sum keeps
+  // the scale of the entries' own amounts, test/recorded-price.integration.spec.ts).
+  const groups = await aggregateDays<Group>(
     store.db,
-    // Grouped by the local date (a date, not text: cheaper per row), and by the recorded price as
-    // written (text: 7.5 and 7.50 are two groups, so a sum keeps the scale of the entries' own amounts,
-    // test/recorded-price.integration.spec.ts).
-    `SELECT to_char(day, 'YYYY-MM-DD') AS day, client_id, operation, status,
-       CASE WHEN status = 'failed' THEN upstream_code END AS upstream_code,
-       max(upstream_message) FILTER (WHERE status = 'failed') AS upstream_message,
-       reused, count(*)::int AS n,
-       (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::bigint AS units_spent,
-       unit_price::text AS unit_price, currency
-     FROM ${latestFacts(
-       `(e.created_at AT TIME ZONE $3)::date AS day, e.client_id, e.operation, e.status, e.charged, e.cost_units,
-        e.upstream_code, e.upstream_message, ${REUSED_ANSWER('e')} AS reused, e.unit_price, e.currency`,
-     )}
-     GROUP BY latest.day, 2, 3, 4, 5, 7, latest.unit_price::text, latest.currency ORDER BY 1, 2, 3`,
-    [from, to, timeZone],
+    timeZone,
+    [from, to],
+    (facts) => `SELECT to_char(facts.day, 'YYYY-MM-DD') AS day, client_id, operation, status, upstream_code,
+       max(upstream_message) AS upstream_message, reused, sum(n)::int AS n,
+       (coalesce(sum(units_spent), 0))::bigint AS units_spent, unit_price, currency
+     FROM ${facts}
+     GROUP BY facts.day, 2, 3, 4, 5, 7, 10, 11 ORDER BY 1, 2, 3`,
   );
   const rows = new Map<string, TrendRow>();
   const rowOf = (day: string, clientId: string, operation: string): TrendRow => {
@@ -150,30 +145,30 @@ const EMPTY_ROW = {
 
 /**
  * Units spent per client (charged or possibly charged, each inquiry by its latest fact) up to
- * `to`, from each of `starts`: one scan from the earliest, a sum per start (the forecast's last
- * 7 days and its month so far).
+ * `to`, from each of `starts` (the forecast's last 7 days and its month so far), from the
+ * roll-ups and the entries of the partial days at the ends. In `zone`'s roll-ups when kept (the
+ * sums are of instants, the same in any zone): BUDGET_TIMEZONE's, where the month starts at a midnight.
  */
 export async function unitsSpentSince(
   store: LedgerStore,
   starts: Date[],
   to: Date,
+  zone = 'UTC',
 ): Promise<Array<Map<string, bigint>>> {
   await store.ready();
-  const earliest = new Date(Math.min(...starts.map((start) => start.getTime())));
-  const sums = starts.map(
-    (_, i) =>
-      `(coalesce(sum(cost_units) FILTER (WHERE charged <> 'no' AND created_at >= $${i + 3}), 0))::bigint AS s${i}`,
-  );
-  const rows = await aggregate<Record<string, string | number | bigint>>(
-    store.db,
-    `SELECT client_id, ${sums.join(', ')}
-     FROM ${latestFacts('e.client_id, e.charged, e.cost_units, e.created_at')} GROUP BY 1`,
-    [earliest, to, ...starts],
-  );
-  return starts.map(
-    (_, i) =>
-      new Map(
-        rows.map((row) => [String(row.client_id), unitSum(row[`s${i}`])] as const).filter(([, units]) => units > 0n),
-      ),
-  );
+  // One aggregate per start (two: the forecast's last days and its month), each of roll-ups and
+  // the entries of its partial days.
+  const sums: Array<Map<string, bigint>> = [];
+  for (const start of starts) {
+    const rows = await aggregateDays<{ client_id: string; units: string | number | bigint }>(
+      store.db,
+      zone,
+      [start, to],
+      (facts) => `SELECT client_id, (coalesce(sum(units_spent), 0))::bigint AS units FROM ${facts} GROUP BY 1`,
+    );
+    sums.push(
+      new Map(rows.map((row) => [row.client_id, unitSum(row.units)] as const).filter(([, units]) => units > 0n)),
+    );
+  }
+  return sums;
 }

@@ -1,5 +1,5 @@
 import type { LedgerStore } from './ledger.store.js';
-import { aggregate, latestFacts, REUSED_ANSWER } from './ledger-rows.js';
+import { aggregateDays } from './ledger-rollups.js';
 import { RecordedMoney } from './recorded-money.js';
 import { unitSum } from './unit-sums.js';
 
@@ -27,13 +27,14 @@ export interface UsageRow {
 
 /**
  * Usage per client and UTC day or month, each inquiry counted once by its latest fact
- * (a reconciliation over a settlement over an overdue entry). One aggregate, grouped by the
+ * (a reconciliation over a settlement over an overdue entry), read from the UTC roll-ups (the
+ * partial days at the ends from the entries: ledger-rollups.ts). One aggregate, grouped by the
  * price each entry recorded too (a price changes rarely: a few groups more), folded here into
  * one row per client and period: rows are clients × periods, small whatever the number of entries.
  */
 export async function usage(store: LedgerStore, from: Date, to: Date, period: 'day' | 'month'): Promise<UsageRow[]> {
   await store.ready();
-  const groups = await aggregate<{
+  const groups = await aggregateDays<{
     client_id: string;
     period: string;
     unit_price: string | null;
@@ -47,19 +48,17 @@ export async function usage(store: LedgerStore, from: Date, to: Date, period: 'd
     units_saved: string | number | bigint;
   }>(
     store.db,
-    `SELECT client_id, to_char(date_trunc($3, created_at AT TIME ZONE 'UTC'), $4) AS period,
-       unit_price::text AS unit_price, currency,
-       count(*)::int AS inquiries,
-       (count(*) FILTER (WHERE status = 'succeeded'))::int AS succeeded,
-       (count(*) FILTER (WHERE status = 'failed'))::int AS failed,
-       (count(*) FILTER (WHERE status = 'unknown'))::int AS unknown,
-       (coalesce(sum(cost_units) FILTER (WHERE charged <> 'no'), 0))::bigint AS units_spent,
-       (count(*) FILTER (WHERE reused))::int AS reused,
-       (coalesce(sum(units_saved) FILTER (WHERE reused), 0))::bigint AS units_saved
-     FROM ${latestFacts(
-       `e.client_id, e.created_at, e.status, e.charged, e.cost_units, ${REUSED_ANSWER('e')} AS reused, e.units_saved, e.unit_price, e.currency`,
-     )} GROUP BY 1, 2, latest.unit_price::text, latest.currency ORDER BY 1, 2`,
+    'UTC',
     [from, to, period, period === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM'],
+    (facts) => `SELECT client_id, to_char(date_trunc($3, day::timestamp), $4) AS period, unit_price, currency,
+       sum(n)::int AS inquiries,
+       (coalesce(sum(n) FILTER (WHERE status = 'succeeded'), 0))::int AS succeeded,
+       (coalesce(sum(n) FILTER (WHERE status = 'failed'), 0))::int AS failed,
+       (coalesce(sum(n) FILTER (WHERE status = 'unknown'), 0))::int AS unknown,
+       (coalesce(sum(units_spent), 0))::bigint AS units_spent,
+       (coalesce(sum(n) FILTER (WHERE reused), 0))::int AS reused,
+       (coalesce(sum(units_saved), 0))::bigint AS units_saved
+     FROM ${facts} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2`,
   );
   const rows: UsageRow[] = [];
   for (const group of groups) {

@@ -71,7 +71,10 @@ import { RefusalFlusher } from './refusal-flusher.js';
       provide: LedgerStore,
       inject: [LedgerDatabase, StoreCipher, ConfigService],
       useFactory: (db: LedgerDatabase, cipher: StoreCipher, config: ConfigService<AppConfig, true>) =>
-        new LedgerStore(db, cipher, config.get('ledger', { infer: true }).resultRetentionDays),
+        // Roll-ups in BUDGET_TIMEZONE too: the trends' days (ledger-rollups.ts).
+        new LedgerStore(db, cipher, config.get('ledger', { infer: true }).resultRetentionDays, [
+          config.get('budgets', { infer: true }).timeZone,
+        ]),
     },
     { provide: InquiryList, inject: [LedgerStore], useFactory: (store: LedgerStore) => new InquiryList(store) },
     // The refusals counted by the quotas and budgets, added to ledger_refusals (issue 35).

@@ -3,6 +3,7 @@ import { SEALED_PREFIX, type StoreCipher } from '../store/store-cipher.js';
 import type { LedgerDatabase } from './ledger-database.js';
 import type { EntryStatus, LedgerEntry, QueuedEntry } from './ledger-entry.js';
 import { ENTRY_COLUMNS, entryRow, toEntry, type EntryRow } from './ledger-rows.js';
+import { ensureRollupZones } from './ledger-rollups.js';
 import { ensurePartitions, migrate } from './ledger-schema.js';
 import { isMissingPartition } from './entry-writer.js';
 
@@ -54,6 +55,8 @@ export class LedgerStore {
     readonly db: LedgerDatabase,
     private readonly cipher: StoreCipher,
     private readonly resultRetentionDays: number,
+    /** Time zones to keep daily roll-ups in besides UTC (BUDGET_TIMEZONE), back-filled once when new. */
+    private readonly rollupZones: readonly string[] = [],
   ) {}
 
   /**
@@ -64,10 +67,12 @@ export class LedgerStore {
     if (this.migratedGeneration !== this.db.generation) this.migrated = null;
     if (!this.migrated) {
       this.migratedGeneration = this.db.generation;
-      this.migrated = migrate(this.db).catch((error: unknown) => {
-        this.migrated = null;
-        throw error;
-      });
+      this.migrated = migrate(this.db)
+        .then(async (applied) => (await ensureRollupZones(this.db, this.rollupZones), applied))
+        .catch((error: unknown) => {
+          this.migrated = null;
+          throw error;
+        });
     }
     return this.migrated;
   }
