@@ -65,6 +65,7 @@ class StatusRoutesSchema {
   @ApiProperty({ type: Boolean }) trends!: boolean;
   @ApiProperty({ type: Boolean }) forecast!: boolean;
   @ApiProperty({ type: Boolean }) parked!: boolean;
+  @ApiProperty({ type: Boolean }) parkedActions!: boolean;
 }
 
 @ApiSchema({ name: 'StatusBudgetRefusals' })

@@ -12,6 +12,8 @@ export const ADMIN_ROUTES = {
   trends: 'GET /admin/trends',
   forecast: 'GET /admin/forecast',
   parked: 'GET /admin/ledger/parked',
+  /** Re-drive and discard (the console's buttons on each parked entry). */
+  parkedActions: 'POST /admin/ledger/parked/:id/redrive',
 } as const;
 
 export type AdminRoute = keyof typeof ADMIN_ROUTES;

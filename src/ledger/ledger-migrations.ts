@@ -1,3 +1,4 @@
+import { PARKED_ACTIONS_SQL } from './parked-actions.migration.js';
 import { WEBHOOK_OUTBOX_SQL } from './webhook-outbox.migration.js';
 
 // The ledger's schema, version by version (applied by ledger-schema.ts, migrate).
@@ -216,5 +217,11 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
     version: 11,
     name: 'webhook outbox, filled with the facts that cause its events',
     sql: WEBHOOK_OUTBOX_SQL,
+  },
+  // 12, 14 and 15 are taken by other branches; applied in this order, each once, by version.
+  {
+    version: 13,
+    name: 'parked entries re-driven or discarded by operators',
+    sql: PARKED_ACTIONS_SQL,
   },
 ];

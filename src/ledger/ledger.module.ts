@@ -20,6 +20,7 @@ import { LedgerReads } from './ledger-reads.js';
 import { LedgerStore } from './ledger.store.js';
 import { AdminController, CsvBodies } from './admin.controller.js';
 import { ConsoleReadsController } from './console-reads.controller.js';
+import { ParkedActionsController } from './parked-actions.controller.js';
 import { InquiryList } from './inquiry-list.js';
 import { Reconciliations } from './reconciliation.js';
 import { CallerAuthModule } from '../caller-auth/caller-auth.module.js';
@@ -32,7 +33,7 @@ import { RefusalFlusher } from './refusal-flusher.js';
 /** The ledger in PostgreSQL (docs/api.md §7): its queue, drainer, reads. */
 @Module({
   imports: [StoreModule, CallerAuthModule, BudgetModule],
-  controllers: [AdminController, ConsoleReadsController],
+  controllers: [AdminController, ConsoleReadsController, ParkedActionsController],
   providers: [
     CsvBodies,
     Reconciliations,
