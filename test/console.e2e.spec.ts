@@ -27,6 +27,7 @@ import type { Page } from 'playwright-core';
 import type { LedgerEntry, QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { addRefusals } from '../src/ledger/ledger-refusals.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
+import { ParkedEntries } from '../src/ledger/parked-entries.js';
 import { JsonLogger } from '../src/observability/json-logger.js';
 import { CHECK_SHAHKAR_PATH, GET_TOKEN_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { launchChromium, chromium, type Browser } from './support/chromium.js';
@@ -638,6 +639,41 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     expect(await untilText(page, '#now-token-state', /^expired$/)).toBe('expired');
     await page.screenshot({ path: join(SCREENSHOTS, 'console-failing.png'), fullPage: true });
   }, 60_000);
+
+  it('re-drives one parked entry and discards another, each with its reason, and shows who decided', async () => {
+    const store = gateway.app.get(LedgerStore);
+    const parking = new ParkedEntries(store);
+    const [good, bad] = [
+      seeded(`console-parked-${RUN}`, Date.now() - 3_600_000),
+      seeded(`console-parked-${RUN}`, Date.now() - 3_600_000, { clientId: 'jwt:app\ud800' }),
+    ];
+    await parking.park(good, { code: '23514', message: 'a constraint since relaxed' });
+    await parking.park(bad, { code: '22P05', message: 'unsupported Unicode escape sequence' });
+    const row = (entry: QueuedEntry) => `#parked-result tr:has(code:text-is("${entry.trackId}"))`;
+    await page.click('#money-refresh');
+    await page.locator(`${row(good)} form`).waitFor({ timeout: 20_000 });
+
+    // No reason, nothing sent: the field says it is required.
+    await page.click(`${row(bad)} button[value=discard]`);
+    expect(await page.locator(`${row(bad)} form`).count()).toBe(1);
+    await page.fill(`${row(good)} input`, 'the constraint was relaxed');
+    await page.click(`${row(good)} button[value=redrive]`);
+    await untilText(page, `${row(good)} td`, /re-driven by ops-console/);
+    await page.fill(`${row(bad)} input`, 'a test client, nothing to bill');
+    await page.click(`${row(bad)} button[value=discard]`);
+    await untilText(page, `${row(bad)} td`, /discarded by ops-console/);
+
+    expect((await store.facts(good.trackId))?.entries).toHaveLength(1);
+    const facts = await store.db.query<{ action: string; client_id: string; reason: string }>(
+      `SELECT action, client_id, reason FROM ledger_parked_actions a JOIN ledger_parked p USING (entry_sha256)
+       WHERE p.track_id = ANY($1::text[]) ORDER BY action DESC`,
+      [[good.trackId, bad.trackId]],
+    );
+    expect(facts).toEqual([
+      { action: 'redriven', client_id: OPERATOR.clientId, reason: 'the constraint was relaxed' },
+      { action: 'discarded', client_id: OPERATOR.clientId, reason: 'a test client, nothing to bill' },
+    ]);
+  });
 
   it('is readable on a 390-px phone screen, and axe-core finds no serious or critical fault', async () => {
     const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');

@@ -39,6 +39,7 @@ const OWN_FILES: Record<string, string> = {
   'trends.js': 'text/javascript; charset=utf-8',
   'list.js': 'text/javascript; charset=utf-8',
   'now.js': 'text/javascript; charset=utf-8',
+  'parked.js': 'text/javascript; charset=utf-8',
 };
 
 /** The chart library, from node_modules (a runtime dependency, so the image keeps it). */
