@@ -640,6 +640,37 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     await page.screenshot({ path: join(SCREENSHOTS, 'console-failing.png'), fullPage: true });
   }, 60_000);
 
+  it('says of each unknown when the provider was last asked about it and what it answered', async () => {
+    const store = gateway.app.get(LedgerStore);
+    const client = `console-asked-${RUN}`;
+    const tehranDay = (at: number) => new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Tehran' }).format(at);
+    const unknown = { kind: 'overdue', status: 'unknown', charged: 'possibly', completedAt: undefined } as const;
+    const [asked, never] = [2, 3].map((hours) => seeded(client, Date.now() - hours * 3_600_000, unknown));
+    await store.insert([asked, never]);
+    await store.db.query(
+      `INSERT INTO ledger_tracking (track_id, created_at, questions, last_asked_at, last_answer)
+       VALUES ($1, $2, 2, now() - interval '5 minutes', 'not_found')`,
+      [asked.trackId, asked.createdAt],
+    );
+    // The tests after this one read the form as it was.
+    const before = await Promise.all(
+      ['#list-clientId', '#list-status', '#list-from', '#list-to'].map((id) => page.inputValue(id)),
+    );
+    await page.fill('#list-clientId', client);
+    await page.selectOption('#list-status', 'unknown');
+    await page.fill('#list-from', tehranDay(Date.now() - DAY_MS));
+    await page.fill('#list-to', tehranDay(Date.now()));
+    await page.click('#list-form button[type=submit]');
+    await untilText(page, '#list-summary', /^Page 1: 2 /);
+    const cell = (entry: QueuedEntry) => `#list-result tr[data-track-id="${entry.trackId}"] td[data-field="asked"]`;
+    expect(await page.innerText(cell(asked))).toMatch(/\nnot found \(2 times\)$/);
+    expect(await page.innerText(cell(never))).toBe('not yet');
+    await page.fill('#list-clientId', before[0]);
+    await page.selectOption('#list-status', before[1]);
+    await page.fill('#list-from', before[2]);
+    await page.fill('#list-to', before[3]);
+  });
+
   it('re-drives one parked entry and discards another, each with its reason, and shows who decided', async () => {
     const store = gateway.app.get(LedgerStore);
     const parking = new ParkedEntries(store);
