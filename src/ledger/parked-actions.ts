@@ -66,8 +66,10 @@ interface ActionRow {
 }
 
 /** Thrown inside the transaction to undo it when another decision was there first. */
-class DecidedAlready {
-  constructor(readonly row: ActionRow) {}
+class DecidedAlready extends Error {
+  constructor(readonly row: ActionRow) {
+    super('decided already');
+  }
 }
 
 const notFound = () => new ProblemException('not_found', 'No parked ledger entry has this id.');
@@ -90,6 +92,9 @@ export class ParkedActions {
       id,
     ]);
     if (parked.length === 0) throw notFound();
+    // Decided already: replayed or 409, before the entry is tried again (a refusal is not the answer).
+    const decided = await this.decision(db, id);
+    if (decided) return answerTo(id, action, actor, decided);
     const entry = action === 'redriven' ? await this.prepared(parked[0].entry) : undefined;
     try {
       return await db.transaction(async (tx) => {
@@ -99,14 +104,17 @@ export class ParkedActions {
            VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (entry_sha256) DO NOTHING RETURNING acted_at`,
           [id, action, actor.clientId, actor.reason, actor.requestId, written],
         );
-        if (rows.length === 0) throw new DecidedAlready(await this.decision(tx, id));
+        if (rows.length === 0) throw new DecidedAlready((await this.decision(tx, id))!);
         return factOf(id, { action, client_id: actor.clientId, reason: actor.reason, written, ...rows[0] }, false);
       });
     } catch (error) {
       if (error instanceof DecidedAlready) return answerTo(id, action, actor, error.row);
       const refusal = refusalOf(error);
-      if (refusal) throw refused(refusal.code);
-      throw error;
+      if (!refusal) throw error;
+      // Another decision may have landed while this one was tried: that one answers.
+      const landed = await this.decision(db, id);
+      if (landed) return answerTo(id, action, actor, landed);
+      throw refused(refusal.code);
     }
   }
 
@@ -119,7 +127,7 @@ export class ParkedActions {
     return entry;
   }
 
-  private async decision(tx: SqlQueries, id: string): Promise<ActionRow> {
+  private async decision(tx: SqlQueries, id: string): Promise<ActionRow | undefined> {
     const rows = await tx.query<ActionRow>(
       'SELECT action, client_id, reason, written, acted_at FROM ledger_parked_actions WHERE entry_sha256 = $1',
       [id],
