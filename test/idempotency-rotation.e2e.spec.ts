@@ -89,6 +89,9 @@ describe('Idempotency-Key names of end users across a rotation of SUBJECT_HASH_K
     expect(names).toHaveLength(1);
     expect(names[0]).toContain(`:u:${hmac(OLD).slice(0, 32)}:`);
     expect(names[0]).not.toContain(sha256(SUBJECT).slice(0, 32));
+    // The user's quota counter too: named by the keyed scope's hash.
+    const userScope = `${'jwt:mobile-app'.length}:jwt:mobile-app:u:${hmac(OLD).slice(0, 32)}`;
+    expect(await client.keys(`*user:${sha256(userScope).slice(0, 32)}*`)).not.toHaveLength(0);
 
     const retry = await withGateway({ SUBJECT_HASH_KEYS: `new:${NEW},old:${OLD}` }, (gateway) => inquire(gateway, key));
     expect(retry).toMatchObject({ status: 200, replayed: 'true', body: { trackId: first.body.trackId } });
