@@ -29,8 +29,7 @@ export const COMMON_LUA = `
 -- Whether the window at \`key\` is the one a reservation counted in: it exists and, when the
 -- reservation knows its generation, has that one (not a window made again after a loss).
 local function counted(key, gen)
-  if redis.call('EXISTS', key) == 0 then return false end
-  if gen == nil or gen == '' then return true end
+  if gen == nil or gen == '' then return redis.call('EXISTS', key) == 1 end
   return redis.call('HGET', key, 'g') == gen
 end
 -- The held marker of an inquiry a reconciliation may still move (\`…:budget:held:<trackId>\`,
@@ -129,9 +128,8 @@ local function reserve(day, month, res, due, id, a, from)
   -- The windows' generations: this reservation's own stamp where a window has none yet (its
   -- time and the start of its trackId: two windows made in one ms by the same 8 hex, never).
   local stamp = ARGV[a] .. '-' .. string.gsub(string.sub(id, 1, 8), ':', '')
-  redis.call('HSETNX', day, 'g', stamp)
-  redis.call('HSETNX', month, 'g', stamp)
-  local gd, gm = redis.call('HGET', day, 'g'), redis.call('HGET', month, 'g')
+  local gd = redis.call('HSETNX', day, 'g', stamp) == 1 and stamp or redis.call('HGET', day, 'g')
+  local gm = redis.call('HSETNX', month, 'g', stamp) == 1 and stamp or redis.call('HGET', month, 'g')
   redis.call('PEXPIREAT', day, ARGV[a + 3])
   redis.call('PEXPIREAT', month, ARGV[a + 4])
   redis.call('HSET', res, id, cjson.encode({u = units, n = names, d = day, m = month, c = 0, gd = gd, gm = gm}))
