@@ -92,10 +92,11 @@ export class LedgerStore {
 
   /**
    * Entries written inside a transaction of the caller's (a parked entry re-driven with the
-   * fact that says who did it: parked-actions.ts); their months' partitions made beforehand.
+   * fact that says who did it: parked-actions.ts); the caller awaited ready() and made their
+   * months' partitions beforehand (never from inside: on PGlite a statement outside the
+   * transaction waits for it to end, and migrating is one).
    */
-  async insertWithin(tx: SqlQueries, entries: readonly QueuedEntry[]): Promise<number> {
-    await this.ready();
+  insertWithin(tx: SqlQueries, entries: readonly QueuedEntry[]): Promise<number> {
     return this.insertOnce(entries, tx);
   }
 
