@@ -31,6 +31,7 @@ import { Webhook } from 'standardwebhooks';
 import type { LedgerEntry, QueuedEntry } from '../src/ledger/ledger-entry.js';
 import { addRefusals } from '../src/ledger/ledger-refusals.js';
 import { LedgerStore } from '../src/ledger/ledger.store.js';
+import { ParkedEntries } from '../src/ledger/parked-entries.js';
 import { JsonLogger } from '../src/observability/json-logger.js';
 import { CHECK_SHAHKAR_PATH, GET_TOKEN_PATH, UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 import { launchChromium, chromium, type Browser } from './support/chromium.js';
@@ -711,6 +712,71 @@ describeWith(chromium(), 'operators console in a real browser', (executablePath)
     expect(await untilText(page, '#webhooks-message', /queued again/)).toContain(id);
     await row.waitFor({ state: 'detached' });
   }, 60_000);
+  it('says of each unknown when the provider was last asked about it and what it answered', async () => {
+    const store = gateway.app.get(LedgerStore);
+    const client = `console-asked-${RUN}`;
+    const tehranDay = (at: number) => new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Tehran' }).format(at);
+    const unknown = { kind: 'overdue', status: 'unknown', charged: 'possibly', completedAt: undefined } as const;
+    const [asked, never] = [2, 3].map((hours) => seeded(client, Date.now() - hours * 3_600_000, unknown));
+    await store.insert([asked, never]);
+    await store.db.query(
+      `INSERT INTO ledger_tracking (track_id, created_at, questions, last_asked_at, last_answer)
+       VALUES ($1, $2, 2, now() - interval '5 minutes', 'not_found')`,
+      [asked.trackId, asked.createdAt],
+    );
+    // The tests after this one read the form as it was.
+    const before = await Promise.all(
+      ['#list-clientId', '#list-status', '#list-from', '#list-to'].map((id) => page.inputValue(id)),
+    );
+    await page.fill('#list-clientId', client);
+    await page.selectOption('#list-status', 'unknown');
+    await page.fill('#list-from', tehranDay(Date.now() - DAY_MS));
+    await page.fill('#list-to', tehranDay(Date.now()));
+    await page.click('#list-form button[type=submit]');
+    await untilText(page, '#list-summary', /^Page 1: 2 /);
+    const cell = (entry: QueuedEntry) => `#list-result tr[data-track-id="${entry.trackId}"] td[data-field="asked"]`;
+    expect(await page.innerText(cell(asked))).toMatch(/\nnot found \(2 times\)$/);
+    expect(await page.innerText(cell(never))).toBe('not yet');
+    await page.fill('#list-clientId', before[0]);
+    await page.selectOption('#list-status', before[1]);
+    await page.fill('#list-from', before[2]);
+    await page.fill('#list-to', before[3]);
+  });
+
+  it('re-drives one parked entry and discards another, each with its reason, and shows who decided', async () => {
+    const store = gateway.app.get(LedgerStore);
+    const parking = new ParkedEntries(store);
+    const [good, bad] = [
+      seeded(`console-parked-${RUN}`, Date.now() - 3_600_000),
+      seeded(`console-parked-${RUN}`, Date.now() - 3_600_000, { clientId: 'jwt:app\ud800' }),
+    ];
+    await parking.park(good, { code: '23514', message: 'a constraint since relaxed' });
+    await parking.park(bad, { code: '22P05', message: 'unsupported Unicode escape sequence' });
+    const row = (entry: QueuedEntry) => `#parked-result tr:has(code:text-is("${entry.trackId}"))`;
+    await page.click('#money-refresh');
+    await page.locator(`${row(good)} form`).waitFor({ timeout: 20_000 });
+
+    // No reason, nothing sent: the field says it is required.
+    await page.click(`${row(bad)} button[value=discard]`);
+    expect(await page.locator(`${row(bad)} form`).count()).toBe(1);
+    await page.fill(`${row(good)} input`, 'the constraint was relaxed');
+    await page.click(`${row(good)} button[value=redrive]`);
+    await untilText(page, `${row(good)} td`, /re-driven by ops-console/);
+    await page.fill(`${row(bad)} input`, 'a test client, nothing to bill');
+    await page.click(`${row(bad)} button[value=discard]`);
+    await untilText(page, `${row(bad)} td`, /discarded by ops-console/);
+
+    expect((await store.facts(good.trackId))?.entries).toHaveLength(1);
+    const facts = await store.db.query<{ action: string; client_id: string; reason: string }>(
+      `SELECT action, client_id, reason FROM ledger_parked_actions a JOIN ledger_parked p USING (entry_sha256)
+       WHERE p.track_id = ANY($1::text[]) ORDER BY action DESC`,
+      [[good.trackId, bad.trackId]],
+    );
+    expect(facts).toEqual([
+      { action: 'redriven', client_id: OPERATOR.clientId, reason: 'the constraint was relaxed' },
+      { action: 'discarded', client_id: OPERATOR.clientId, reason: 'a test client, nothing to bill' },
+    ]);
+  });
 
   it('is readable on a 390-px phone screen, and axe-core finds no serious or critical fault', async () => {
     const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');

@@ -15,7 +15,12 @@
  * validators refuse the 3.1 document: `$ref` with sibling keywords).
  */
 import { createServer, type Server, type Socket } from 'node:net';
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import type { QueuedEntry } from '../src/ledger/ledger-entry.js';
+import { LedgerStore } from '../src/ledger/ledger.store.js';
+import { ParkedEntries } from '../src/ledger/parked-entries.js';
+import { queuedEntry } from './support/ledger-entries.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
@@ -504,6 +509,32 @@ describe('the live gateway against docs/openapi.json', () => {
     expect((await call(gateway, 'POST', retry, some)).status).toBe(401);
     expect((await call(gateway, 'POST', retry, { ...some, apiKey: TEST_CLIENTS.full.key })).status).toBe(403);
     expect((await call(noLedger, 'POST', retry, { ...some, apiKey: ADMIN_KEY })).status).toBe(503);
+    // Parked entries decided: one the ledger takes, one it refuses again (a lone surrogate).
+    const store = gateway.app.get(LedgerStore);
+    const [good, bad] = [queuedEntry(), queuedEntry({ clientId: 'jwt:app\ud800' })];
+    for (const entry of [good, bad]) await new ParkedEntries(store).park(entry, { code: '23514', message: 'refused' });
+    const idOf = (entry: QueuedEntry) => createHash('sha256').update(JSON.stringify(entry)).digest('hex');
+    const decide = async (target: RunningGateway, action: string, id: string, body: unknown, apiKey?: string) =>
+      (
+        await call(target, 'POST', `/admin/ledger/parked/{id}/${action}`, {
+          path: `/admin/ledger/parked/${id}/${action}`,
+          json: body,
+          ...(apiKey ? { apiKey } : {}),
+        })
+      ).status;
+    const why = { reason: 'the contract suite' };
+    for (const action of ['redrive', 'discard']) {
+      expect(await decide(gateway, action, idOf(good), {}, ADMIN_KEY)).toBe(400);
+      expect(await decide(gateway, action, idOf(good), why)).toBe(401);
+      expect(await decide(gateway, action, idOf(good), why, TEST_CLIENTS.full.key)).toBe(403);
+      expect(await decide(gateway, action, 'f'.repeat(64), why, ADMIN_KEY)).toBe(404);
+      expect(await decide(noLedger, action, idOf(good), why, ADMIN_KEY)).toBe(503);
+    }
+    expect(await decide(gateway, 'redrive', idOf(bad), why, ADMIN_KEY)).toBe(422);
+    expect(await decide(gateway, 'redrive', idOf(good), why, ADMIN_KEY)).toBe(200);
+    expect(await decide(gateway, 'discard', idOf(bad), why, ADMIN_KEY)).toBe(200);
+    expect(await decide(gateway, 'redrive', idOf(bad), why, ADMIN_KEY)).toBe(409);
+    expect(await decide(gateway, 'discard', idOf(good), why, ADMIN_KEY)).toBe(409);
   });
 
   it('documents the answers given before routing (a body too slow, headers too large)', async () => {

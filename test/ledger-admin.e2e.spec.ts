@@ -417,3 +417,58 @@ describe('GET /admin/ledger/parked', () => {
     expect(publicPort.status).toBe(404);
   });
 });
+
+describe('POST /admin/ledger/parked/{id}/redrive and /discard', () => {
+  it('re-drives with who and why on the ops listener (ledger:reconcile), replays it, and answers the other decision 409', async () => {
+    const good = entry({ createdAt: '2035-03-20T10:00:00.000Z' });
+    const since = new Date(Date.now() - 1_000).toISOString();
+    await new ParkedEntries(store).park(good, { code: '23514', message: 'a constraint since relaxed' });
+    const listed = await admin(`/admin/ledger/parked?from=${since}&to=${new Date(Date.now() + 60_000).toISOString()}`);
+    const row = (
+      (await listed.json()) as { parked: Array<{ id: string; trackId: string; handled: unknown }> }
+    ).parked.find((p) => p.trackId === good.trackId)!;
+    expect(row.handled).toBeNull();
+    const act = (action: string, body: unknown, key = ADMIN.key, base = ops) =>
+      fetch(`${base}/admin/ledger/parked/${row.id}/${action}`, {
+        method: 'POST',
+        headers: { 'x-api-key': key, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+
+    expect((await act('redrive', { reason: 'fixed' }, READER.key)).status).toBe(403);
+    expect((await act('redrive', { reason: 'fixed' }, ADMIN.key, gateway.url)).status).toBe(404);
+    const noReason = await act('redrive', { why: 'x' });
+    expect(noReason.status).toBe(400);
+    expect(await noReason.json()).toMatchObject({ code: 'validation_failed', errors: [{ field: 'why' }] });
+
+    const first = await act('redrive', { reason: 'the constraint was relaxed' });
+    expect(first.status).toBe(200);
+    expect(await first.json()).toMatchObject({
+      action: 'redriven',
+      by: ADMIN.clientId,
+      written: true,
+      replayed: false,
+    });
+    expect((await store.facts(good.trackId))?.entries).toHaveLength(1);
+    const again = await act('redrive', { reason: 'the constraint was relaxed' });
+    expect(await again.json()).toMatchObject({ replayed: true });
+
+    const other = await act('discard', { reason: 'not ours' });
+    expect(other.status).toBe(409);
+    expect(other.headers.get('content-type')).toContain('application/problem+json');
+    expect(await other.json()).toMatchObject({
+      code: 'parked_entry_handled',
+      detail: expect.stringContaining('finance'),
+    });
+    expect(await act('discard', { reason: 'x' }).then((r) => r.status)).toBe(409);
+    expect(
+      (
+        await fetch(`${ops}/admin/ledger/parked/${'f'.repeat(64)}/discard`, {
+          method: 'POST',
+          headers: { 'x-api-key': ADMIN.key, 'content-type': 'application/json' },
+          body: '{"reason":"x"}',
+        })
+      ).status,
+    ).toBe(404);
+  });
+});

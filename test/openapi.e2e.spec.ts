@@ -52,6 +52,8 @@ describe('OpenAPI document', () => {
       '/admin/usage',
       '/admin/reconciliations',
       '/admin/ledger/parked',
+      '/admin/ledger/parked/{id}/redrive',
+      '/admin/ledger/parked/{id}/discard',
       '/admin/inquiries',
       '/admin/trends',
       '/admin/forecast',

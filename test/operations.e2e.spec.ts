@@ -92,6 +92,8 @@ describe('operations endpoints', () => {
         '/admin/budgets',
         '/admin/ledger',
         '/admin/ledger/parked',
+        '/admin/ledger/parked/{id}/redrive',
+        '/admin/ledger/parked/{id}/discard',
         '/admin/reconciliations',
         '/admin/usage',
         '/admin/inquiries',

@@ -65,32 +65,36 @@ return finish(KEYS[1], KEYS[2], ARGV[2], ARGV[3]) and 1 or 0`;
  * order. A reservation still held is settled (released, then counted as the verdict says); one
  * concluded as spent is no longer released by a late settlement. Without a marker the windows
  * never counted the units or have forgotten them (Redis restarted empty, the month ended):
- * nothing moves (test/reconciliation.integration.spec.ts, 'gives units back once when a late failed
+ * nothing moves; nor in a window of another generation than the marker's (made again since) (test/reconciliation.integration.spec.ts, 'gives units back once when a late failed
  * settlement released them' and 'gives nothing back to a window that forgot the units').
  */
 const RESOLVE = `${COMMON_LUA}
 sweep(KEYS[1], KEYS[2], tonumber(ARGV[1]))
 local raw = redis.call('HGET', KEYS[1], ARGV[2])
-if raw and cjson.decode(raw).c ~= 1 then
+local r = raw and cjson.decode(raw)
+if r and r.c ~= 1 then
   finish(KEYS[1], KEYS[2], ARGV[2], 'release')
-  mark(KEYS[1], ARGV[2], KEYS[5], 0)
-elseif raw then
+  mark(KEYS[1], ARGV[2], r, 0)
+elseif r then
   redis.call('HDEL', KEYS[1], ARGV[2])
   redis.call('ZREM', KEYS[2], ARGV[2])
 end
 local marker = redis.call('GET', KEYS[3])
 if not marker then return 2 end
-local counted, revision = string.match(marker, '^(-?%d+):(%d+)$')
+local count, revision, gd, gm = string.match(marker, '^(-?%d+):(%d+):?([^:]*):?([^:]*)$')
 if tonumber(ARGV[3]) <= tonumber(revision) then return 0 end
 local target = ARGV[4] == 'yes' and tonumber(ARGV[5]) or 0
-local units = target - tonumber(counted)
+local units = target - tonumber(count)
 if units ~= 0 then
+  -- Only in the windows that counted the inquiry: one made again after a loss never did.
+  local day, month = counted(KEYS[4], gd), counted(KEYS[5], gm)
+  if not day and not month then return 2 end
   for i = 6, #ARGV do
-    incr(KEYS[4], 's:' .. ARGV[i], units)
-    incr(KEYS[5], 's:' .. ARGV[i], units)
+    if day then redis.call('HINCRBY', KEYS[4], 's:' .. ARGV[i], units) end
+    if month then redis.call('HINCRBY', KEYS[5], 's:' .. ARGV[i], units) end
   end
 end
-redis.call('SET', KEYS[3], target .. ':' .. ARGV[3], 'KEEPTTL')
+redis.call('SET', KEYS[3], target .. ':' .. ARGV[3] .. ':' .. gd .. ':' .. gm, 'KEEPTTL')
 return 1`;
 
 /** KEYS: reservations, deadlines, day window, month window. ARGV: now, names. Spent and reserved, day then month. */

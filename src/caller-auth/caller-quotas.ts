@@ -6,6 +6,7 @@ import { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException } from '../problem/problem.js';
 import { RedisConnection } from '../store/redis-connection.js';
 import { sha256 } from '../crypto/sha256.js';
+import { SubjectHasher } from '../crypto/subject-hash.js';
 import { callerScope, type Caller } from './caller.js';
 import { RETRY_AFTER_HEADER } from '../vocabulary/headers.js';
 import type { InquiryOperation } from '../upstream/inquiry-operation.js';
@@ -24,6 +25,8 @@ export class CallerQuotas {
   private readonly logger = new Logger(CallerQuotas.name);
   private readonly limiters = new Map<string, RateLimiterAbstract>();
   private readonly userQuotaPerMinute: number;
+  /** The end users' keyed hash (SUBJECT_HASH_KEYS): a user's counter is never named by a hash of its `sub` alone. */
+  private readonly subjects: SubjectHasher;
 
   constructor(
     config: ConfigService<AppConfig, true>,
@@ -32,6 +35,8 @@ export class CallerQuotas {
     private readonly refusals: RefusalTally,
   ) {
     this.userQuotaPerMinute = config.get('callers', { infer: true }).userQuotaPerMinute;
+    const { keys, derivedFrom } = config.get('subjectHash', { infer: true });
+    this.subjects = new SubjectHasher(keys, derivedFrom);
   }
 
   /**
@@ -42,8 +47,10 @@ export class CallerQuotas {
     const checks: Array<[scope: 'client' | 'user', key: string, perMinute: number]> = [];
     if (caller.quotaPerMinute) checks.push(['client', caller.clientId, caller.quotaPerMinute]);
     if (caller.subject && this.userQuotaPerMinute > 0) {
-      // Hashed: a `sub` may be personal data (a phone number), and it ends up in a key name.
-      checks.push(['user', sha256(callerScope(caller)).slice(0, 32), this.userQuotaPerMinute]);
+      // Keyed: a `sub` may be personal data (a phone number), and it ends up in a key name. A
+      // rotation of the ring starts the user's minute afresh, at most once.
+      const scope = callerScope(caller, (subject) => this.subjects.hash(subject));
+      checks.push(['user', sha256(scope).slice(0, 32), this.userQuotaPerMinute]);
     }
     for (const [scope, key, perMinute] of checks) {
       try {

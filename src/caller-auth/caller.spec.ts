@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { sha256 } from '../crypto/sha256.js';
-import { callerScope } from './caller.js';
+import { callerScope, callerScopes } from './caller.js';
 
 describe('callerScope', () => {
   it('no longer lets an azp that contains the separator meet another (client, user) pair', () => {
@@ -31,5 +31,16 @@ describe('callerScope', () => {
     expect(callerScope({ clientId: 'jwt:app', subject: 'alice' })).toBe(
       callerScope({ clientId: 'jwt:app', subject: 'alice' }),
     );
+  });
+});
+
+describe('callerScopes', () => {
+  it("names a user's scope by each hash given, first first, each once; a client alone has one", () => {
+    const user = { clientId: 'jwt:app', subject: 'alice' };
+    expect(callerScopes(user, ['a'.repeat(64), 'b'.repeat(64), 'a'.repeat(64)])).toEqual([
+      `7:jwt:app:u:${'a'.repeat(32)}`,
+      `7:jwt:app:u:${'b'.repeat(32)}`,
+    ]);
+    expect(callerScopes({ clientId: 'svc-a' }, ['a'.repeat(64)])).toEqual(['5:svc-a']);
   });
 });

@@ -53,7 +53,20 @@ export const CALLER_AUTHENTICATORS = Symbol('CALLER_AUTHENTICATORS');
  * any separator, so `("a:u:x", none)` and `("a", user x)` could meet. With the length in front
  * the client id's end is known, so no two different (client, user) pairs share a scope.
  */
-export function callerScope(caller: Pick<Caller, 'clientId' | 'subject'>): string {
+export function callerScope(
+  caller: Pick<Caller, 'clientId' | 'subject'>,
+  subjectHash: (subject: string) => string = sha256,
+): string {
   const client = `${caller.clientId.length}:${caller.clientId}`;
-  return caller.subject === undefined ? client : `${client}:u:${sha256(caller.subject).slice(0, 32)}`;
+  return caller.subject === undefined ? client : `${client}:u:${subjectHash(caller.subject).slice(0, 32)}`;
+}
+
+/**
+ * The caller's scope under each hash of its end user (SubjectHasher.allHashes: the hashing
+ * key's first, the keys that only compare next, the plain SHA-256 last), each once: what
+ * Idempotency-Key claims are named by (the first) and looked up under (all).
+ */
+export function callerScopes(caller: Pick<Caller, 'clientId' | 'subject'>, hashes: readonly string[]): string[] {
+  if (caller.subject === undefined) return [callerScope(caller)];
+  return [...new Set(hashes.map((hash) => callerScope(caller, () => hash)))];
 }

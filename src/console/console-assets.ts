@@ -49,6 +49,7 @@ const OWN_FILES: Record<string, string> = {
   'access.js': 'text/javascript; charset=utf-8',
   'reconcile.js': 'text/javascript; charset=utf-8',
   'webhooks.js': 'text/javascript; charset=utf-8',
+  'parked.js': 'text/javascript; charset=utf-8',
 };
 
 /** The chart library, from node_modules (a runtime dependency, so the image keeps it). */

@@ -67,6 +67,7 @@ class StatusRoutesSchema {
   @ApiProperty({ type: Boolean }) parked!: boolean;
   @ApiProperty({ type: Boolean }) operatorActions!: boolean;
   @ApiProperty({ type: Boolean }) webhooks!: boolean;
+  @ApiProperty({ type: Boolean }) parkedActions!: boolean;
 }
 
 @ApiSchema({ name: 'StatusBudgetRefusals' })

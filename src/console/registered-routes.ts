@@ -14,6 +14,8 @@ export const ADMIN_ROUTES = {
   parked: 'GET /admin/ledger/parked',
   operatorActions: 'GET /admin/operator-actions',
   webhooks: 'GET /admin/webhooks/deliveries',
+  /** Re-drive and discard (the console's buttons on each parked entry). */
+  parkedActions: 'POST /admin/ledger/parked/:id/redrive',
 } as const;
 
 export type AdminRoute = keyof typeof ADMIN_ROUTES;

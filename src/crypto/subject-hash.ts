@@ -41,6 +41,16 @@ export class SubjectHasher {
     return this.ring.length === 0 ? sha256(subject) : this.hmac(this.ring[0], subject);
   }
 
+  /**
+   * This subject's pseudonym under every key of the ring, the hashing key's first, then its
+   * plain SHA-256 (what names made before keyed hashing used): each once. Names derived from a
+   * subject (Idempotency-Key claims) are looked up under all of them, so a rotation of the ring
+   * hides no claim made under the key before.
+   */
+  allHashes(subject: string): string[] {
+    return [...new Set([...this.ring.map((key) => this.hmac(key, subject)), sha256(subject)])];
+  }
+
   /** True when `stored` is this subject's pseudonym under any key of the ring, or its plain SHA-256. */
   matches(subject: string, stored: string | undefined): boolean {
     if (stored === undefined || !/^[0-9a-f]{64}$/.test(stored)) return false;

@@ -18,6 +18,7 @@ import {
   type HeldKey,
 } from './idempotency.service.js';
 import { sha256 } from '../crypto/sha256.js';
+import { SubjectHasher } from '../crypto/subject-hash.js';
 import { StoreUnavailableError } from '../store/store-unavailable.error.js';
 import type { UpstreamSuccess } from '../upstream/upstream.client.js';
 import type { InquiryRecord, StoredResponse } from './inquiry-record.js';
@@ -90,7 +91,7 @@ describe('IdempotencyService', () => {
       idempotency: { ttlSeconds: 3600 },
       upstream: { timeoutMs: TIMEOUT_MS },
     });
-    service = new IdempotencyService(config, claims, records, metrics);
+    service = new IdempotencyService(config, claims, records, metrics, new SubjectHasher([]));
     now = Date.now();
   });
 

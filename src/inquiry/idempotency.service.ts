@@ -1,9 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
-import { callerScope, type Caller } from '../caller-auth/caller.js';
+import { callerScopes, type Caller } from '../caller-auth/caller.js';
 import type { AppConfig } from '../config/app-config.js';
 import { inFlightLeaseMs } from '../config/inquiry-lifetimes.js';
 import { sha256 } from '../crypto/sha256.js';
+import { SubjectHasher } from '../crypto/subject-hash.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException } from '../problem/problem.js';
 import { StoreUnavailableError } from '../store/store-unavailable.error.js';
@@ -63,6 +64,7 @@ export class IdempotencyService {
     private readonly claims: IdempotencyStore,
     private readonly records: InquiryStore,
     private readonly metrics: GatewayMetrics,
+    private readonly subjects: SubjectHasher,
   ) {
     this.ttlSeconds = config.get('idempotency', { infer: true }).ttlSeconds;
     this.inFlightLeaseMs = inFlightLeaseMs(config.get('upstream', { infer: true }).timeoutMs);
@@ -73,8 +75,12 @@ export class IdempotencyService {
    * 409 `idempotency_key_in_use` / 422 `idempotency_key_reused`. Store failures are 503.
    */
   async claim(caller: Caller, key: string, trackId: string, fingerprint: string): Promise<ClaimResult> {
-    // Whose keys these are: the client, and for an app's end user that user within the client.
-    const scope = callerScope(caller);
+    // Whose keys these are: the client, and for an app's end user that user within the client,
+    // named by the keyed hash of the user (never a hash anyone can recompute from a `sub`).
+    const [scope, ...formerScopes] = callerScopes(
+      caller,
+      caller.subject === undefined ? [] : this.subjects.allHashes(caller.subject),
+    );
     const keySha256 = sha256(key);
     const claim: IdempotencyClaim = { trackId, fingerprint, state: 'in_flight', claimedAt: Date.now() };
     // Another round only when the last found an abandoned claim that sent nothing (released).
@@ -86,14 +92,36 @@ export class IdempotencyService {
         void this.claims.release(scope, keySha256, trackId).catch(() => undefined);
         throw error;
       });
-      if (!earlier) return { held: { scope, keySha256, claim } };
-      const replay = await this.answerRepeat(scope, keySha256, earlier, fingerprint);
+      const former = earlier ? undefined : await this.formerClaim(formerScopes, keySha256, scope, trackId);
+      if (!earlier && !former) return { held: { scope, keySha256, claim } };
+      const [at, repeat] = former ?? [scope, earlier!];
+      const replay = await this.answerRepeat(at, keySha256, repeat, fingerprint);
       if (replay) return { replay };
     }
     // Each round released an abandoned claim and found another (a replica whose clock runs far
     // behind writes claims that look abandoned at once): refused like a store failure, nothing
     // was sent. Never a 409 without the trackId a caller could follow (docs/api.md §2).
     throw new StoreUnavailableError('idempotency claim (abandoned claims kept reappearing)');
+  }
+
+  /**
+   * A claim of this key under a name the subject hash ring gave it before a rotation (the key
+   * that hashed then, or the plain SHA-256 of builds before keyed names). Read after ours is
+   * made, so two requests across a rotation each see the other's claim (one is answered 409 or
+   * replayed, never both sent); when one is found, ours is released and that one answers.
+   */
+  private async formerClaim(
+    formerScopes: readonly string[],
+    keySha256: string,
+    scope: string,
+    trackId: string,
+  ): Promise<[string, IdempotencyClaim] | undefined> {
+    if (formerScopes.length === 0) return undefined;
+    const found = await Promise.all(formerScopes.map((former) => this.claims.peek(former, keySha256)));
+    const at = found.findIndex((claim) => claim !== null);
+    if (at < 0) return undefined;
+    await this.claims.release(scope, keySha256, trackId);
+    return [formerScopes[at], found[at]!];
   }
 
   /** Frees the key: nothing was charged, so a retry runs afresh. */

@@ -62,6 +62,8 @@ export abstract class IdempotencyStore {
    * for the same trackId: the first answer stored is the one every retry gets. Resolves true
    * when this answer was stored, false when the claim was no longer that in-flight one.
    */
+  /** The claim under `key` for this scope, or null: a read only (a claim named before a rotation, IdempotencyService). */
+  abstract peek(scope: string, keySha256: string): Promise<IdempotencyClaim | null>;
   abstract complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<boolean>;
   /** Frees a claim whose request provably reached nobody, so a retry may run it afresh. */
   abstract release(scope: string, keySha256: string, trackId: string): Promise<void>;

@@ -122,6 +122,13 @@ export class MemoryIdempotencyStore extends IdempotencyStore {
     });
   }
 
+  peek(scope: string, keySha256: string): Promise<IdempotencyClaim | null> {
+    return settled(() => {
+      const existing = this.claims.get(`${scope}:${keySha256}`);
+      return existing ? structuredClone(existing) : null;
+    });
+  }
+
   complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<boolean> {
     const key = `${scope}:${keySha256}`;
     const existing = this.claims.get(key);

@@ -161,6 +161,14 @@ export class RedisIdempotencyStore extends IdempotencyStore {
     });
   }
 
+  peek(scope: string, keySha256: string): Promise<IdempotencyClaim | null> {
+    return storeCall('idempotency claim', async () => {
+      const key = this.keys.idempotency(scope, keySha256);
+      const existing = await this.client.get(key);
+      return existing ? this.parse(existing, key) : null;
+    });
+  }
+
   complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<boolean> {
     return storeCall('idempotency complete', async () => {
       const key = this.keys.idempotency(scope, keySha256);

@@ -119,6 +119,9 @@ const CLAIM = `INSERT INTO vgw_idempotency AS c (key_sha256, track_id, state, va
 const COMPLETE = `UPDATE vgw_idempotency SET state = 'done', value = $3
   WHERE key_sha256 = $1 AND track_id = $2 AND state = 'in_flight' AND expires_at > $4 RETURNING 1 AS ok`;
 
+/** The live claim under a key, if any (GET in Redis): a claim made under a former key name. */
+const PEEK = 'SELECT value FROM vgw_idempotency WHERE key_sha256 = $1 AND expires_at > $2';
+
 /** Deletes the claim only if it is still the one made for this trackId (RELEASE in Redis). */
 const RELEASE = 'DELETE FROM vgw_idempotency WHERE key_sha256 = $1 AND track_id = $2';
 
@@ -144,6 +147,12 @@ export class SqlIdempotencyStore extends IdempotencyStore {
     const [row] = await recordsCall<{ won: boolean; value: string }>(this.db, 'idempotency claim', CLAIM, params);
     if (!row) throw new Error('idempotency claim: no row returned');
     return row.won ? null : (JSON.parse(this.cipher.open(row.value, claimContext(key))) as IdempotencyClaim);
+  }
+
+  async peek(scope: string, keySha256: string): Promise<IdempotencyClaim | null> {
+    const key = claimKey(scope, keySha256);
+    const [row] = await recordsCall<{ value: string }>(this.db, 'idempotency claim', PEEK, [key, this.now()]);
+    return row ? (JSON.parse(this.cipher.open(row.value, claimContext(key))) as IdempotencyClaim) : null;
   }
 
   async complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<boolean> {

@@ -18,6 +18,7 @@ import {
 } from './admin-query.js';
 import { RATE_DAYS, budgetForecasts, companyForecast } from './budget-forecast.js';
 import { ApiForecast, ApiInquiryList, ApiTrends } from './console-reads.openapi.js';
+import { trackingStates } from './tracking-reads.js';
 import { InquiryList, encodeCursor } from './inquiry-list.js';
 import { LedgerCalls } from './ledger-call.js';
 import { ledgerRange } from './ledger-dates.js';
@@ -69,13 +70,27 @@ export class ConsoleReadsController {
     const filter = inquiryFilterOf(query);
     const limit = listLimitOf(query);
     const after = listCursorOf(query);
-    const page = await this.ledger.run('ledger list', () => this.list.page(filter, after, limit));
+    const { page, tracking } = await this.ledger.run('ledger list', async () => {
+      const page = await this.list.page(filter, after, limit);
+      // What the provider's tracking service last said of each unknown, or resolved by it.
+      const asked = page.inquiries.filter((entry) => entry.status === 'unknown' || entry.resolvedBy === 'tracking');
+      return {
+        page,
+        tracking: await trackingStates(
+          this.store,
+          asked.map((entry) => entry.trackId),
+        ),
+      };
+    });
     void reply.header('cache-control', 'no-store');
     return {
       from: filter.from.toISOString(),
       to: filter.to.toISOString(),
       ...(this.price ? { currency: this.price.currency } : {}),
-      inquiries: page.inquiries.map((entry) => this.row(entry)),
+      inquiries: page.inquiries.map((entry) => {
+        const asked = tracking.get(entry.trackId);
+        return { ...this.row(entry), ...(asked ? { tracking: asked } : {}) };
+      }),
       next: page.next ? encodeCursor(page.next) : null,
     };
   }

@@ -91,6 +91,23 @@ export function ApiInquiryList(): MethodDecorator {
               ...ENTRY.properties,
               spentUnits: { type: 'integer' },
               spentAmount: { ...DECIMAL, description: 'spentUnits × the row’s recorded unitPrice, in its currency.' },
+              tracking: {
+                type: 'object',
+                description:
+                  "An `unknown` (or one tracking resolved) the provider's tracking service was asked about " +
+                  "(docs/api.md §8): how often, when last, and that question's result. Absent: never asked.",
+                required: ['questions', 'lastAskedAt', 'lastAnswer'],
+                properties: {
+                  questions: { type: 'integer', minimum: 1 },
+                  lastAskedAt: { type: 'string', format: 'date-time' },
+                  lastAnswer: {
+                    type: 'string',
+                    example: 'not_found',
+                    description:
+                      'As vgw_tracking_questions_total labels it: yes, no, not_found, unrecognised, no_value, error, timeout, not_asked.',
+                  },
+                },
+              },
             },
           },
         },

@@ -64,7 +64,7 @@ function isInstant(value: unknown): boolean {
  * on, which would fail the whole batch with no SQLSTATE. Refused before the database with the
  * SQLSTATE it uses for a malformed date.
  */
-function screen(entry: QueuedEntry): Refusal | undefined {
+export function screen(entry: QueuedEntry): Refusal | undefined {
   for (const field of ['createdAt', 'completedAt'] as const) {
     if (field === 'completedAt' && entry.completedAt === undefined) continue;
     if (!isInstant(entry[field])) {

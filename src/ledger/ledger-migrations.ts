@@ -1,5 +1,6 @@
 import { RECORDS_SQL } from '../store/records.migration.js';
 import { ROLLUPS_SQL } from './ledger-rollups.migration.js';
+import { PARKED_ACTIONS_SQL } from './parked-actions.migration.js';
 import { WEBHOOK_OUTBOX_SQL } from './webhook-outbox.migration.js';
 
 // The ledger's schema, version by version (applied by ledger-schema.ts, migrate).
@@ -223,6 +224,11 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
     version: 12,
     name: 'the single-node records: inquiries, Idempotency-Keys and reuse answers without Redis',
     sql: RECORDS_SQL,
+  },
+  {
+    version: 13,
+    name: 'parked entries re-driven or discarded by operators',
+    sql: PARKED_ACTIONS_SQL,
   },
   {
     version: 14,

@@ -3,6 +3,7 @@ import { ApiQuery, ApiResponse, type SchemaObject } from '@nestjs/swagger';
 import { responseHeader } from '../openapi.js';
 import { MAX_ROWS } from './reconciliation.js';
 import { ApiProblemResponses } from '../problem/problem.openapi.js';
+import { PARKED_DECISION } from './parked-actions.openapi.js';
 import { ADMIN_PROBLEMS, ApiAdmin, DATE_QUERY, FROM, TO } from './admin-openapi-common.js';
 
 const LIST = {
@@ -36,7 +37,7 @@ export function ApiParkedEntries(): MethodDecorator {
       'Needs an API key or an operator’s console token with `ledger:read`. Entries parked in [from, to) (by when they were parked), oldest ' +
         'first, at most 1000 (`truncated` when there are more): each with the database SQLSTATE and message and ' +
         'the entry as the queue held it, JSON text with lone surrogates, control characters and U+2028/U+2029 as \\u escapes ' +
-        '(docs/runbooks.md, LedgerEntriesParked).',
+        '(docs/runbooks.md, LedgerEntriesParked), its `id`, and `handled`: what an operator decided with it, or null.',
     ),
     FROM,
     TO,
@@ -57,8 +58,13 @@ export function ApiParkedEntries(): MethodDecorator {
                 maxItems: 1000,
                 items: {
                   type: 'object',
-                  required: ['trackId', 'kind', 'requestId', 'code', 'message', 'parkedAt', 'entry'],
+                  required: ['id', 'trackId', 'kind', 'requestId', 'code', 'message', 'parkedAt', 'entry', 'handled'],
                   properties: {
+                    id: {
+                      type: 'string',
+                      pattern: '^[0-9a-f]{64}$',
+                      description: 'What POST /admin/ledger/parked/{id}/redrive and /discard name.',
+                    },
                     trackId: { type: 'string', nullable: true, description: 'As the entry held it, escaped.' },
                     kind: { type: 'string', nullable: true },
                     requestId: { type: 'string', nullable: true },
@@ -66,6 +72,12 @@ export function ApiParkedEntries(): MethodDecorator {
                     message: { type: 'string' },
                     parkedAt: { type: 'string', format: 'date-time' },
                     entry: { type: 'string', description: 'The entry (without its upstream data) as JSON text.' },
+                    handled: {
+                      ...PARKED_DECISION,
+                      nullable: true,
+                      description:
+                        'What an operator decided (re-driven or discarded, by whom, why, when); null while undecided.',
+                    },
                   },
                 },
               },

@@ -21,6 +21,7 @@ import { LedgerStore } from './ledger.store.js';
 import { OperatorActionsController } from './operator-actions.controller.js';
 import { AdminController, CsvBodies } from './admin.controller.js';
 import { ConsoleReadsController } from './console-reads.controller.js';
+import { ParkedActionsController } from './parked-actions.controller.js';
 import { InquiryList } from './inquiry-list.js';
 import { Reconciliations } from './reconciliation.js';
 import { CallerAuthModule } from '../caller-auth/caller-auth.module.js';
@@ -33,7 +34,7 @@ import { RefusalFlusher } from './refusal-flusher.js';
 /** The ledger in PostgreSQL (docs/api.md §7): its queue, drainer, reads. */
 @Module({
   imports: [StoreModule, CallerAuthModule, BudgetModule],
-  controllers: [AdminController, ConsoleReadsController, OperatorActionsController],
+  controllers: [AdminController, ConsoleReadsController, OperatorActionsController, ParkedActionsController],
   providers: [
     CsvBodies,
     Reconciliations,

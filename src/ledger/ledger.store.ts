@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { SEALED_PREFIX, type StoreCipher } from '../store/store-cipher.js';
-import type { LedgerDatabase } from './ledger-database.js';
+import type { LedgerDatabase, SqlQueries } from './ledger-database.js';
 import type { EntryStatus, LedgerEntry, QueuedEntry } from './ledger-entry.js';
 import { ENTRY_COLUMNS, entryRow, toEntry, type EntryRow } from './ledger-rows.js';
 import { ensureRollupZones } from './ledger-rollups.js';
@@ -96,12 +96,22 @@ export class LedgerStore {
   }
 
   /**
+   * Entries written inside a transaction of the caller's (a parked entry re-driven with the
+   * fact that says who did it: parked-actions.ts); the caller awaited ready() and made their
+   * months' partitions beforehand (never from inside: on PGlite a statement outside the
+   * transaction waits for it to end, and migrating is one).
+   */
+  insertWithin(tx: SqlQueries, entries: readonly QueuedEntry[]): Promise<number> {
+    return this.insertOnce(entries, tx);
+  }
+
+  /**
    * One parameter per statement, the batch as JSON (json_to_recordset): the server parses it,
    * rather than the client escaping thirteen arrays (half the drainer's CPU per entry, measured:
    * docs/performance.md, "Ledger").
    */
-  private async insertOnce(entries: readonly QueuedEntry[]): Promise<number> {
-    const rows = await this.db.query<{ n: number }>(
+  private async insertOnce(entries: readonly QueuedEntry[], db: SqlQueries = this.db): Promise<number> {
+    const rows = await db.query<{ n: number }>(
       `WITH written AS (
          INSERT INTO ledger_entries (track_id, kind, client_id, subject_sha256, operation, request_handling_type,
            status, charged, cost_units, created_at, completed_at, upstream_code, upstream_message, request_id, revision,
@@ -136,7 +146,7 @@ export class LedgerStore {
       });
     }
     if (results.length > 0) {
-      await this.db.query(
+      await db.query(
         `INSERT INTO ledger_results (track_id, created_at, sealed_data)
          SELECT t, c, s FROM json_to_recordset($1::json) AS x(t uuid, c timestamptz, s text) ON CONFLICT DO NOTHING`,
         [JSON.stringify(results)],

@@ -2,9 +2,12 @@ import { createHash } from 'node:crypto';
 import type { EntryParking, Refusal } from './entry-writer.js';
 import type { QueuedEntry } from './ledger-entry.js';
 import type { LedgerStore } from './ledger.store.js';
+import type { ParkedActionFact } from './parked-actions.js';
 
 /** One parked entry as GET /admin/ledger/parked shows it (docs/runbooks.md, LedgerEntriesParked). */
 export interface ParkedRow {
+  /** The entry's SHA-256: what POST /admin/ledger/parked/{id}/redrive and …/discard name. */
+  id: string;
   trackId: string | null;
   kind: string | null;
   requestId: string | null;
@@ -14,6 +17,8 @@ export interface ParkedRow {
   parkedAt: string;
   /** The entry as the queue held it, JSON text: lone surrogates, controls (C0, DEL, C1) and U+2028/U+2029 as \u escapes. */
   entry: string;
+  /** What an operator did with it (parked-actions.ts); null while it waits for a decision. */
+  handled: Omit<ParkedActionFact, 'id' | 'replayed'> | null;
 }
 
 /** Rows per answer: parking is rare, and a flood of it is read by narrowing from/to. */
@@ -78,6 +83,12 @@ export class ParkedEntries implements EntryParking {
   async list(from: Date, to: Date): Promise<{ parked: ParkedRow[]; truncated: boolean }> {
     await this.store.ready();
     const rows = await this.store.db.query<{
+      entry_sha256: string;
+      action: ParkedActionFact['action'] | null;
+      client_id: string | null;
+      reason: string | null;
+      written: boolean | null;
+      acted_at: Date | null;
       track_id: string | null;
       kind: string | null;
       request_id: string | null;
@@ -86,12 +97,15 @@ export class ParkedEntries implements EntryParking {
       parked_at: Date;
       entry: Uint8Array;
     }>(
-      `SELECT track_id, kind, request_id, error_code, error_message, parked_at, entry FROM ledger_parked
-       WHERE parked_at >= $1 AND parked_at < $2 ORDER BY parked_at, entry_sha256 LIMIT $3`,
+      `SELECT p.entry_sha256, track_id, kind, p.request_id, error_code, error_message, parked_at, entry,
+         a.action, a.client_id, a.reason, a.written, a.acted_at
+       FROM ledger_parked p LEFT JOIN ledger_parked_actions a USING (entry_sha256)
+       WHERE parked_at >= $1 AND parked_at < $2 ORDER BY parked_at, p.entry_sha256 LIMIT $3`,
       [from, to, PARKED_ROWS + 1],
     );
     return {
       parked: rows.slice(0, PARKED_ROWS).map((row) => ({
+        id: row.entry_sha256,
         trackId: row.track_id,
         kind: row.kind,
         requestId: row.request_id,
@@ -99,6 +113,16 @@ export class ParkedEntries implements EntryParking {
         message: row.error_message,
         parkedAt: new Date(row.parked_at).toISOString(),
         entry: printableJson(Buffer.from(row.entry).toString('utf8')),
+        handled:
+          row.action === null
+            ? null
+            : {
+                action: row.action,
+                by: row.client_id ?? '',
+                reason: row.reason ?? '',
+                at: new Date(row.acted_at ?? 0).toISOString(),
+                ...(row.written !== null ? { written: row.written } : {}),
+              },
       })),
       truncated: rows.length > PARKED_ROWS,
     };

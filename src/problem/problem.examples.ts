@@ -28,6 +28,14 @@ const EXAMPLES: Record<ProblemCode, ProblemException> = {
     'reconciliation_changed',
     'The ledger changed since the dry run: nothing was applied. Look at the new report and confirm again.',
   ),
+  parked_entry_handled: new ProblemException(
+    'parked_entry_handled',
+    'This parked entry was already discarded by finance at 2026-11-28T10:00:00.000Z (reason: "a test entry"); nothing was done with this request.',
+  ),
+  parked_entry_refused: new ProblemException(
+    'parked_entry_refused',
+    'The ledger refused this entry again (SQLSTATE 22P05); it stays parked. Discard it with a reason, or fix what the database refuses and re-drive it.',
+  ),
   payload_too_large: new ProblemException('payload_too_large', 'The request body is larger than the limit of 16 KiB.'),
   idempotency_key_reused: new ProblemException(
     'idempotency_key_reused',

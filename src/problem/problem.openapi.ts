@@ -27,6 +27,11 @@ const WHEN: Record<ProblemCode, string> = {
   idempotency_key_in_use: '`idempotency_key_in_use`: the first request with this Idempotency-Key is still running',
   reconciliation_changed:
     '`reconciliation_changed`: the `digest` confirmed is not the report the ledger gives now; nothing was applied',
+  parked_entry_handled:
+    '`parked_entry_handled`: another decision on this parked ledger entry came first (re-driven or discarded, ' +
+    'by whom and when in `detail`); nothing was done',
+  parked_entry_refused:
+    '`parked_entry_refused`: the database refused the re-driven entry again (its SQLSTATE in `detail`); it stays parked',
   payload_too_large: '`payload_too_large`: body over the limit (16 KiB by default), stated in `detail`',
   idempotency_key_reused: '`idempotency_key_reused`: this Idempotency-Key was used with another body or path',
   upstream_rejected: '`upstream_rejected`: the upstream refused the input (its message in `detail`)',

@@ -18,11 +18,15 @@ export const PROBLEM_STATUS = {
   idempotency_key_in_use: 409,
   /** Not in the contract's table: a reconciliation confirmed against a dry run's report that the ledger no longer gives. */
   reconciliation_changed: 409,
+  /** Administration: another decision on this parked ledger entry came first (docs/api.md §7). */
+  parked_entry_handled: 409,
   payload_too_large: 413,
   /** Not in the contract's table: request headers over Node's limit (16 KiB). */
   headers_too_large: 431,
   idempotency_key_reused: 422,
   upstream_rejected: 422,
+  /** Administration: a re-driven parked entry refused by the database again; it stays parked. */
+  parked_entry_refused: 422,
   rate_limited: 429,
   budget_exhausted: 429,
   upstream_error: 502,
@@ -47,10 +51,12 @@ const TITLES: Record<ProblemCode, string> = {
   request_timeout: 'Request timeout',
   idempotency_key_in_use: 'Idempotency key in use',
   reconciliation_changed: 'The reconciliation would change something else now',
+  parked_entry_handled: 'Parked entry already handled',
   payload_too_large: 'Payload too large',
   headers_too_large: 'Request headers too large',
   idempotency_key_reused: 'Idempotency key reused',
   upstream_rejected: 'Rejected by the verification service',
+  parked_entry_refused: 'Parked entry refused again',
   rate_limited: 'Too many requests',
   budget_exhausted: 'Budget exhausted',
   upstream_error: 'Verification service error',

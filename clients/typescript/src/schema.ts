@@ -261,7 +261,7 @@ export interface paths {
         };
         /**
          * Ledger entries the database refused, parked
-         * @description Needs an API key or an operator’s console token with `ledger:read`. Entries parked in [from, to) (by when they were parked), oldest first, at most 1000 (`truncated` when there are more): each with the database SQLSTATE and message and the entry as the queue held it, JSON text with lone surrogates, control characters and U+2028/U+2029 as \u escapes (docs/runbooks.md, LedgerEntriesParked).
+         * @description Needs an API key or an operator’s console token with `ledger:read`. Entries parked in [from, to) (by when they were parked), oldest first, at most 1000 (`truncated` when there are more): each with the database SQLSTATE and message and the entry as the queue held it, JSON text with lone surrogates, control characters and U+2028/U+2029 as \u escapes (docs/runbooks.md, LedgerEntriesParked), its `id`, and `handled`: what an operator decided with it, or null.
          */
         get: operations["AdminController_parkedEntries"];
         put?: never;
@@ -372,6 +372,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/ledger/parked/{id}/redrive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-drive a parked entry into the ledger
+         * @description Needs an API key with `ledger:read` and `ledger:reconcile`. Writes the parked entry into the ledger as the queue held it (once, by its key, with its webhook event), and appends who did it and why. A database that refuses it again is 422 `parked_entry_refused`: nothing is written. The first decision on an entry wins, across replicas: the same request again (same action, key and reason) answers the recorded decision with `replayed: true`; any other is 409 `parked_entry_handled`, saying what was decided, by whom and when.
+         */
+        post: operations["ParkedActionsController_redrive"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/ledger/parked/{id}/discard": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Discard a parked entry
+         * @description Needs an API key with `ledger:read` and `ledger:reconcile`. Appends who discarded the parked entry and why; the ledger is not written. The entry stays as evidence. The first decision on an entry wins, across replicas: the same request again (same action, key and reason) answers the recorded decision with `replayed: true`; any other is 409 `parked_entry_handled`, saying what was decided, by whom and when.
+         */
+        post: operations["ParkedActionsController_discard"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/budget": {
         parameters: {
             query?: never;
@@ -451,7 +491,7 @@ export interface components {
          * @description Stable machine-readable code.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "reconciliation_changed" | "payload_too_large" | "headers_too_large" | "idempotency_key_reused" | "upstream_rejected" | "rate_limited" | "budget_exhausted" | "upstream_error" | "upstream_unavailable" | "store_unavailable" | "auth_unavailable" | "upstream_timeout" | "not_cached" | "internal";
+        ProblemCode: "validation_failed" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "reconciliation_changed" | "parked_entry_handled" | "payload_too_large" | "headers_too_large" | "idempotency_key_reused" | "upstream_rejected" | "parked_entry_refused" | "rate_limited" | "budget_exhausted" | "upstream_error" | "upstream_unavailable" | "store_unavailable" | "auth_unavailable" | "upstream_timeout" | "not_cached" | "internal";
         /** @description One bad field. The message never repeats the submitted value. */
         FieldError: {
             /**
@@ -690,6 +730,7 @@ export interface components {
             parked: boolean;
             operatorActions: boolean;
             webhooks: boolean;
+            parkedActions: boolean;
         };
         StatusBudgetRefusals: {
             /** @description The budget that refused: a client id, or * for all callers. */
@@ -2466,6 +2507,8 @@ export interface operations {
                         to: string;
                         truncated: boolean;
                         parked: {
+                            /** @description What POST /admin/ledger/parked/{id}/redrive and /discard name. */
+                            id: string;
                             /** @description As the entry held it, escaped. */
                             trackId: string | null;
                             kind: string | null;
@@ -2480,6 +2523,21 @@ export interface operations {
                             parkedAt: string;
                             /** @description The entry (without its upstream data) as JSON text. */
                             entry: string;
+                            /** @description What an operator decided (re-driven or discarded, by whom, why, when); null while undecided. */
+                            handled: {
+                                /** @enum {string} */
+                                action: "redriven" | "discarded";
+                                /**
+                                 * @description The client id of the API key that decided.
+                                 * @example finance
+                                 */
+                                by: string;
+                                reason: string;
+                                /** Format: date-time */
+                                at: string;
+                                /** @description Re-driven only: true when the ledger wrote the entry anew, false when it held one with its key already. */
+                                written?: boolean;
+                            } | null;
                         }[];
                     };
                 };
@@ -2920,6 +2978,17 @@ export interface operations {
                             spentUnits: number;
                             /** @description spentUnits × the row’s recorded unitPrice, in its currency. */
                             spentAmount?: string;
+                            /** @description An `unknown` (or one tracking resolved) the provider's tracking service was asked about (docs/api.md §8): how often, when last, and that question's result. Absent: never asked. */
+                            tracking?: {
+                                questions: number;
+                                /** Format: date-time */
+                                lastAskedAt: string;
+                                /**
+                                 * @description As vgw_tracking_questions_total labels it: yes, no, not_found, unrecognised, no_value, error, timeout, not_asked.
+                                 * @example not_found
+                                 */
+                                lastAnswer: string;
+                            };
                         }[];
                         /** @description null on the last page. */
                         next: string | null;
@@ -3364,6 +3433,308 @@ export interface operations {
                 headers: {
                     /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
+            431: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: anything else; no internal detail in the body. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `store_unavailable`: the record store is unreachable; nothing was sent upstream (with `Retry-After`). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    ParkedActionsController_redrive: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The `id` of GET /admin/ledger/parked. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Why, for whoever reads the ledger next: trimmed, no control characters.
+                     * @example client id fixed in the identity provider; the entry is good
+                     */
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Recorded. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        action: "redriven" | "discarded";
+                        /**
+                         * @description The client id of the API key that decided.
+                         * @example finance
+                         */
+                        by: string;
+                        reason: string;
+                        /** Format: date-time */
+                        at: string;
+                        /** @description Re-driven only: true when the ledger wrote the entry anew, false when it held one with its key already. */
+                        written?: boolean;
+                        /** @description true: this decision (same action, key and reason) was already recorded; nothing was done again. */
+                        replayed: boolean;
+                    };
+                };
+            };
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key`, a trackId that is not a UUID (one `errors` entry per bad field). */
+            400: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: no or bad credential. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: trackId unknown to this caller. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
+            408: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `parked_entry_handled`: another decision on this parked ledger entry came first (re-driven or discarded, by whom and when in `detail`); nothing was done. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `parked_entry_refused`: the database refused the re-driven entry again (its SQLSTATE in `detail`); it stays parked. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: the request headers are larger than the server accepts. */
+            431: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: anything else; no internal detail in the body. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `store_unavailable`: the record store is unreachable; nothing was sent upstream (with `Retry-After`). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    ParkedActionsController_discard: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Correlation id chosen by the caller: when it matches the pattern it is echoed in `X-Request-Id` and written in every log line of the request; otherwise the gateway uses a fresh UUID instead. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The `id` of GET /admin/ledger/parked. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Why, for whoever reads the ledger next: trimmed, no control characters.
+                     * @example client id fixed in the identity provider; the entry is good
+                     */
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Recorded. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        action: "redriven" | "discarded";
+                        /**
+                         * @description The client id of the API key that decided.
+                         * @example finance
+                         */
+                        by: string;
+                        reason: string;
+                        /** Format: date-time */
+                        at: string;
+                        /** @description Re-driven only: true when the ledger wrote the entry anew, false when it held one with its key already. */
+                        written?: boolean;
+                        /** @description true: this decision (same action, key and reason) was already recorded; nothing was done again. */
+                        replayed: boolean;
+                    };
+                };
+            };
+            /** @description `validation_failed`: body not JSON or not sent as `Content-Type: application/json` (the problem names Content-Type), unknown or missing field, bad national code, mobile, IBAN, `requestHandlingType` or `Idempotency-Key`, a trackId that is not a UUID (one `errors` entry per bad field). */
+            400: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: no or bad credential. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the credential lacks the scope (`kyc:advanced` for `advanced`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: trackId unknown to this caller. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request_timeout`: the request (headers and body) did not arrive within `HTTP_REQUEST_TIMEOUT_MS`. */
+            408: {
+                headers: {
+                    /** @description The request’s id: the caller’s `X-Request-Id` when well formed, a fresh UUID otherwise. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `parked_entry_handled`: another decision on this parked ledger entry came first (re-driven or discarded, by whom and when in `detail`); nothing was done. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -90,6 +90,16 @@ export async function getJson(path) {
   return response.json();
 }
 
+/** A POST of a JSON body (an operator's decision), its JSON answer. */
+export async function postJson(path, body) {
+  const response = await send(path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return response.json();
+}
+
 /**
  * GET /admin/ledger as NDJSON, read line by line as it streams: `onEntry` sees each entry and may
  * return true to stop reading (the rest of the stream is cancelled), so memory stays bounded.

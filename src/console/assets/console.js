@@ -7,6 +7,7 @@ import { budgetsView, clientsView, companyView, priceNote } from '/console/spend
 import { dayView, errorsChart, lastDays, latestTroubledDay, refusalsChart, spendChart } from '/console/trends.js';
 import { mark, renderNow } from '/console/now.js';
 import { setUpAccess, showWho } from '/console/access.js';
+import { loadParked } from '/console/parked.js';
 import { forgetSession } from '/console/sign-in.js';
 import { entriesView, h, note, table, time } from '/console/views.js';
 import { loadWebhooks } from '/console/webhooks.js';
@@ -132,47 +133,10 @@ function drawTrends() {
   showIn('day-detail', dayView(trends, day));
 }
 
-async function loadParked() {
-  if (!routes.parked) return showIn('parked-result', absent('GET /admin/ledger/parked'));
-  try {
-    const now = Date.now();
-    const range = { from: new Date(now - 30 * 86_400_000).toISOString(), to: new Date(now + 60_000).toISOString() };
-    const answer = await getJson(`/admin/ledger/parked?${new URLSearchParams(range)}`);
-    const count = `${answer.parked.length}${answer.truncated ? '+' : ''}`;
-    mark(
-      'now-parked',
-      answer.parked.length ? `${count}: see "Parked ledger entries"` : '0',
-      answer.parked.length ? 'bad' : 'good',
-    );
-    showIn(
-      'parked-result',
-      answer.parked.length === 0
-        ? note('No entry was refused by PostgreSQL in the last 30 days.', 'good')
-        : table(
-            ['parked', 'trackId', 'kind', 'SQLSTATE', 'database message'],
-            answer.parked.map((entry) =>
-              h(
-                'tr',
-                {},
-                h('td', {}, time(entry.parkedAt)),
-                h('td', {}, h('code', {}, entry.trackId ?? '–')),
-                h('td', {}, entry.kind ?? '–'),
-                h('td', {}, entry.code),
-                h('td', {}, entry.message),
-              ),
-            ),
-            'Parked ledger entries',
-          ),
-    );
-  } catch (error) {
-    failed('parked-result', error);
-  }
-}
-
 let datesSet = false;
 async function loadAll() {
   // The forecast says the zone the rest is written in; the trends, parked entries and deliveries need none.
-  await Promise.all([loadMoney(), loadTrends(), loadParked(), loadWebhooks(lastStatus, failed)]);
+  await Promise.all([loadMoney(), loadTrends(), loadParked(routes, failed), loadWebhooks(lastStatus, failed)]);
   // "Now" was drawn before the zone was known: again, in it.
   if (lastStatus) showNow(lastStatus);
   drawTrends();

@@ -61,10 +61,37 @@ function row(inquiry) {
       money ? h('span', { className: 'money' }, money) : null,
     ),
     h('td', {}, upstreamText(inquiry)),
+    askedCell(inquiry),
   ];
   // Each cell names its column: on a phone the rows are cards (reports.css), the header hidden.
   columns().forEach((column, i) => cells[i].setAttribute('data-label', column));
   return h('tr', { 'data-track-id': inquiry.trackId, 'data-status': inquiry.status }, ...cells);
+}
+
+/** What each tracking result means to finance (docs/api.md §8). */
+const ANSWERS = {
+  yes: 'charged',
+  no: 'not charged',
+  not_found: 'not found',
+  unrecognised: 'an answer no list names',
+  no_value: 'no value',
+  error: 'failed',
+  timeout: 'no answer in time',
+  not_asked: 'not sent (no token)',
+};
+
+/** When the provider's tracking service was last asked about an unknown, and what it said. */
+function askedCell(inquiry) {
+  const asked = inquiry.tracking;
+  if (!asked) return h('td', { 'data-field': 'asked' }, inquiry.status === 'unknown' ? 'not yet' : '–');
+  const times = asked.questions === 1 ? 'once' : `${asked.questions} times`;
+  return h(
+    'td',
+    { 'data-field': 'asked' },
+    time(asked.lastAskedAt, true),
+    h('br'),
+    `${ANSWERS[asked.lastAnswer] ?? asked.lastAnswer} (${times})`,
+  );
 }
 
 /** The list's columns; spent is in units, with its money below when a price is known. */
@@ -77,6 +104,7 @@ const columns = () => [
   'charged',
   display.price ? 'spent (units, money)' : 'spent (units)',
   'upstream',
+  'provider last asked',
 ];
 
 function render(answer) {

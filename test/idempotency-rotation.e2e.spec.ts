@@ -1,0 +1,134 @@
+/**
+ * Idempotency-Key claims of an app's end users are named by a keyed hash of the user
+ * (SUBJECT_HASH_KEYS), never by a hash anyone can recompute from a JWT `sub`; and a rotation of
+ * that ring never lets a retry across it be charged twice: a claim is looked up under every key
+ * of the ring and under the plain SHA-256 of builds before. Two gateways in turn on one real
+ * redis-server, the second with the ring rotated; the upstream simulator counts the charges.
+ */
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { SignJWT, exportSPKI, generateKeyPair, type CryptoKey } from 'jose';
+import { sha256 } from '../src/crypto/sha256.js';
+import { SHAHKAR } from './support/fixtures.js';
+import { startGateway, type RunningGateway } from './support/gateway.js';
+import { RedisServer } from './support/redis-server.js';
+import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
+
+const ISSUER = 'https://id.example.test';
+const AUDIENCE = 'verification-gateway';
+const [OLD, NEW] = [randomBytes(32).toString('base64'), randomBytes(32).toString('base64')];
+const SUBJECT = 'user-0499370899';
+
+let redis: RedisServer;
+let client: Redis;
+let sim: UpstreamSimulator;
+let keys: { privateKey: CryptoKey; publicKey: CryptoKey };
+let common: Record<string, string>;
+
+beforeAll(async () => {
+  [redis, keys] = await Promise.all([RedisServer.start(), generateKeyPair('RS256', { extractable: true })]);
+  client = new Redis(redis.url);
+  sim = new UpstreamSimulator();
+  await sim.start();
+  common = {
+    UPSTREAM_BASE_URL: sim.baseUrl,
+    REDIS_URL: redis.url,
+    JWT_ISSUER: ISSUER,
+    JWT_AUDIENCE: AUDIENCE,
+    JWT_PUBLIC_KEY: await exportSPKI(keys.publicKey),
+  };
+});
+afterAll(async () => {
+  client?.disconnect();
+  await sim?.stop();
+  await redis?.stop();
+});
+
+const token = () =>
+  new SignJWT({ azp: 'mobile-app', scope: 'kyc:shahkar' })
+    .setProtectedHeader({ alg: 'RS256' })
+    .setSubject(SUBJECT)
+    .setIssuer(ISSUER)
+    .setAudience(AUDIENCE)
+    .setExpirationTime('5m')
+    .sign(keys.privateKey);
+
+async function inquire(gateway: RunningGateway, key: string) {
+  const res = await fetch(`${gateway.url}/v1/kyc/shahkar`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${await token()}`, 'content-type': 'application/json', 'idempotency-key': key },
+    body: JSON.stringify(SHAHKAR),
+  });
+  return {
+    status: res.status,
+    replayed: res.headers.get('idempotent-replayed'),
+    body: (await res.json()) as { trackId: string },
+  };
+}
+
+/** One gateway at a time on the same Redis, as a rollout of the ring's rotation ends. */
+async function withGateway<T>(env: Record<string, string>, work: (gateway: RunningGateway) => Promise<T>): Promise<T> {
+  const gateway = await startGateway({ ...common, ...env });
+  try {
+    return await work(gateway);
+  } finally {
+    await gateway.close();
+  }
+}
+
+const hmac = (key: string) => createHmac('sha256', Buffer.from(key, 'base64')).update(SUBJECT).digest('hex');
+
+describe('Idempotency-Key names of end users across a rotation of SUBJECT_HASH_KEYS', () => {
+  it('names the claim by the keyed hash, and replays a retry after the rotation: charged once', async () => {
+    const key = `rotate-${randomUUID()}`;
+    const first = await withGateway({ SUBJECT_HASH_KEYS: `old:${OLD}` }, (gateway) => inquire(gateway, key));
+    expect(first.status).toBe(200);
+    // The claim's name holds the user's HMAC under the hashing key, not its plain SHA-256.
+    const names = await client.keys(`*idem*${sha256(key)}*`);
+    expect(names).toHaveLength(1);
+    expect(names[0]).toContain(`:u:${hmac(OLD).slice(0, 32)}:`);
+    expect(names[0]).not.toContain(sha256(SUBJECT).slice(0, 32));
+    // The user's quota counter too: named by the keyed scope's hash.
+    const userScope = `${'jwt:mobile-app'.length}:jwt:mobile-app:u:${hmac(OLD).slice(0, 32)}`;
+    expect(await client.keys(`*user:${sha256(userScope).slice(0, 32)}*`)).not.toHaveLength(0);
+
+    const retry = await withGateway({ SUBJECT_HASH_KEYS: `new:${NEW},old:${OLD}` }, (gateway) => inquire(gateway, key));
+    expect(retry).toMatchObject({ status: 200, replayed: 'true', body: { trackId: first.body.trackId } });
+    expect(sim.chargeCount(first.body.trackId)).toBe(1);
+    expect(sim.inquiryCalls).toBe(1);
+    // A new key after the rotation is named by the new hashing key.
+    await withGateway({ SUBJECT_HASH_KEYS: `new:${NEW},old:${OLD}` }, (gateway) => inquire(gateway, `fresh-${key}`));
+    expect(await client.keys(`*idem*:u:${hmac(NEW).slice(0, 32)}:${sha256(`fresh-${key}`)}*`)).toHaveLength(1);
+  });
+
+  it('replays a claim named by a build before keyed names (the plain SHA-256) once keys are set', async () => {
+    const key = `upgrade-${randomUUID()}`;
+    const calls = sim.inquiryCalls;
+    const first = await withGateway({}, (gateway) => inquire(gateway, key));
+    expect(await client.keys(`*idem*:u:${sha256(SUBJECT).slice(0, 32)}:${sha256(key)}*`)).toHaveLength(1);
+    const retry = await withGateway({ SUBJECT_HASH_KEYS: `new:${NEW}` }, (gateway) => inquire(gateway, key));
+    expect(retry).toMatchObject({ status: 200, replayed: 'true', body: { trackId: first.body.trackId } });
+    expect(sim.inquiryCalls - calls).toBe(1);
+  });
+
+  it('sends at most one of two requests with one key on replicas either side of the rotation at once', async () => {
+    const [before, after] = await Promise.all([
+      startGateway({ ...common, SUBJECT_HASH_KEYS: `old:${OLD},new:${NEW}` }),
+      startGateway({ ...common, SUBJECT_HASH_KEYS: `new:${NEW},old:${OLD}` }),
+    ]);
+    try {
+      sim.setLatency(300);
+      const calls = sim.inquiryCalls;
+      const key = `rollout-${randomUUID()}`;
+      const answers = await Promise.all([inquire(before, key), inquire(after, key)]);
+      // One is sent and the other told the key is in use, or both are told so and neither is sent.
+      expect(sim.inquiryCalls - calls).toBe(answers.filter((a) => a.status === 200).length);
+      expect(answers.filter((a) => a.status === 200).length).toBeLessThanOrEqual(1);
+      for (const answer of answers) expect([200, 409]).toContain(answer.status);
+    } finally {
+      sim.setLatency(0);
+      await Promise.all([before.close(), after.close()]);
+    }
+  });
+});
