@@ -90,13 +90,16 @@ export async function getJson(path) {
   return response.json();
 }
 
-/** A POST of a JSON body (an operator's decision), its JSON answer. */
+/**
+ * A POST whose answer is JSON: with a JSON body (an operator's decision), or without one (the
+ * retry of a webhook delivery: no content-type then, which an empty JSON body would fail).
+ */
 export async function postJson(path, body) {
-  const response = await send(path, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json' },
-    body: JSON.stringify(body),
-  });
+  const headers = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const init = { method: 'POST', headers };
+  if (body !== undefined) init.body = JSON.stringify(body);
+  const response = await send(path, init);
   return response.json();
 }
 
@@ -140,12 +143,6 @@ export async function download(path, accept, filename) {
   link.click();
   link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
-}
-
-/** A POST without a body whose answer is JSON (the retry of a webhook delivery). */
-export async function postJson(path) {
-  const response = await send(path, { method: 'POST', headers: { accept: 'application/json' } });
-  return response.json();
 }
 
 /**

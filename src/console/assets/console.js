@@ -5,11 +5,11 @@ import { addDays, dayOf, display, zone } from '/console/format.js';
 import { applyList, setOperations, setUpList, startOf } from '/console/list.js';
 import { budgetsView, clientsView, companyView, priceNote } from '/console/spend.js';
 import { dayView, errorsChart, lastDays, latestTroubledDay, refusalsChart, spendChart } from '/console/trends.js';
-import { mark, renderNow } from '/console/now.js';
+import { renderNow } from '/console/now.js';
 import { setUpAccess, showWho } from '/console/access.js';
 import { loadParked } from '/console/parked.js';
 import { forgetSession } from '/console/sign-in.js';
-import { entriesView, h, note, table, time } from '/console/views.js';
+import { entriesView, note } from '/console/views.js';
 import { loadWebhooks } from '/console/webhooks.js';
 
 const $ = (id) => document.getElementById(id);
