@@ -94,6 +94,8 @@ describe('operations endpoints', () => {
         '/admin/ledger/parked',
         '/admin/ledger/parked/{id}/redrive',
         '/admin/ledger/parked/{id}/discard',
+        '/admin/me',
+        '/admin/operator-actions',
         '/admin/reconciliations',
         '/admin/usage',
         '/admin/inquiries',

@@ -21,6 +21,7 @@ describe('RegisteredRoutes', () => {
       trends: false,
       forecast: false,
       parked: false,
+      parkedActions: false,
       operatorActions: false,
       webhooks: false,
     });
