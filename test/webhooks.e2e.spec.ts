@@ -17,6 +17,7 @@ import { EventEmitter } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
+import { LedgerStore } from '../src/ledger/ledger.store.js';
 import { SHAHKAR } from './support/fixtures.js';
 import { apiKeysWith, callGateway, startGateways, TEST_CLIENTS, type RunningGateway } from './support/gateway.js';
 import { nextEvent } from './support/events.js';
@@ -294,8 +295,17 @@ describe('webhooks', () => {
     doomed.process.kill('SIGKILL');
     await doomed.exited;
     receiver.holding.delete('held');
-    // Its claim's lease (30 s: three delivery timeouts) runs out; then the other replica takes the row.
-    const taken = nextEvent<Delivery>(receiver, 'delivery', (d) => d.path === 'held', 60_000);
+    // Its claim's lease (30 s: three delivery timeouts) is run out in the database rather than
+    // waited for (the lease's own expiry is webhook-outbox.integration's); the row is still the
+    // dead replica's claim until then, and the other replica takes it after.
+    const taken = nextEvent<Delivery>(receiver, 'delivery', (d) => d.path === 'held', 30_000);
+    const leased = await gateways[0].app
+      .get(LedgerStore)
+      .db.query<{ id: string }>(
+        `UPDATE webhook_deliveries SET next_attempt_at = now() WHERE id = $1 AND status = 'pending' AND next_attempt_at > now() RETURNING id`,
+        [first.id],
+      );
+    expect(leased).toEqual([{ id: first.id }]);
     await processes.start(env);
     expect(await taken).toMatchObject({ id: first.id, type: 'inquiry.settled', status: 200, data: { trackId } });
     expect(receiver.unverified).toEqual([]);
