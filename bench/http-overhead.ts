@@ -202,6 +202,26 @@ export const SCENARIOS: Scenario[] = [
     }),
     reference: false,
   },
+  {
+    // The same endpoint on an inquiry replica beside a drainer Deployment (WEBHOOKS_DELIVER=false,
+    // as the chart sets it): the event is the trigger's insert in PostgreSQL, and another process
+    // delivers. What an inquiry itself costs with webhooks (docs/performance.md, "Webhooks").
+    name: 'webhook, delivered apart (WEBHOOKS_DELIVER=false)',
+    gatewayEnv: ({ sinkUrl }) => ({
+      WEBHOOKS: JSON.stringify([
+        {
+          id: 'bench',
+          clientId: TEST_CLIENTS.basic.clientId,
+          url: `${sinkUrl}/hook`,
+          secret: `whsec_${Buffer.alloc(32, 1).toString('base64')}`,
+          events: ['inquiry.settled'],
+        },
+      ]),
+      WEBHOOKS_ALLOW_HTTP: 'true',
+      WEBHOOKS_DELIVER: 'false',
+    }),
+    reference: false,
+  },
   // An inquiry replica beside a drainer Deployment (LEDGER_DRAIN=false): the ledger's duty and
   // entry ride the record's script, and nothing drains here. A key prefix of its own, so that a
   // draining gateway measured beside it never drains its entries (docs/performance.md, "Ledger").

@@ -66,6 +66,7 @@ const webhooks: WebhooksConfig = {
   configured: true,
   endpoints: [endpoint],
   allowHttp: true,
+  deliver: true,
   delivery: {
     maxInFlight: 32,
     firstRetryMs: 1_000,

@@ -430,9 +430,10 @@ describe('Helm chart', () => {
     expect(drainer.spec.replicas).toBe(2);
     expect(drainer.spec.template.spec.containers[0].resources).toEqual({ requests: { cpu: '100m', memory: '128Mi' } });
     expect(env(gateway)).toContainEqual({ name: 'LEDGER_DRAIN', value: 'false' });
-    expect(env(drainer).some((e) => e.name === 'LEDGER_DRAIN')).toBe(false);
+    expect(env(gateway)).toContainEqual({ name: 'WEBHOOKS_DELIVER', value: 'false' });
+    expect(env(drainer).some((e) => e.name === 'LEDGER_DRAIN' || e.name === 'WEBHOOKS_DELIVER')).toBe(false);
     // Same pod otherwise: the same settings and Secrets.
-    expect(env(drainer)).toEqual(env(gateway).filter((e) => e.name !== 'LEDGER_DRAIN'));
+    expect(env(drainer)).toEqual(env(gateway).filter((e) => !['LEDGER_DRAIN', 'WEBHOOKS_DELIVER'].includes(e.name)));
     const matches = (selector: Labels, labels: Labels) => Object.entries(selector).every(([k, v]) => labels[k] === v);
     const gatewayService = objects.find(
       (o) => o.kind === 'Service' && (o.metadata as { name: string }).name === 'vgw-verification-gateway',

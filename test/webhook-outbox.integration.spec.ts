@@ -122,6 +122,26 @@ describe.each(ledgerEngines(() => server.url, 'webhook-outbox'))('the webhook ou
     expect(row.status).toBe('delivered');
   });
 
+  it('writes a batch of outcomes in one statement, each under its own lease, and returns the ids written', async () => {
+    await store.insert([queuedEntry({ clientId: 'svc-lease' }), queuedEntry({ clientId: 'svc-lease' })]);
+    const [kept, lost] = await outbox.claim('lease', 2, 30_000);
+    const written = await outbox.settleMany([
+      { claim: kept, outcome: { status: 'pending', retryInMs: 60_000, httpStatus: 503, error: 'HTTP 503' } },
+      { claim: { ...lost, leaseToken: '00000000-0000-4000-8000-000000000000' }, outcome: { status: 'dead' } },
+    ]);
+    expect(written).toEqual(new Set([kept.id]));
+    const rows = await db.query<{ id: string; status: string; last_status: number | null; due_in: number }>(
+      `SELECT id, status, last_status, extract(epoch FROM next_attempt_at - now())::float8 AS due_in
+       FROM webhook_deliveries WHERE id = ANY($1::uuid[])`,
+      [[kept.id, lost.id]],
+    );
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    expect(byId.get(kept.id)).toMatchObject({ status: 'pending', last_status: 503 });
+    expect(byId.get(kept.id)!.due_in).toBeGreaterThan(50);
+    expect(byId.get(lost.id)).toMatchObject({ status: 'pending', last_status: null });
+    expect(await outbox.settleMany([])).toEqual(new Set());
+  });
+
   it('keeps the endpoints another replica configures when one with a different configuration mirrors its own', async () => {
     const newer = endpoint('newer', 'svc-newer', ['inquiry.settled']);
     await outbox.syncEndpoints([...ENDPOINTS, newer], { configChanged: true });

@@ -131,7 +131,7 @@ beforeAll(async () => {
   sim = new UpstreamSimulator({ credit: 1_000_000 });
   [redis, postgres] = await Promise.all([RedisServer.start(), PostgresServer.start(), receiver.start()]);
   await sim.start(0);
-  gateways = await startGateways(3, {
+  const env = {
     REDIS_URL: redis.url,
     LEDGER_DATABASE_URL: postgres.url,
     UPSTREAM_BASE_URL: sim.baseUrl,
@@ -148,7 +148,13 @@ beforeAll(async () => {
     WEBHOOKS_POLL_MS: '50',
     WEBHOOKS_FIRST_RETRY_MS: '100',
     WEBHOOKS_RETRY_FOR_SECONDS: '2',
-  });
+  };
+  // The third replica leaves deliveries to the others (WEBHOOKS_DELIVER=false, as beside a drainer).
+  const [delivering, apart] = await Promise.all([
+    startGateways(2, env),
+    startGateways(1, { ...env, WEBHOOKS_DELIVER: 'false' }),
+  ]);
+  gateways = [...delivering, ...apart];
 }, 120_000);
 
 afterAll(async () => {
@@ -200,6 +206,18 @@ describe('webhooks', () => {
     expect(gone.length).toBeGreaterThanOrEqual(1);
     expect(gone[0]).toMatchObject({ status: 'pending', lastStatus: 410, lastError: 'HTTP 410' });
     expect(receiver.unverified).toEqual([]);
+    const delivered = async (gateway: RunningGateway) =>
+      Number(
+        /vgw_webhook_deliveries_total\{endpoint="a",result="delivered"\} (\d+)/.exec(
+          await (await fetch(`${gateway.url}/metrics`)).text(),
+        )?.[1],
+      );
+    // Each count follows its receiver's 2xx by one outcome statement: read until the ten are in.
+    for (let look = 0; look < 100 && (await delivered(gateways[0])) + (await delivered(gateways[1])) < 10; look++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect((await delivered(gateways[0])) + (await delivered(gateways[1]))).toBe(10);
+    expect(await delivered(gateways[2])).toBe(0);
     const metrics = await (await fetch(`${gateways[0].url}/metrics`)).text();
     expect(metrics).toMatch(/vgw_webhook_deliveries_total\{endpoint="dead",result="dead"\} 0/);
     expect(metrics).not.toContain(SECRETS.flaky.slice(6));
@@ -210,9 +228,11 @@ describe('webhooks', () => {
     const trackId = await inquire(gateways[2], TEST_CLIENTS.other.key);
     const first = await nextEvent<Delivery>(receiver, 'delivery', (d) => d.path === 'dead');
     let dead: Array<Record<string, unknown>> = [];
-    // Dead after WEBHOOKS_RETRY_FOR_SECONDS (2 s): each attempt is an event; the list is read after each.
+    // Dead after WEBHOOKS_RETRY_FOR_SECONDS (2 s): each attempt is an event; the list is read after
+    // each. The last attempt is followed by no event, and its outcome is written just after the
+    // receiver answers (in the outcomes' next statement): a second's wait then reads it.
     for (let look = 0; dead.length === 0 && look < 50; look++) {
-      await nextEvent(receiver, 'delivery', (d: Delivery) => d.path === 'dead', 10_000).catch(() => undefined);
+      await nextEvent(receiver, 'delivery', (d: Delivery) => d.path === 'dead', 1_000).catch(() => undefined);
       const res = await callGateway(gateways[0].url, 'GET', '/admin/webhooks/deliveries?status=dead', {
         apiKey: OPS.key,
       });

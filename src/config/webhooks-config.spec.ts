@@ -83,4 +83,12 @@ describe('WEBHOOKS', () => {
     expect(config.delivery).toMatchObject({ maxInFlight: 4, pollMs: 50, retryForMs: 2_000, firstRetryMs: 5_000 });
     expect(config.configured).toBe(false);
   });
+
+  it('delivers unless WEBHOOKS_DELIVER=false (a drainer Deployment delivers then), and names a bad value', () => {
+    expect(webhooksConfigFrom({}, []).deliver).toBe(true);
+    expect(webhooksConfigFrom({ WEBHOOKS_DELIVER: 'false' }, []).deliver).toBe(false);
+    const problems: string[] = [];
+    expect(webhooksConfigFrom({ WEBHOOKS_DELIVER: 'no' }, problems).deliver).toBe(true);
+    expect(problems).toEqual(['WEBHOOKS_DELIVER: must be true or false']);
+  });
 });

@@ -44,6 +44,12 @@ export interface WebhooksConfig {
   file?: string;
   /** `WEBHOOKS_ALLOW_HTTP=true`: `http` URLs accepted (the sandbox, tests). */
   allowHttp: boolean;
+  /**
+   * `WEBHOOKS_DELIVER` (default true): this replica sends deliveries. `false` on the gateway's pods
+   * beside a drainer Deployment, which then delivers: an inquiry replica pays nothing for webhooks
+   * but the trigger's insert in PostgreSQL (docs/performance.md, "Webhooks").
+   */
+  deliver: boolean;
   delivery: DeliverySettings;
 }
 
@@ -196,12 +202,15 @@ export function webhooksConfigFrom(env: Env, problems: string[]): WebhooksConfig
   if (flag !== undefined && flag !== 'true' && flag !== 'false')
     problems.push('WEBHOOKS_ALLOW_HTTP: must be true or false');
   const allowHttp = flag === 'true';
+  const deliver = env.WEBHOOKS_DELIVER?.trim() || 'true';
+  if (deliver !== 'true' && deliver !== 'false') problems.push('WEBHOOKS_DELIVER: must be true or false');
   const variable = env.WEBHOOKS_FILE === undefined ? 'WEBHOOKS' : 'WEBHOOKS_FILE';
   return {
     configured: env.WEBHOOKS !== undefined,
     endpoints: parseWebhooks(env.WEBHOOKS, allowHttp, problems, variable),
     file: env.WEBHOOKS_FILE,
     allowHttp,
+    deliver: deliver !== 'false',
     delivery: deliveryFrom(env, problems),
   };
 }

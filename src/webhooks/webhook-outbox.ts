@@ -15,6 +15,14 @@ export interface ClaimedDelivery {
   leaseToken: string;
 }
 
+/** What an attempt ended in: delivered, dead, or pending again after `retryInMs`. */
+export interface DeliveryOutcome {
+  status: 'delivered' | 'dead' | 'pending';
+  retryInMs?: number;
+  httpStatus?: number;
+  error?: string;
+}
+
 /** A delivery as GET /admin/webhooks/deliveries shows it (no body beyond the event's own fields). */
 export interface DeliveryView {
   id: string;
@@ -143,27 +151,40 @@ export class WebhookOutbox {
    * A 2xx is a fact whoever holds the row: written while the row is pending even after the lease
    * ran out, so a slower attempt's failure never turns a delivered event into a retried or dead one.
    */
-  async settle(
-    claim: ClaimedDelivery,
-    outcome: { status: 'delivered' | 'dead' | 'pending'; retryInMs?: number; httpStatus?: number; error?: string },
-  ): Promise<boolean> {
+  async settle(claim: ClaimedDelivery, outcome: DeliveryOutcome): Promise<boolean> {
+    return (await this.settleMany([{ claim, outcome }])).has(claim.id);
+  }
+
+  /**
+   * Several attempts' outcomes in one statement, each under the rule of `settle`; the ids written.
+   * A delivery appears at most once in `outcomes` (WebhookOutcomes keeps a second one for its next
+   * statement): an UPDATE … FROM joining one row twice would write one of the two, unsaid which.
+   */
+  async settleMany(outcomes: readonly { claim: ClaimedDelivery; outcome: DeliveryOutcome }[]): Promise<Set<string>> {
+    if (outcomes.length === 0) return new Set();
     const rows = await (
       await this.db()
     ).query<{ id: string }>(
-      `UPDATE webhook_deliveries SET status = $3, lease_token = NULL, last_status = $4, last_error = $5,
-         next_attempt_at = now() + make_interval(secs => $6::float8 / 1000),
-         finished_at = CASE WHEN $3 = 'pending' THEN NULL ELSE now() END
-       WHERE id = $1 AND (lease_token = $2 OR $3 = 'delivered') AND status = 'pending' RETURNING id`,
+      `UPDATE webhook_deliveries d SET status = x.status, lease_token = NULL, last_status = x.http_status,
+         last_error = x.error, next_attempt_at = now() + make_interval(secs => x.retry_ms / 1000),
+         finished_at = CASE WHEN x.status = 'pending' THEN NULL ELSE now() END
+       FROM json_to_recordset($1::json) AS x(id uuid, lease uuid, status text, http_status int, error text, retry_ms float8)
+       WHERE d.id = x.id AND (d.lease_token = x.lease OR x.status = 'delivered') AND d.status = 'pending'
+       RETURNING d.id`,
       [
-        claim.id,
-        claim.leaseToken,
-        outcome.status,
-        outcome.httpStatus ?? null,
-        outcome.error ?? null,
-        outcome.retryInMs ?? 0,
+        JSON.stringify(
+          outcomes.map(({ claim, outcome }) => ({
+            id: claim.id,
+            lease: claim.leaseToken,
+            status: outcome.status,
+            http_status: outcome.httpStatus ?? null,
+            error: outcome.error ?? null,
+            retry_ms: outcome.retryInMs ?? 0,
+          })),
+        ),
       ],
     );
-    return rows.length === 1;
+    return new Set(rows.map((row) => row.id));
   }
 
   /** A 410: the endpoint stops until its configuration changes (its fingerprint then differs). */
