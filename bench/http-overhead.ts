@@ -17,6 +17,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { TEST_CLIENTS } from '../test/support/gateway.js';
+import { TRACKING_SHAPES } from '../test/upstream-simulator/tracking-service.js';
 import { summariseProfile, type ProfileSummary } from './lib/cpu-profile.js';
 import { heading, num, pct, ratio, signed, table } from './lib/format.js';
 import type { ProcessStats, SimulatorStats } from './lib/ipc.js';
@@ -181,6 +182,13 @@ export const SCENARIOS: Scenario[] = [
     }),
     reference: false,
     monitor: true,
+  },
+  {
+    // The provider's tracking service configured (docs/api.md §8): questions are asked only about
+    // unknowns, by a background worker, so an inquiry's path should not change (±3 %, issue 43).
+    name: 'tracking configured (UPSTREAM_TRACKING)',
+    gatewayEnv: () => ({ UPSTREAM_TRACKING: JSON.stringify({ ...TRACKING_SHAPES.statusInBody, afterSeconds: 60 }) }),
+    reference: false,
   },
   {
     // One endpoint subscribed to inquiry.settled (docs/api.md §9): the event rides the ledger
