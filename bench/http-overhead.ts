@@ -126,6 +126,18 @@ const REUSE_ENV = () => ({
   REUSE_HMAC_KEY: 'bench-reuse-hmac-key-0123456789abcdef',
 });
 
+/** The webhook scenarios' endpoint: the bench's sink, subscribed to the basic client's inquiry.settled. */
+function oneWebhookEndpoint(sinkUrl: string): Record<string, string> {
+  const endpoint = {
+    id: 'bench',
+    clientId: TEST_CLIENTS.basic.clientId,
+    url: `${sinkUrl}/hook`,
+    secret: `whsec_${Buffer.alloc(32, 1).toString('base64')}`,
+    events: ['inquiry.settled'],
+  };
+  return { WEBHOOKS: JSON.stringify([endpoint]), WEBHOOKS_ALLOW_HTTP: 'true' };
+}
+
 export const SCENARIOS: Scenario[] = [
   { name: 'no key', reference: true, monitor: true },
   // Reuse (docs/api.md §2): every request after the first is a stored answer (no upstream call,
@@ -196,18 +208,7 @@ export const SCENARIOS: Scenario[] = [
     // it to the bench's sink (200 to all). Against 'no key': `BENCH_SCENARIO_A="no key"
     // BENCH_SCENARIOS=webhook npm run bench:compare -- . .` (docs/performance.md, "Webhooks").
     name: 'webhook: one endpoint on inquiry.settled',
-    gatewayEnv: ({ sinkUrl }) => ({
-      WEBHOOKS: JSON.stringify([
-        {
-          id: 'bench',
-          clientId: TEST_CLIENTS.basic.clientId,
-          url: `${sinkUrl}/hook`,
-          secret: `whsec_${Buffer.alloc(32, 1).toString('base64')}`,
-          events: ['inquiry.settled'],
-        },
-      ]),
-      WEBHOOKS_ALLOW_HTTP: 'true',
-    }),
+    gatewayEnv: ({ sinkUrl }) => oneWebhookEndpoint(sinkUrl),
     reference: false,
   },
   {
@@ -215,19 +216,7 @@ export const SCENARIOS: Scenario[] = [
     // as the chart sets it): the event is the trigger's insert in PostgreSQL, and another process
     // delivers. What an inquiry itself costs with webhooks (docs/performance.md, "Webhooks").
     name: 'webhook, delivered apart (WEBHOOKS_DELIVER=false)',
-    gatewayEnv: ({ sinkUrl }) => ({
-      WEBHOOKS: JSON.stringify([
-        {
-          id: 'bench',
-          clientId: TEST_CLIENTS.basic.clientId,
-          url: `${sinkUrl}/hook`,
-          secret: `whsec_${Buffer.alloc(32, 1).toString('base64')}`,
-          events: ['inquiry.settled'],
-        },
-      ]),
-      WEBHOOKS_ALLOW_HTTP: 'true',
-      WEBHOOKS_DELIVER: 'false',
-    }),
+    gatewayEnv: ({ sinkUrl }) => ({ ...oneWebhookEndpoint(sinkUrl), WEBHOOKS_DELIVER: 'false' }),
     reference: false,
   },
   // An inquiry replica beside a drainer Deployment (LEDGER_DRAIN=false): the ledger's duty and
