@@ -153,6 +153,27 @@ describe('OperatorTokenAuthenticator', () => {
       code: 'unauthenticated',
     });
   });
+
+  it('refuses an ID token even when its audiences include the console API (nonce, at_hash), unless typed at+jwt', async () => {
+    const both = (claims: JWTPayload) =>
+      new SignJWT({ ...FINANCE, ...claims, aud: ['vgw-console', CONSOLE_AUDIENCE] })
+        .setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'JWT' })
+        .setIssuer(issuer)
+        .setExpirationTime('5m')
+        .sign(key);
+    const refused = { status: 401, code: 'unauthenticated' };
+    expect(await outcome(await both({ nonce: 'n-0S6_WzA2Mj' }))).toEqual(refused);
+    expect(await outcome(await both({ at_hash: 'HK6E_P6Dh8Y93mRNtsDB1Q' }))).toEqual(refused);
+    expect(await outcome(await both({ c_hash: 'LDktKdoQak3Pk0cnXxCltA' }))).toEqual(refused);
+    // An access token of a provider that types it (RFC 9068) is taken whatever else it carries.
+    const typed = await new SignJWT({ ...FINANCE, nonce: 'n' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'at+jwt' })
+      .setIssuer(issuer)
+      .setAudience(CONSOLE_AUDIENCE)
+      .setExpirationTime('5m')
+      .sign(key);
+    expect(await outcome(typed)).toMatchObject({ credential: 'operator' });
+  });
 });
 
 describe('OidcDiscovery', () => {

@@ -53,9 +53,13 @@ export class OperatorTokenAuthenticator implements CallerAuthenticator {
     const token = bearer(headers);
     if (token === undefined || token.length === 0 || token.length > 8192) return null;
     let payload: JWTPayload;
+    let typ: string | undefined;
     try {
       const keys = await this.keySource();
-      ({ payload } = await jwtVerify(token, keys.getKey, {
+      ({
+        payload,
+        protectedHeader: { typ },
+      } = await jwtVerify(token, keys.getKey, {
         issuer: this.settings.issuer,
         audience: this.settings.audience,
         algorithms: ALGORITHMS,
@@ -70,6 +74,10 @@ export class OperatorTokenAuthenticator implements CallerAuthenticator {
       this.logger.debug(
         `Operator token rejected: ${error instanceof joseErrors.JOSEError ? error.code : 'ERR_UNKNOWN'}`,
       );
+      return null;
+    }
+    if (isIdToken(payload, typ)) {
+      this.logger.debug('Operator token rejected: an ID token');
       return null;
     }
     if (!isUsableId(payload.sub)) throw new UnusableCredential("The token's sub claim is not a usable id.");
@@ -96,6 +104,21 @@ export class OperatorTokenAuthenticator implements CallerAuthenticator {
     });
     return this.keys;
   }
+}
+
+/** Claims OpenID Connect defines for ID tokens only (Core §2, §3.1.3.6, §3.3.2.11). */
+const ID_TOKEN_CLAIMS = ['nonce', 'at_hash', 'c_hash'] as const;
+
+/**
+ * An ID token sent as an access token: it proves a sign-in to the client, not a grant to this API.
+ * The audience rule refuses the usual one (its `aud` is the client id, which config refuses as
+ * CONSOLE_OIDC_AUDIENCE); a provider may list both audiences, so its ID-token-only claims refuse
+ * it too, unless the provider typed it an access token (RFC 9068 `at+jwt`). `typ` alone is not
+ * required: several providers type their access tokens `JWT`.
+ */
+function isIdToken(payload: JWTPayload, typ: string | undefined): boolean {
+  if (typ !== undefined && /^(application\/)?at\+jwt$/i.test(typ)) return false;
+  return ID_TOKEN_CLAIMS.some((claim) => payload[claim] !== undefined);
 }
 
 function bearer(headers: Record<string, string | string[] | undefined>): string | undefined {
