@@ -114,6 +114,80 @@ describe.each(ledgerEngines(() => postgres.url, 'parked-actions'))('parked entri
     expect(facts).toEqual([{ action: winner }]);
   });
 
+  /**
+   * Actions whose transaction starts only once `gate` resolves (after their check for an earlier
+   * decision): the moment two operators' checks both found the entry undecided, made certain.
+   */
+  function heldActions(gate: Promise<unknown>, reached: () => void): ParkedActions {
+    const held = new Proxy(db, {
+      get(target, name) {
+        if (name === 'transaction')
+          return async (work: Parameters<LedgerDatabase['transaction']>[0]) => {
+            reached();
+            await gate;
+            return target.transaction(work);
+          };
+        const value: unknown = Reflect.get(target, name, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    return new ParkedActions(new LedgerStore(held, cipher, 90));
+  }
+
+  it.each([
+    ['the discard', 'discarded', 'redriven'],
+    ['the re-drive', 'redriven', 'discarded'],
+  ] as const)(
+    'a re-drive and a discard both past the check at once: %s, landing first, wins; the other is 409; the entry is in the ledger at most once',
+    async (_first, first, second) => {
+      const entry = queuedEntry();
+      const id = await parked(entry);
+      let reached!: () => void;
+      const atGate = new Promise<void>((resolve) => (reached = resolve));
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      const actorOf = (action: string) => (action === 'redriven' ? FINANCE : AUDIT);
+
+      const late = heldActions(gate, reached).act(id, second, actorOf(second));
+      late.catch(() => undefined);
+      await atGate; // the late one found no decision and waits to open its transaction
+      const fact = await actions.act(id, first, actorOf(first));
+      expect(fact).toMatchObject({ action: first, replayed: false });
+      open();
+      await expect(late).rejects.toMatchObject({ code: 'parked_entry_handled', status: 409 });
+
+      expect(await entriesOf(entry.trackId)).toBe(first === 'redriven' ? 1 : 0);
+      const facts = await db.query<{ action: string }>(
+        'SELECT action FROM ledger_parked_actions WHERE entry_sha256 = $1',
+        [id],
+      );
+      expect(facts).toEqual([{ action: first }]);
+    },
+  );
+
+  it('many entries, each re-driven and discarded at the same moment: one decision each, entries written once', async () => {
+    const entries = Array.from({ length: 8 }, () => queuedEntry());
+    const ids = await Promise.all(entries.map((entry) => parked(entry)));
+    const outcomes = await Promise.all(
+      ids.map((id) =>
+        Promise.allSettled([
+          actions.act(id, 'redriven', FINANCE),
+          actions.act(id, 'discarded', AUDIT),
+          actions.act(id, 'redriven', FINANCE), // the same decision again: replayed when it won
+        ]),
+      ),
+    );
+    for (const [i, settled] of outcomes.entries()) {
+      const [redrive, discard, again] = settled;
+      expect([redrive.status, discard.status].sort()).toEqual(['fulfilled', 'rejected']);
+      const lost = (redrive.status === 'rejected' ? redrive : discard) as PromiseRejectedResult;
+      expect(lost.reason).toMatchObject({ code: 'parked_entry_handled' });
+      const redriven = redrive.status === 'fulfilled';
+      expect(again.status).toBe(redriven ? 'fulfilled' : 'rejected');
+      expect(await entriesOf(entries[i].trackId)).toBe(redriven ? 1 : 0);
+    }
+  });
+
   it('answers 422 when the database refuses the entry again, records nothing, and then takes a discard', async () => {
     const entry = queuedEntry({ clientId: 'jwt:app\ud800' });
     const id = await parked(entry);

@@ -170,6 +170,60 @@ describe.each(ledgerEngines(() => postgres.url, 'single-node-records'))('%s', (_
     expect(left.map((row) => row.track_id)).toEqual([live.trackId]);
   });
 
+  it('20 concurrent claims of one key: exactly one wins, the other 19 are told its claim', async () => {
+    const store = new SqlIdempotencyStore(records, cipher, now);
+    const key = `twenty-${randomUUID()}`;
+    const ids = Array.from({ length: 20 }, () => randomUUID());
+    const answers = await Promise.all(ids.map((id) => store.claim('svc-a', key, claimOf(id), 60)));
+    const winners = ids.filter((_, i) => answers[i] === null);
+    expect(winners).toHaveLength(1);
+    for (const answer of answers.filter((a) => a !== null)) expect(answer).toEqual(claimOf(winners[0]));
+    expect(await store.peek('svc-a', key)).toEqual(claimOf(winners[0]));
+  });
+
+  it('concurrent claims over an expired claim: exactly one wins, none is told the expired one', async () => {
+    const store = new SqlIdempotencyStore(records, cipher, now);
+    const key = `expired-${randomUUID()}`;
+    const stale = randomUUID();
+    expect(await store.claim('svc-a', key, { ...claimOf(stale), state: 'done' }, 1)).toBeNull();
+    clock += 1_000; // expires_at == now: expired (reads take a row as live only while expires_at > now)
+    expect(await store.peek('svc-a', key)).toBeNull();
+    const ids = Array.from({ length: 20 }, () => randomUUID());
+    const answers = await Promise.all(ids.map((id) => store.claim('svc-a', key, claimOf(id), 60)));
+    const winners = ids.filter((_, i) => answers[i] === null);
+    expect(winners).toHaveLength(1);
+    for (const answer of answers.filter((a) => a !== null)) expect(answer).toEqual(claimOf(winners[0]));
+    // The winner's claim is the live one: it completes, the expired trackId's does not.
+    expect(await store.complete('svc-a', key, { ...claimOf(stale), state: 'done' })).toBe(false);
+    expect(await store.complete('svc-a', key, { ...claimOf(winners[0]), state: 'done' })).toBe(true);
+  });
+
+  it('ExpiredRowSweeper.sweep() deletes only expired rows, of records and of Idempotency-Keys, at the boundary too', async () => {
+    const inquiries = new SqlInquiryStore(records, cipher, now);
+    const claims = new SqlIdempotencyStore(records, cipher, now);
+    const sweeper = new ExpiredRowSweeper(records, now);
+    await sweeper.sweep(); // what earlier tests left expired: gone, so the count below is ours alone
+    const [gone, edge, live] = [record(), record(), record()];
+    const tag = randomUUID();
+    await inquiries.create(gone, 1);
+    await claims.claim('svc-a', `gone-${tag}`, claimOf(gone.trackId), 1);
+    clock += 1_000;
+    await inquiries.create(edge, 1); // expires at exactly the sweep's now
+    await claims.claim('svc-a', `edge-${tag}`, claimOf(edge.trackId), 1);
+    await inquiries.create(live, 2);
+    await claims.claim('svc-a', `live-${tag}`, claimOf(live.trackId), 2);
+    clock += 1_000;
+    expect(await sweeper.sweep()).toBe(4);
+    const left = await db.query<{ track_id: string }>(
+      'SELECT track_id FROM vgw_records WHERE track_id = ANY($1) UNION ALL SELECT track_id FROM vgw_idempotency WHERE track_id = ANY($1)',
+      [[gone.trackId, edge.trackId, live.trackId]],
+    );
+    expect(left.map((row) => row.track_id)).toEqual([live.trackId, live.trackId]);
+    expect(await inquiries.get(live.trackId)).toEqual(live);
+    expect(await claims.peek('svc-a', `live-${tag}`)).toEqual(claimOf(live.trackId));
+    expect(await sweeper.sweep()).toBe(0);
+  });
+
   it('keeps whatever the values hold, exactly (fuzzed)', async () => {
     const inquiries = new SqlInquiryStore(records, cipher, now);
     const plain = new SqlIdempotencyStore(records, new StoreCipher([]), now);
