@@ -112,6 +112,63 @@ describe('Idempotency-Key names of end users across a rotation of SUBJECT_HASH_K
     expect(sim.inquiryCalls - calls).toBe(1);
   });
 
+  it('two retries of one key at once, on replicas holding the old and the new ring: both replayed, one upstream call', async () => {
+    // The second step of the documented rotation rolling out (docs/operations.md): the new key
+    // held second by one replica, first by the other.
+    const [before, after] = await Promise.all([
+      startGateway({ ...common, SUBJECT_HASH_KEYS: `old:${OLD},new:${NEW}` }),
+      startGateway({ ...common, SUBJECT_HASH_KEYS: `new:${NEW},old:${OLD}` }),
+    ]);
+    try {
+      const calls = sim.inquiryCalls;
+      for (const [firstOn, label] of [
+        [before, 'old'],
+        [after, 'new'],
+      ] as const) {
+        const key = `retries-${label}-${randomUUID()}`;
+        const first = await inquire(firstOn, key);
+        expect(first.status).toBe(200);
+        const retries = await Promise.all([inquire(before, key), inquire(after, key)]);
+        for (const retry of retries)
+          expect(retry).toMatchObject({ status: 200, replayed: 'true', body: { trackId: first.body.trackId } });
+        expect(sim.chargeCount(first.body.trackId)).toBe(1);
+      }
+      expect(sim.inquiryCalls - calls).toBe(2);
+    } finally {
+      await Promise.all([before.close(), after.close()]);
+    }
+  });
+
+  it('two retries at once while the first is still in flight, across the rotation: 409 naming it, then replayed; one call', async () => {
+    // The second step of the documented rotation rolling out (docs/operations.md): the new key
+    // held second by one replica, first by the other.
+    const [before, after] = await Promise.all([
+      startGateway({ ...common, SUBJECT_HASH_KEYS: `old:${OLD},new:${NEW}` }),
+      startGateway({ ...common, SUBJECT_HASH_KEYS: `new:${NEW},old:${OLD}` }),
+    ]);
+    try {
+      sim.setLatency(600);
+      const calls = sim.inquiryCalls;
+      const key = `inflight-${randomUUID()}`;
+      const first = inquire(before, key);
+      // Its claim is stored before it is sent: once the upstream has it (the simulator announces an
+      // inquiry only when answering, so its count is read), the retries find the claim.
+      while (sim.inquiryCalls === calls) await new Promise((resolve) => setTimeout(resolve, 5));
+      const retries = await Promise.all([inquire(before, key), inquire(after, key)]);
+      const answered = await first;
+      expect(answered.status).toBe(200);
+      for (const retry of retries)
+        expect(retry).toMatchObject({ status: 409, body: { trackId: answered.body.trackId } });
+      sim.setLatency(0);
+      const later = await Promise.all([inquire(before, key), inquire(after, key)]);
+      for (const retry of later) expect(retry).toMatchObject({ status: 200, replayed: 'true' });
+      expect(sim.inquiryCalls - calls).toBe(1);
+    } finally {
+      sim.setLatency(0);
+      await Promise.all([before.close(), after.close()]);
+    }
+  });
+
   it('sends at most one of two requests with one key on replicas either side of the rotation at once', async () => {
     const [before, after] = await Promise.all([
       startGateway({ ...common, SUBJECT_HASH_KEYS: `old:${OLD},new:${NEW}` }),
