@@ -77,7 +77,8 @@ export class ExpiredRowSweeper {
       for (const [table, key] of EXPIRING) {
         for (let round = 0; round < SWEEP_ROUNDS; round++) {
           const rows = await this.records.db.query<{ n: number }>(
-            `WITH gone AS (DELETE FROM ${table} WHERE ${key} IN
+            // The expiry again on the deleted row: a conditional write, whatever claims it meanwhile.
+            `WITH gone AS (DELETE FROM ${table} WHERE expires_at <= $1 AND ${key} IN
                (SELECT ${key} FROM ${table} WHERE expires_at <= $1 LIMIT ${SWEEP_BATCH}) RETURNING 1)
              SELECT count(*)::int AS n FROM gone`,
             [now],
