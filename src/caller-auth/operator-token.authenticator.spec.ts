@@ -174,6 +174,20 @@ describe('OperatorTokenAuthenticator', () => {
       .sign(key);
     expect(await outcome(typed)).toMatchObject({ credential: 'operator' });
   });
+
+  it("refuses the console's own ID token without nonce or at_hash (optional in the code flow) when its audiences include the console API, unless typed at+jwt", async () => {
+    // A code-flow ID token of a provider that lists the API among its audiences: no nonce (the
+    // client sent none, or a refresh grant's), no at_hash (optional from the token endpoint).
+    const idToken = (typ: string) =>
+      new SignJWT({ ...FINANCE, azp: 'vgw-console', auth_time: Math.floor(Date.now() / 1000) })
+        .setProtectedHeader({ alg: 'ES256', kid: 'k1', typ })
+        .setIssuer(issuer)
+        .setAudience(['vgw-console', CONSOLE_AUDIENCE])
+        .setExpirationTime('5m')
+        .sign(key);
+    expect(await outcome(await idToken('JWT'))).toEqual({ status: 401, code: 'unauthenticated' });
+    expect(await outcome(await idToken('at+jwt'))).toMatchObject({ credential: 'operator' });
+  });
 });
 
 describe('OidcDiscovery', () => {
