@@ -232,6 +232,31 @@ describe.each(ledgerEngines(() => postgres.url, 'reconciliation'))('reconciliati
     });
   });
 
+  it('two confirmations of one dry run at once (two replicas): one applies, the other is 409, the resolutions written once', async () => {
+    const period = setting();
+    const budgets = budgetsWith(budgetStore, [{ clientId: 'svc-a', daily: 100 }], 1);
+    const [first, second] = [await unknownInquiry(budgets, period.at(1)), await unknownInquiry(budgets, period.at(2))];
+    const dry = await new Reconciliations(store, metrics).reconcile(list(first.trackId, second.trackId), {
+      period,
+      dryRun: true,
+    });
+    const before = await counts();
+    const outcomes = await Promise.allSettled(
+      [new Reconciliations(store, metrics), new Reconciliations(store, metrics)].map((replica) =>
+        replica.reconcile(list(first.trackId, second.trackId), { period, digest: dry.digest }),
+      ),
+    );
+    expect(outcomes.map((o) => o.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(outcomes.find((o) => o.status === 'rejected')).toMatchObject({
+      reason: { code: 'reconciliation_changed', status: 409 },
+    });
+    expect(await counts()).toMatchObject({ entries: before.entries + 2 });
+    expect(await history(first.trackId)).toEqual([
+      ['overdue', 0, 'possibly'],
+      ['reconciled', 1, 'yes'],
+    ]);
+  });
+
   it("refuses a confirmation with another list whose report reads the same (unsent charges past the report's 1 000): 409, nothing written", async () => {
     const reconciliations = new Reconciliations(store, metrics);
     // Charged, never sent: 1 001 trackIds the ledger does not know; the report lists the first 1 000.
