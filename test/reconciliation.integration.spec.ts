@@ -232,6 +232,50 @@ describe.each(ledgerEngines(() => postgres.url, 'reconciliation'))('reconciliati
     });
   });
 
+  it('two confirmations of one dry run at once (two replicas): one applies, the other is 409, the resolutions written once', async () => {
+    const period = setting();
+    const budgets = budgetsWith(budgetStore, [{ clientId: 'svc-a', daily: 100 }], 1);
+    const [first, second] = [await unknownInquiry(budgets, period.at(1)), await unknownInquiry(budgets, period.at(2))];
+    const dry = await new Reconciliations(store, metrics).reconcile(list(first.trackId, second.trackId), {
+      period,
+      dryRun: true,
+    });
+    const before = await counts();
+    const outcomes = await Promise.allSettled(
+      [new Reconciliations(store, metrics), new Reconciliations(store, metrics)].map((replica) =>
+        replica.reconcile(list(first.trackId, second.trackId), { period, digest: dry.digest }),
+      ),
+    );
+    expect(outcomes.map((o) => o.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(outcomes.find((o) => o.status === 'rejected')).toMatchObject({
+      reason: { code: 'reconciliation_changed', status: 409 },
+    });
+    expect(await counts()).toMatchObject({ entries: before.entries + 2 });
+    expect(await history(first.trackId)).toEqual([
+      ['overdue', 0, 'possibly'],
+      ['reconciled', 1, 'yes'],
+    ]);
+  });
+
+  it("refuses a confirmation with another list whose report reads the same (unsent charges past the report's 1 000): 409, nothing written", async () => {
+    const reconciliations = new Reconciliations(store, metrics);
+    // Charged, never sent: 1 001 trackIds the ledger does not know; the report lists the first 1 000.
+    const shown = Array.from({ length: 1_001 }, () => randomUUID()).sort();
+    const dry = await reconciliations.reconcile(list(...shown), { dryRun: true });
+    expect(dry.chargedNotInLedger).toMatchObject({ count: 1_001, truncated: true });
+    // Another file: the same first 1 000 and another last one, past what the report lists.
+    const other = [...shown.slice(0, 1_000), 'ffffffff-ffff-4fff-bfff-ffffffffffff'];
+    const before = await counts();
+    const refused = await reconciliations
+      .reconcile(list(...other), { digest: dry.digest })
+      .catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: 'reconciliation_changed', status: 409 });
+    expect(await counts()).toEqual(before);
+    // The file the dry run read is applied.
+    await reconciliations.reconcile(list(...shown), { digest: dry.digest });
+    expect(await counts()).toMatchObject({ unsent: before.unsent + 1_001 });
+  });
+
   it('an upload whose body fails mid-way is refused and frees the guard: the next upload runs; meanwhile another is 429', async () => {
     const reconciliations = new Reconciliations(store, metrics);
     const stranger = randomUUID();

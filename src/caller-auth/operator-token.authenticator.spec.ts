@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Reflector } from '@nestjs/core';
-import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JWTPayload } from 'jose';
+import { SignJWT, UnsecuredJWT, exportJWK, generateKeyPair, type CryptoKey, type JWTPayload } from 'jose';
 import { consoleOidcConfigFrom, type ConsoleOidcConfig } from '../config/console-oidc-config.js';
 import { ProblemException } from '../problem/problem.js';
 import { CallerAuthGuard, RequireScopes } from './caller-auth.guard.js';
@@ -173,6 +173,59 @@ describe('OperatorTokenAuthenticator', () => {
       .setExpirationTime('5m')
       .sign(key);
     expect(await outcome(typed)).toMatchObject({ credential: 'operator' });
+  });
+
+  it('refuses alg none, a shared-secret HS256 token, and tokens without exp, from another issuer or not yet valid', async () => {
+    const refused = { status: 401, code: 'unauthenticated' };
+    const none = new UnsecuredJWT({ ...FINANCE })
+      .setIssuer(issuer)
+      .setAudience(CONSOLE_AUDIENCE)
+      .setExpirationTime('5m')
+      .encode();
+    expect(await outcome(none)).toEqual(refused);
+    const hs256 = await new SignJWT({ ...FINANCE })
+      .setProtectedHeader({ alg: 'HS256', kid: 'k1' })
+      .setIssuer(issuer)
+      .setAudience(CONSOLE_AUDIENCE)
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode('a shared secret anyone with the JWKS could guess'));
+    expect(await outcome(hs256)).toEqual(refused);
+    const noExp = await new SignJWT({ ...FINANCE })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer(issuer)
+      .setAudience(CONSOLE_AUDIENCE)
+      .sign(key);
+    expect(await outcome(noExp)).toEqual(refused);
+    const otherIssuer = await new SignJWT({ ...FINANCE })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer(`${issuer}/other`)
+      .setAudience(CONSOLE_AUDIENCE)
+      .setExpirationTime('5m')
+      .sign(key);
+    // Not addressed to the console by its issuer: the apps' authenticator answers, and grants no ledger scope.
+    expect(await outcome(otherIssuer)).toMatchObject({ status: 401 });
+    const early = await new SignJWT({ ...FINANCE })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer(issuer)
+      .setAudience(CONSOLE_AUDIENCE)
+      .setNotBefore('10m')
+      .setExpirationTime('20m')
+      .sign(key);
+    expect(await outcome(early)).toEqual(refused);
+  });
+
+  it("refuses the console's own ID token without nonce or at_hash (optional in the code flow) when its audiences include the console API, unless typed at+jwt", async () => {
+    // A code-flow ID token of a provider that lists the API among its audiences: no nonce (the
+    // client sent none, or a refresh grant's), no at_hash (optional from the token endpoint).
+    const idToken = (typ: string) =>
+      new SignJWT({ ...FINANCE, azp: 'vgw-console', auth_time: Math.floor(Date.now() / 1000) })
+        .setProtectedHeader({ alg: 'ES256', kid: 'k1', typ })
+        .setIssuer(issuer)
+        .setAudience(['vgw-console', CONSOLE_AUDIENCE])
+        .setExpirationTime('5m')
+        .sign(key);
+    expect(await outcome(await idToken('JWT'))).toEqual({ status: 401, code: 'unauthenticated' });
+    expect(await outcome(await idToken('at+jwt'))).toMatchObject({ credential: 'operator' });
   });
 });
 

@@ -76,7 +76,7 @@ export class OperatorTokenAuthenticator implements CallerAuthenticator {
       );
       return null;
     }
-    if (isIdToken(payload, typ)) {
+    if (isIdToken(payload, typ, this.settings.clientId)) {
       this.logger.debug('Operator token rejected: an ID token');
       return null;
     }
@@ -112,13 +112,16 @@ const ID_TOKEN_CLAIMS = ['nonce', 'at_hash', 'c_hash'] as const;
 /**
  * An ID token sent as an access token: it proves a sign-in to the client, not a grant to this API.
  * The audience rule refuses the usual one (its `aud` is the client id, which config refuses as
- * CONSOLE_OIDC_AUDIENCE); a provider may list both audiences, so its ID-token-only claims refuse
- * it too, unless the provider typed it an access token (RFC 9068 `at+jwt`). `typ` alone is not
- * required: several providers type their access tokens `JWT`.
+ * CONSOLE_OIDC_AUDIENCE); a provider may list both audiences, so a token addressed to the
+ * console's client id, or carrying an ID-token-only claim, is refused too, unless the provider
+ * typed it an access token (RFC 9068 `at+jwt`). Not the claims alone: `nonce` and `at_hash` are
+ * both optional in the code flow's ID token. `typ` alone is not required: several providers type
+ * their access tokens `JWT`.
  */
-function isIdToken(payload: JWTPayload, typ: string | undefined): boolean {
+function isIdToken(payload: JWTPayload, typ: string | undefined, clientId: string): boolean {
   if (typ !== undefined && /^(application\/)?at\+jwt$/i.test(typ)) return false;
-  return ID_TOKEN_CLAIMS.some((claim) => payload[claim] !== undefined);
+  const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
+  return audiences.includes(clientId) || ID_TOKEN_CLAIMS.some((claim) => payload[claim] !== undefined);
 }
 
 function bearer(headers: Record<string, string | string[] | undefined>): string | undefined {

@@ -205,13 +205,15 @@ export async function compareWithLedger(
 
 /**
  * The digest of a run, inside its transaction: the entries it appended (found by its request id,
- * among the few reconciled entries) and the report, less what differs between a dry run and its
- * confirmation (`dryRun`, `digest`).
+ * among the few reconciled entries), the report, less what differs between a dry run and its
+ * confirmation (`dryRun`, `digest`), and the list's trackIds in the file's order (the unsent
+ * charges it records are shown only up to LIST_CAP).
  */
 export async function reportDigest(
   tx: SqlQueries,
   report: ReconciliationReport,
   requestId: string | null,
+  list: { chunks: readonly Buffer[] },
 ): Promise<string> {
   const appended = await tx.query<{ row: string }>(
     `SELECT e.track_id::text || ':' || e.revision || ':' || e.charged AS row FROM ledger_entries e
@@ -224,5 +226,8 @@ export async function reportDigest(
   const { dryRun, digest, ...shown } = report;
   const hash = createHash('sha256').update(JSON.stringify(shown));
   for (const { row } of appended) hash.update(`\n${row}`);
+  // The list itself: what it records past the report's capped lists (unsent charges) is bound too.
+  hash.update('\nlist');
+  for (const chunk of list.chunks) hash.update(chunk);
   return hash.digest('base64url');
 }

@@ -104,7 +104,7 @@ export class Reconciliations {
         // Statistics for the planner: without them it guesses the temporary table's size.
         await tx.query('ANALYZE provider_list');
         const compared = await compareWithLedger(tx, list.rows, requestId ?? null, period, dryRun);
-        compared.report.digest = await reportDigest(tx, compared.report, requestId ?? null);
+        compared.report.digest = await reportDigest(tx, compared.report, requestId ?? null, list);
         // Thrown inside the transaction: it rolls back, so nothing but what was shown is ever applied.
         if (!dryRun && digest !== undefined && digest !== compared.report.digest)
           throw new ProblemException(
