@@ -6,7 +6,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { checkBooks, REUSE_RULE, type BookEntry } from '../bench/soak/books.js';
 import type { ClientAttempt } from '../bench/soak/explain.js';
-import { buildReport, formatReport, money, rssOf, type ReportRun } from '../bench/soak/report.js';
+import { buildReport, countedFaultEnd, formatReport, money, rssOf, type ReportRun } from '../bench/soak/report.js';
 
 const T = 1_000_000; // the run's start, ms
 const A = 'aaaaaaaa-0000-4000-8000-000000000001';
@@ -103,6 +103,16 @@ describe('the soak report', () => {
     expect(money('0.75', 3)).toBe('2.25');
     expect(rssOf('# TYPE x gauge\nprocess_resident_memory_bytes 104857600\n')).toBe(104_857_600);
     expect(formatReport(report).join('\n')).toContain('replica 0: start 100.0 MiB, end 150.0 MiB');
+  });
+});
+
+describe('countedFaultEnd', () => {
+  it('lasts a fault of the next calls until the first inquiry call after its last was taken, at least its window', () => {
+    const calls = [{ at: 35 }, { at: 58 }];
+    expect(countedFaultEnd(36, 49, calls, 60)).toBe(58);
+    expect(countedFaultEnd(36, 30, calls, 60)).toBe(36);
+    expect(countedFaultEnd(36, 59, calls, 60)).toBe(60);
+    expect(countedFaultEnd(36, undefined, calls, 60)).toBe(60);
   });
 });
 

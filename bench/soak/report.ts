@@ -114,6 +114,23 @@ export function faultOf(attempt: ClientAttempt, faults: readonly FaultWindow[], 
   return found;
 }
 
+/**
+ * Where a fault of the upstream's next N calls ends: it outlasts its scheduled window while calls
+ * remain to take (token calls take them too, and a failed token renewal backs off, shared by every
+ * replica), so it lasts until the first inquiry call after its last one was taken, and at least
+ * until `to`; never wholly taken, until `end`.
+ */
+export function countedFaultEnd(
+  to: number,
+  lastTakenAt: number | undefined,
+  calls: readonly { at: number }[],
+  end: number,
+): number {
+  if (lastTakenAt === undefined) return Math.max(to, end);
+  const next = calls.filter((c) => c.at > lastTakenAt).reduce((first, c) => Math.min(first, c.at), Infinity);
+  return Math.max(to, next === Infinity ? end : next);
+}
+
 /** `amount` × `units`, exactly (BigInt on the scaled decimal), with thousands separators. */
 export function money(amount: string, units: number): string {
   const [whole, fraction = ''] = amount.split('.');

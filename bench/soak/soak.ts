@@ -19,7 +19,7 @@ import { UpstreamSimulator } from '../../test/upstream-simulator/upstream-simula
 import { chartSvg, renderPng, type Run } from './chart.js';
 import { checkBooks, type BookBudget, type BookEntry } from './books.js';
 import { describe, explain, type ClientAttempt, type FaultWindow } from './explain.js';
-import { buildReport, formatReport, rssOf, type ReplicaRss, type UnitPrice } from './report.js';
+import { buildReport, countedFaultEnd, formatReport, rssOf, type ReplicaRss, type UnitPrice } from './report.js';
 import { ratePerSecond, TrafficModel, type PlannedRequest } from './traffic.js';
 
 // SOAK_SECONDS (CI's 60-second run) wins over SOAK_MINUTES; either is clamped to 30 s – 120 min.
@@ -213,7 +213,14 @@ async function restartReplica(index: number, signal: 'SIGKILL' | 'SIGTERM'): Pro
 }
 
 /** The faults, at fractions of the run (docs/soak.md, "Faults"). */
-const FAULTS: { at: number; name: string; run: () => Promise<void> | void; untilNext?: true }[] = [
+const FAULTS: {
+  at: number;
+  name: string;
+  run: () => Promise<void> | void;
+  untilNext?: true;
+  /** A fault of the upstream's next calls: its window lasts until they are taken (countedFaultEnd). */
+  takes?: { kind: 'http500' | 'hang-after-processing'; times: number };
+}[] = [
   { at: 0.1, name: 'replica 0 SIGKILLed and restarted', run: () => restartReplica(0, 'SIGKILL') },
   cluster
     ? {
@@ -239,12 +246,14 @@ const FAULTS: { at: number; name: string; run: () => Promise<void> | void; until
       sim.injectFault({ kind: 'http500', times: 20 });
     },
     untilNext: true,
+    takes: { kind: 'http500', times: 20 },
   },
   {
     at: 0.5,
     name: 'upstream timing out after it charged (10 calls)',
     run: () => sim.injectFault({ kind: 'hang-after-processing', times: 10 }),
     untilNext: true,
+    takes: { kind: 'hang-after-processing', times: 10 },
   },
   { at: 0.6, name: 'access token revoked upstream', run: () => sim.expireAllAccessTokens(), untilNext: true },
   {
@@ -255,6 +264,16 @@ const FAULTS: { at: number; name: string; run: () => Promise<void> | void; until
     },
   },
 ];
+
+// When the simulator took the last call of each counted fault (one injection of each kind).
+const taken = new Map<string, number>();
+const lastTakenAt = new Map<string, number>();
+sim.on('fault', ({ kind }) => {
+  taken.set(kind, (taken.get(kind) ?? 0) + 1);
+  if (FAULTS.some((f) => f.takes?.kind === kind && f.takes.times === taken.get(kind)))
+    lastTakenAt.set(kind, Date.now());
+});
+const counted: { window: FaultWindow; kind: string }[] = [];
 
 const traffic = new TrafficModel(SEED);
 const inFlight = new Set<Promise<void>>();
@@ -269,6 +288,7 @@ const faultsDone = (async () => {
       const next = FAULTS[i + 1];
       const to = fault.untilNext && next ? started + next.at * DURATION_MS : Date.now();
       faultWindows.push({ name: fault.name, from, to });
+      if (fault.takes) counted.push({ window: faultWindows.at(-1)!, kind: fault.takes.kind });
       log(`fault over: ${fault.name}`);
     } catch (error) {
       log(`fault FAILED: ${fault.name}: ${(error as Error).message}`);
@@ -285,6 +305,10 @@ await Promise.all(inFlight);
 await faultsDone;
 sim.clearFaults();
 log(`traffic over: ${sent} requests`);
+for (const { window, kind } of counted) {
+  window.to = countedFaultEnd(window.to, lastTakenAt.get(kind), sim.requests, Date.now());
+  log(`fault lasted until ${((window.to - started) / 1000).toFixed(1)} s: ${window.name}`);
+}
 
 const admin = { 'x-api-key': OPERATOR.key };
 const window = `from=${new Date(started - 3_600_000).toISOString()}&to=${new Date(Date.now() + 3_600_000).toISOString()}`;
