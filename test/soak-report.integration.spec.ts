@@ -13,6 +13,7 @@ const A = 'aaaaaaaa-0000-4000-8000-000000000001';
 const B = 'bbbbbbbb-0000-4000-8000-000000000002';
 const R = 'cccccccc-0000-4000-8000-000000000003';
 const J = 'dddddddd-0000-4000-8000-000000000004';
+const E = 'eeeeeeee-0000-4000-8000-000000000005';
 const iso = (ms: number) => new Date(ms).toISOString();
 const entry = (trackId: string, extra: Partial<BookEntry> = {}): BookEntry => ({
   trackId,
@@ -48,8 +49,9 @@ const run: ReportRun = {
     attempt(1, '200', { trackId: A }, 10),
     attempt(2, '200', { trackId: B, cacheStatus: 'verification-gateway; fwd=miss' }, 20),
     attempt(3, '200', { trackId: R, cacheStatus: 'verification-gateway; hit' }, 30),
+    attempt(12.1, '200', { trackId: R }, 0), // a reused answer: not the healing
     attempt(9.9, 'connection', {}, 200), // in flight when the replica was killed
-    attempt(12.5, '200', {}, 100), // the first 2xx sent after the kill's end: healed 0.6 s after
+    attempt(12.5, '200', { trackId: E }, 100), // the first fresh 200 sent after the kill's end: healed 0.6 s after
     attempt(16, '503', {}, 10), // within the 5 s grace after the kill
     attempt(20, '503', {}, 10), // explained by nothing
     attempt(31, '502', {}, 1_000),
@@ -85,7 +87,7 @@ describe('the soak report', () => {
   it('gives latency per phase, calm before the first fault', () => {
     expect(report.phases.map((p) => [p.name, p.answers, p.failures, p.p50, p.p99])).toEqual([
       ['calm', 4, 1, 20, 200],
-      ['replica killed', 3, 2, 10, 100],
+      ['replica killed', 4, 2, 10, 100],
       ['upstream failing', 2, 1, 50, 1_000],
     ]);
   });

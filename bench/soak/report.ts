@@ -44,7 +44,10 @@ export interface FaultReport {
   to: number;
   /** Failures (5xx, dropped connection, client timeout) it explains, by outcome. */
   failures: Record<string, number>;
-  /** Seconds from its end to the first 2xx answer of a request sent after its end; undefined: none came. */
+  /**
+   * Seconds from its end to the first fresh 200 (an answer not reused: the ledger has no
+   * `reusedFrom` for its trackId) of a request sent after its end; undefined: none came.
+   */
   firstOkAfter?: number;
   /** Seconds from its end to the last failure it explains; ≤ 0: none after its end. */
   lastFailureAfter?: number;
@@ -151,12 +154,12 @@ export function buildReport(run: ReportRun, options: { graceMs?: number; unitPri
     const i = faultOf(a, faults, graceMs);
     (i === undefined ? unexplained : attributed[i]).push(a);
   }
+  const reusedIds = new Set(run.entries.filter((e) => e.reusedFrom).map((e) => e.trackId.toLowerCase()));
+  const fresh = run.attempts.filter((a) => a.outcome === '200' && a.trackId && !reusedIds.has(a.trackId.toLowerCase()));
   const faultReports = faults.map((f, i): FaultReport => {
     const failures: Record<string, number> = {};
     for (const a of attributed[i]) failures[a.outcome] = (failures[a.outcome] ?? 0) + 1;
-    const ok = run.attempts
-      .filter((a) => a.sentAt >= f.to && /^2\d\d$/.test(a.outcome))
-      .reduce((first, a) => Math.min(first, a.answeredAt), Infinity);
+    const ok = fresh.filter((a) => a.sentAt >= f.to).reduce((first, a) => Math.min(first, a.answeredAt), Infinity);
     const last = attributed[i].reduce((latest, a) => Math.max(latest, a.answeredAt), -Infinity);
     return {
       name: f.name,
@@ -245,7 +248,7 @@ export function formatReport(report: SoakReport): string[] {
     `\n== Faults (failures explained: 5xx, connection, timeout; grace ${report.graceMs / 1000} s after each)`,
   ];
   lines.push(
-    '  # fault: start–end, failures by outcome; healed: first 2xx sent after its end; last failure it explains',
+    '  # fault: start–end, failures by outcome; healed: first fresh (not reused) 200 sent after its end; last failure it explains',
   );
   report.faults.forEach((f, i) => {
     const failures = Object.entries(f.failures)
@@ -260,7 +263,9 @@ export function formatReport(report: SoakReport): string[] {
   });
   lines.push(`  no fault: ${report.unexplained.length}`);
   for (const a of report.unexplained.slice(0, 20))
-    lines.push(`    UNEXPLAINED ${a.kind} ${a.requestId} on replica ${a.replica}: ${a.outcome}`);
+    lines.push(
+      `    UNEXPLAINED ${a.kind} ${a.requestId} on replica ${a.replica}: ${a.outcome}${a.problem ? ` ${a.problem}` : ''}`,
+    );
 
   lines.push('\n== Latency per phase (client-side, every attempt; phase = from a fault to the next)');
   for (const p of report.phases)

@@ -170,6 +170,7 @@ async function send(request: PlannedRequest): Promise<void> {
     let outcome: string;
     let trackId: string | undefined;
     let cacheStatus: string | undefined;
+    let problem: string | undefined;
     // Ours, so that an attempt the connection dropped is named too (the gateway echoes it).
     const requestId = `soak-${number}-${attempt}`;
     const sentAt = Date.now();
@@ -180,8 +181,14 @@ async function send(request: PlannedRequest): Promise<void> {
         body: request.body,
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
-      await response.arrayBuffer();
+      const text = await response.text();
       outcome = String(response.status);
+      if (response.status >= 400)
+        try {
+          problem = (JSON.parse(text) as { code?: string }).code;
+        } catch {
+          // not a problem+json body
+        }
       trackId = response.headers.get('x-track-id') ?? undefined;
       cacheStatus = response.headers.get('cache-status') ?? undefined;
     } catch (error) {
@@ -196,6 +203,7 @@ async function send(request: PlannedRequest): Promise<void> {
       outcome,
       trackId,
       ...(cacheStatus ? { cacheStatus } : {}),
+      ...(problem ? { problem } : {}),
     });
     const key = `${request.kind} ${outcome}`;
     statuses.set(key, (statuses.get(key) ?? 0) + 1);
@@ -268,7 +276,12 @@ const FAULTS: {
 // When the simulator took the last call of each counted fault (one injection of each kind).
 const taken = new Map<string, number>();
 const lastTakenAt = new Map<string, number>();
-sim.on('fault', ({ kind }) => {
+/** Every fault the simulator took and every token call it answered, kept in run.json to explain a 5xx. */
+const faultsTaken: { at: number; path: string; kind: string }[] = [];
+const tokenCalls: { at: number; ok: boolean; status: number }[] = [];
+sim.on('token', ({ ok, status }) => tokenCalls.push({ at: Date.now(), ok, status }));
+sim.on('fault', ({ kind, path }) => {
+  faultsTaken.push({ at: Date.now(), path, kind });
   taken.set(kind, (taken.get(kind) ?? 0) + 1);
   if (FAULTS.some((f) => f.takes?.kind === kind && f.takes.times === taken.get(kind)))
     lastTakenAt.set(kind, Date.now());
@@ -394,6 +407,8 @@ const run = {
   upstreamCalls: sim.requests.map((r) => ({ at: r.at, trackId: r.trackId, path: r.path })),
   charges: Object.fromEntries(sim.chargesByTrackId),
   chargedAt: Object.fromEntries(sim.chargedAt),
+  faultsTaken,
+  tokenCalls,
   entries,
   statuses: Object.fromEntries(statuses),
   reconciliation: Object.fromEntries(
