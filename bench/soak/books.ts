@@ -11,6 +11,7 @@ export interface BookEntry {
   charged: string;
   costUnits: number;
   createdAt: string;
+  completedAt?: string;
   revision?: number;
   reusedFrom?: string;
   unitsSaved?: number;
@@ -28,6 +29,11 @@ export interface Books {
   charges: ReadonlyMap<string, number>;
   entries: readonly BookEntry[];
   budgets: readonly BookBudget[];
+  /**
+   * When the simulator first charged each trackId (ms): a reused answer's source must be charged
+   * before the reuse was answered. Absent (a run.json from before it was kept): membership only.
+   */
+  chargedAt?: ReadonlyMap<string, number>;
   /** Budgets count from here (the last time Redis restarted empty): earlier inquiries are not counted. */
   budgetsCountFrom: string;
 }
@@ -64,6 +70,27 @@ function add(imbalances: Imbalance[], rule: string, trackIds: string[], detail?:
   if (trackIds.length > 0 || detail) imbalances.push({ rule, trackIds, ...(detail ? { detail } : {}) });
 }
 
+export const REUSE_RULE = 'a reused answer whose source the simulator had not charged before it';
+
+/**
+ * Every reused answer (a `reusedFrom` in the ledger: a stored answer or one joined in flight) is one
+ * the simulator did charge, and charged no later than the reused inquiry was answered (its
+ * `completedAt`, else its `createdAt`). Returns the reused inquiries' trackIds that break it.
+ */
+export function reusedUncharged(books: Pick<Books, 'charges' | 'entries' | 'chargedAt'>): string[] {
+  const charges = new Set([...books.charges.keys()].map((id) => id.toLowerCase()));
+  const chargedAt = new Map([...(books.chargedAt ?? [])].map(([id, at]) => [id.toLowerCase(), at]));
+  return [...latestFacts(books.entries)]
+    .filter(([, e]) => e.reusedFrom)
+    .filter(([, e]) => {
+      const source = e.reusedFrom!.toLowerCase();
+      if (!charges.has(source)) return true;
+      const at = chargedAt.get(source);
+      return at !== undefined && at > Date.parse(e.completedAt ?? e.createdAt);
+    })
+    .map(([id]) => id);
+}
+
 export function checkBooks(books: Books): BooksReport {
   const imbalances: Imbalance[] = [];
   const settledCount = new Map<string, number>();
@@ -98,6 +125,8 @@ export function checkBooks(books: Books): BooksReport {
     'the ledger calls charged what the simulator never charged',
     [...latest].filter(([id, e]) => e.charged === 'yes' && !e.reusedFrom && !charges.has(id)).map(([id]) => id),
   );
+
+  add(imbalances, REUSE_RULE, reusedUncharged(books));
 
   const spentByClient = new Map<string, number>();
   for (const e of latest.values())

@@ -15,6 +15,10 @@ export interface ClientAttempt {
   outcome: string;
   /** X-Track-Id of the answer, when it had one. */
   trackId?: string;
+  /** Cache-Status of the answer, when it had one: `hit` or `collapsed` for a reused answer. */
+  cacheStatus?: string;
+  /** The problem's `code` of an error answer (RFC 9457), when it had one. */
+  problem?: string;
 }
 
 /** A fault as it ran: from its start to the end of its healing. */

@@ -19,6 +19,7 @@ import { UpstreamSimulator } from '../../test/upstream-simulator/upstream-simula
 import { chartSvg, renderPng, type Run } from './chart.js';
 import { checkBooks, type BookBudget, type BookEntry } from './books.js';
 import { describe, explain, type ClientAttempt, type FaultWindow } from './explain.js';
+import { buildReport, countedFaultEnd, formatReport, rssOf, type ReplicaRss, type UnitPrice } from './report.js';
 import { ratePerSecond, TrafficModel, type PlannedRequest } from './traffic.js';
 
 // SOAK_SECONDS (CI's 60-second run) wins over SOAK_MINUTES; either is clamped to 30 s – 120 min.
@@ -39,6 +40,8 @@ const ADDED = { clientId: 'app-added', key: 'key-added-0123456789', scopes: ['ky
 const OPERATOR = { clientId: 'ops-soak', key: 'key-ops-soak-0123456789', scopes: ['ledger:read', 'ledger:reconcile'] };
 // Small enough that svc-budgeted runs out during the day (~8 % of requests ask on its account).
 const BUDGET_DAILY_UNITS = Math.max(5, Math.round(MINUTES * 10));
+// Money in the report (what reuse saved) at this price; COST_UNIT_PRICE overrides it.
+const UNIT_PRICE = JSON.parse(process.env.COST_UNIT_PRICE ?? '{"amount":"25000","currency":"IRR"}') as UnitPrice;
 const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
 
 /** The start of the day: reset once everything is up, so that setup time is not traffic time. */
@@ -94,6 +97,7 @@ const env: Record<string, string> = {
   UPSTREAM_TIMEOUT_MS: '1500',
   UPSTREAM_ADVANCED_TIMEOUT_MS: '1500',
   API_KEYS: apiKeysWith(BUDGETED, ADDED, OPERATOR),
+  COST_UNIT_PRICE: JSON.stringify(UNIT_PRICE),
   BUDGETS: JSON.stringify([{ clientId: BUDGETED.clientId, daily: BUDGET_DAILY_UNITS }]),
   INQUIRY_OPERATIONS: JSON.stringify([
     {
@@ -120,6 +124,17 @@ const env: Record<string, string> = {
 };
 replicas.push(...(await Promise.all([0, 1, 2].map(() => startGatewayProcess(build, env)))));
 replicas.forEach((process, index) => everyReplica.push({ index, process }));
+/** A replica's resident memory from its /metrics; undefined when it cannot be read. */
+async function rss(replica: GatewayProcess): Promise<number | undefined> {
+  try {
+    return rssOf(await (await fetch(`${replica.url}/metrics`, { signal: AbortSignal.timeout(5_000) })).text());
+  } catch {
+    return undefined;
+  }
+}
+const rssPerReplica: ReplicaRss[] = await Promise.all(
+  replicas.map(async (replica, index) => ({ replica: index, startBytes: await rss(replica) })),
+);
 started = Date.now();
 log(`3 replicas, Redis, PostgreSQL and the simulator up; ${MINUTES} min, seed ${SEED}, peak ${PEAK_RPS}/s`);
 
@@ -154,6 +169,8 @@ async function send(request: PlannedRequest): Promise<void> {
   for (let attempt = 0; attempt < (request.twice ? 2 : 1); attempt++) {
     let outcome: string;
     let trackId: string | undefined;
+    let cacheStatus: string | undefined;
+    let problem: string | undefined;
     // Ours, so that an attempt the connection dropped is named too (the gateway echoes it).
     const requestId = `soak-${number}-${attempt}`;
     const sentAt = Date.now();
@@ -164,13 +181,30 @@ async function send(request: PlannedRequest): Promise<void> {
         body: request.body,
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
-      await response.arrayBuffer();
+      const text = await response.text();
       outcome = String(response.status);
+      if (response.status >= 400)
+        try {
+          problem = (JSON.parse(text) as { code?: string }).code;
+        } catch {
+          // not a problem+json body
+        }
       trackId = response.headers.get('x-track-id') ?? undefined;
+      cacheStatus = response.headers.get('cache-status') ?? undefined;
     } catch (error) {
       outcome = (error as Error).name === 'TimeoutError' ? 'timeout' : 'connection';
     }
-    attempts.push({ kind: request.kind, replica: index, requestId, sentAt, answeredAt: Date.now(), outcome, trackId });
+    attempts.push({
+      kind: request.kind,
+      replica: index,
+      requestId,
+      sentAt,
+      answeredAt: Date.now(),
+      outcome,
+      trackId,
+      ...(cacheStatus ? { cacheStatus } : {}),
+      ...(problem ? { problem } : {}),
+    });
     const key = `${request.kind} ${outcome}`;
     statuses.set(key, (statuses.get(key) ?? 0) + 1);
   }
@@ -187,7 +221,14 @@ async function restartReplica(index: number, signal: 'SIGKILL' | 'SIGTERM'): Pro
 }
 
 /** The faults, at fractions of the run (docs/soak.md, "Faults"). */
-const FAULTS: { at: number; name: string; run: () => Promise<void> | void; untilNext?: true }[] = [
+const FAULTS: {
+  at: number;
+  name: string;
+  run: () => Promise<void> | void;
+  untilNext?: true;
+  /** A fault of the upstream's next calls: its window lasts until they are taken (countedFaultEnd). */
+  takes?: { kind: 'http500' | 'hang-after-processing'; times: number };
+}[] = [
   { at: 0.1, name: 'replica 0 SIGKILLed and restarted', run: () => restartReplica(0, 'SIGKILL') },
   cluster
     ? {
@@ -213,12 +254,14 @@ const FAULTS: { at: number; name: string; run: () => Promise<void> | void; until
       sim.injectFault({ kind: 'http500', times: 20 });
     },
     untilNext: true,
+    takes: { kind: 'http500', times: 20 },
   },
   {
     at: 0.5,
     name: 'upstream timing out after it charged (10 calls)',
     run: () => sim.injectFault({ kind: 'hang-after-processing', times: 10 }),
     untilNext: true,
+    takes: { kind: 'hang-after-processing', times: 10 },
   },
   { at: 0.6, name: 'access token revoked upstream', run: () => sim.expireAllAccessTokens(), untilNext: true },
   {
@@ -229,6 +272,21 @@ const FAULTS: { at: number; name: string; run: () => Promise<void> | void; until
     },
   },
 ];
+
+// When the simulator took the last call of each counted fault (one injection of each kind).
+const taken = new Map<string, number>();
+const lastTakenAt = new Map<string, number>();
+/** Every fault the simulator took and every token call it answered, kept in run.json to explain a 5xx. */
+const faultsTaken: { at: number; path: string; kind: string }[] = [];
+const tokenCalls: { at: number; ok: boolean; status: number }[] = [];
+sim.on('token', ({ ok, status }) => tokenCalls.push({ at: Date.now(), ok, status }));
+sim.on('fault', ({ kind, path }) => {
+  faultsTaken.push({ at: Date.now(), path, kind });
+  taken.set(kind, (taken.get(kind) ?? 0) + 1);
+  if (FAULTS.some((f) => f.takes?.kind === kind && f.takes.times === taken.get(kind)))
+    lastTakenAt.set(kind, Date.now());
+});
+const counted: { window: FaultWindow; kind: string }[] = [];
 
 const traffic = new TrafficModel(SEED);
 const inFlight = new Set<Promise<void>>();
@@ -243,6 +301,7 @@ const faultsDone = (async () => {
       const next = FAULTS[i + 1];
       const to = fault.untilNext && next ? started + next.at * DURATION_MS : Date.now();
       faultWindows.push({ name: fault.name, from, to });
+      if (fault.takes) counted.push({ window: faultWindows.at(-1)!, kind: fault.takes.kind });
       log(`fault over: ${fault.name}`);
     } catch (error) {
       log(`fault FAILED: ${fault.name}: ${(error as Error).message}`);
@@ -259,6 +318,10 @@ await Promise.all(inFlight);
 await faultsDone;
 sim.clearFaults();
 log(`traffic over: ${sent} requests`);
+for (const { window, kind } of counted) {
+  window.to = countedFaultEnd(window.to, lastTakenAt.get(kind), sim.requests, Date.now());
+  log(`fault lasted until ${((window.to - started) / 1000).toFixed(1)} s: ${window.name}`);
+}
 
 const admin = { 'x-api-key': OPERATOR.key };
 const window = `from=${new Date(started - 3_600_000).toISOString()}&to=${new Date(Date.now() + 3_600_000).toISOString()}`;
@@ -292,6 +355,7 @@ const budgets = (await (await fetch(`${replicas[0].url}/admin/budgets`, { header
 };
 const report = checkBooks({
   charges: sim.chargesByTrackId,
+  chargedAt: sim.chargedAt,
   entries,
   budgets: budgets.budgets,
   budgetsCountFrom: budgetCountsFrom,
@@ -329,34 +393,46 @@ if (explained.size > 0) {
     ))
       console.log(line);
 }
-console.log(report.imbalances.length === 0 ? '\nThe books balance.' : `\n${report.imbalances.length} imbalance(s).`);
+
+// RSS at the end, before stopping: the process then in each slot (the faults restarted them).
+for (const [index, replica] of replicas.entries()) rssPerReplica[index].endBytes = await rss(replica);
+const run = {
+  minutes: MINUTES,
+  seed: SEED,
+  peakRps: PEAK_RPS,
+  started,
+  ended: Date.now(),
+  faults: faultWindows,
+  attempts,
+  upstreamCalls: sim.requests.map((r) => ({ at: r.at, trackId: r.trackId, path: r.path })),
+  charges: Object.fromEntries(sim.chargesByTrackId),
+  chargedAt: Object.fromEntries(sim.chargedAt),
+  faultsTaken,
+  tokenCalls,
+  entries,
+  statuses: Object.fromEntries(statuses),
+  reconciliation: Object.fromEntries(
+    Object.entries(reconciled).map(([key, value]) => [
+      key,
+      value && typeof value === 'object' && 'count' in value ? (value as { count: number }).count : value,
+    ]),
+  ),
+  books: report,
+  unitPrice: UNIT_PRICE,
+  rss: rssPerReplica,
+};
+// Faults, their failures and healing, latency per phase, the saving, RSS (bench/soak/report.ts).
+const soakReport = buildReport(run);
+for (const line of formatReport(soakReport)) console.log(line);
+for (const imbalance of soakReport.imbalances)
+  console.log(`  IMBALANCE: ${imbalance.rule}${imbalance.detail ? `: ${imbalance.detail}` : ''}`);
+const imbalances = report.imbalances.length + soakReport.imbalances.length;
+console.log(imbalances === 0 ? '\nThe books balance.' : `\n${imbalances} imbalance(s).`);
 
 // The run as data (the chart, bench/soak/chart.ts, is drawn from it): outside src/ and docs/.
 const reportDir = process.env.SOAK_REPORT_DIR ?? new URL('../../soak-report', import.meta.url).pathname;
 mkdirSync(reportDir, { recursive: true });
-writeFileSync(
-  join(reportDir, 'run.json'),
-  JSON.stringify({
-    minutes: MINUTES,
-    seed: SEED,
-    peakRps: PEAK_RPS,
-    started,
-    ended: Date.now(),
-    faults: faultWindows,
-    attempts,
-    upstreamCalls: sim.requests.map((r) => ({ at: r.at, trackId: r.trackId, path: r.path })),
-    charges: Object.fromEntries(sim.chargesByTrackId),
-    entries,
-    statuses: Object.fromEntries(statuses),
-    reconciliation: Object.fromEntries(
-      Object.entries(reconciled).map(([key, value]) => [
-        key,
-        value && typeof value === 'object' && 'count' in value ? (value as { count: number }).count : value,
-      ]),
-    ),
-    books: report,
-  }),
-);
+writeFileSync(join(reportDir, 'run.json'), JSON.stringify({ ...run, report: soakReport }));
 console.log(`run written to ${join(reportDir, 'run.json')}`);
 // SOAK_CHART=docs/soak-chart.png: the chart of this run (bench/soak/chart.ts, Chromium headless).
 if (process.env.SOAK_CHART) {
@@ -368,4 +444,4 @@ for (const replica of replicas) replica.process.kill('SIGTERM');
 await Promise.all(replicas.map((r) => r.exited));
 await sim.stop();
 await Promise.all([redis?.stop(), cluster?.stop(), postgres.stop()]);
-process.exit(report.imbalances.length === 0 ? 0 : 1);
+process.exit(imbalances === 0 ? 0 : 1);

@@ -471,6 +471,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
   private _inquiryCalls!: number;
   private _requests!: RecordedRequest[];
   private _charges!: Map<string, number>;
+  private _chargedAt!: Map<string, number>;
   private _attemptLog!: AttemptLogEntry[];
   private _issuedAccessTokens!: number;
   private _rejectedExpiredTokens!: number;
@@ -644,6 +645,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
     this._inquiryCalls = 0;
     this._requests = [];
     this._charges = new Map();
+    this._chargedAt = new Map();
     this._attemptLog = [];
     this._issuedAccessTokens = 0;
     this._rejectedExpiredTokens = 0;
@@ -670,6 +672,10 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
   }
   get chargesByTrackId(): ReadonlyMap<string, number> {
     return this._charges;
+  }
+  /** When each trackId was first charged (the simulator's clock, ms): the soak's reuse rule reads it. */
+  get chargedAt(): ReadonlyMap<string, number> {
+    return this._chargedAt;
   }
   chargeCount(trackId: string): number {
     return this._charges.get(trackId.toLowerCase()) ?? 0;
@@ -1044,6 +1050,7 @@ export class UpstreamSimulator extends EventEmitter<UpstreamSimulatorEvents> {
       }
       this.balance -= supplier.cost;
       this._charges.set(trackId, (this._charges.get(trackId) ?? 0) + 1);
+      if (!this._chargedAt.has(trackId)) this._chargedAt.set(trackId, this.now());
       this._attemptLog.push({ trackId, supplier: supplier.name, outcome: 'success' });
       return { http: 200, body: successEnvelope(trackId, data), trackId, ok: true };
     }
