@@ -187,4 +187,18 @@ describe.each(ledgerEngines(() => server.url, 'webhook-outbox'))('the webhook ou
       { endpoint_id: 'ops', data: expect.objectContaining({ trackId: 'not-a-uuid', kind: 'settled', code: '22P02' }) },
     ]);
   });
+
+  it('keeps a delivered threshold past the retention while its window lasts: a restarted replica does not tell it twice', async () => {
+    const resetsAt = new Date(Date.now() + 86_400_000).toISOString();
+    const data = { budget: 'svc-a', window: 'monthly', threshold: 80, resetsAt };
+    const key = `svc-a:monthly:${resetsAt}:80`;
+    expect(await outbox.recordThreshold(key, 'svc-a', data)).toBe(true);
+    await db.query(
+      "UPDATE webhook_deliveries SET status = 'delivered', finished_at = now() - interval '4 days' WHERE event_key = $1",
+      [`budget.threshold:${key}`],
+    );
+    await outbox.prune(3_600_000, 30 * 86_400_000);
+    // A replica started after the pruning has told nothing yet (BudgetThresholds.told is its memory).
+    expect(await outbox.recordThreshold(key, 'svc-a', data)).toBe(false);
+  });
 });

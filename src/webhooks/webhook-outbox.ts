@@ -252,15 +252,18 @@ export class WebhookOutbox {
 
   /**
    * The outbox bounded: delivered rows after `deliveredMs`, dead ones after `deadMs`, and the
-   * rows of endpoints no longer configured after `deadMs`. Returns how many went.
+   * rows of endpoints no longer configured after `deadMs`. A budget.threshold row stays until its
+   * window resets: its unique key is what makes it once per window (a replica started after the
+   * pruning would tell it again). Returns how many went.
    */
   async prune(deliveredMs: number, deadMs: number): Promise<number> {
     const rows = await (
       await this.db()
     ).query<{ n: number }>(
       `WITH gone AS (DELETE FROM webhook_deliveries d
-         WHERE (status = 'delivered' AND finished_at < now() - make_interval(secs => $1::float8 / 1000))
-            OR (status = 'dead' AND finished_at < now() - make_interval(secs => $2::float8 / 1000))
+         WHERE ((status = 'delivered' AND finished_at < now() - make_interval(secs => $1::float8 / 1000))
+             OR (status = 'dead' AND finished_at < now() - make_interval(secs => $2::float8 / 1000)))
+            AND NOT (type = 'budget.threshold' AND (data->>'resetsAt')::timestamptz > now())
             OR (occurred_at < now() - make_interval(secs => $2::float8 / 1000)
                 AND NOT EXISTS (SELECT 1 FROM webhook_endpoints ep WHERE ep.id = d.endpoint_id))
          RETURNING 1)
