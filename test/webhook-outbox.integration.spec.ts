@@ -112,6 +112,14 @@ describe.each(ledgerEngines(() => server.url, 'webhook-outbox'))('the webhook ou
     expect(await outbox.settle(taker, { status: 'delivered' })).toBe(true);
   });
 
+  it("does not let an operator's retry free a row under a live lease: no second replica sends it at the same time", async () => {
+    await store.insert([queuedEntry({ clientId: 'svc-lease' })]);
+    const [live] = await outbox.claim('lease', 1, 30_000);
+    expect(await outbox.retry(live.id)).toMatchObject({ id: live.id, status: 'pending' });
+    expect(await outbox.claim('lease', 1, 30_000)).toEqual([]);
+    expect(await outbox.settle(live, { status: 'delivered', httpStatus: 204 })).toBe(true);
+  });
+
   it('keeps a 2xx that arrives after its lease ran out: the failure of the attempt that took over does not overwrite it', async () => {
     await store.insert([queuedEntry({ clientId: 'svc-lease' })]);
     const [slow] = await outbox.claim('lease', 1, 0);

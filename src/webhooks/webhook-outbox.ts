@@ -213,9 +213,14 @@ export class WebhookOutbox {
     const rows = await (
       await this.db()
     ).query<DeliveryRow>(
-      `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), retry_since = now(),
+      // A row under a live lease is being sent now: left as it is (freeing it let a second replica send it at once).
+      `WITH freed AS (UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), retry_since = now(),
          lease_token = NULL, finished_at = NULL
-       WHERE id = $1 RETURNING id, endpoint_id, type, status, attempts, occurred_at, next_attempt_at, last_status, last_error, data`,
+       WHERE id = $1 AND NOT (status = 'pending' AND lease_token IS NOT NULL AND next_attempt_at > now())
+       RETURNING id, endpoint_id, type, status, attempts, occurred_at, next_attempt_at, last_status, last_error, data)
+       SELECT * FROM freed UNION ALL
+       SELECT id, endpoint_id, type, status, attempts, occurred_at, next_attempt_at, last_status, last_error, data
+       FROM webhook_deliveries WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM freed)`,
       [id],
     );
     return rows.length === 1 ? viewOf(rows[0]) : undefined;
