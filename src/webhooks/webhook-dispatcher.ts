@@ -123,7 +123,15 @@ export class WebhookDispatcher implements OnApplicationBootstrap {
       this.syncedVersion = version;
     }
     const endpoints = this.endpoints.all;
-    if (endpoints.length === 0 || !this.delivers) return;
+    if (!this.delivers) return;
+    // Pruning first: with no endpoint left too (the rows of removed ones go after their retention),
+    // and before the thresholds, which read Redis: a Redis outage must not stop the pruning.
+    if (now >= this.nextPrune) {
+      this.nextPrune = now + PRUNE_MS;
+      const pruned = await this.outbox.prune(this.settings.deliveredRetentionMs, DEAD_RETENTION_MS);
+      if (pruned > 0) this.logger.log(`webhook outbox: ${pruned} finished deliveries pruned`);
+    }
+    if (endpoints.length === 0) return;
     if (configChanged || now >= this.nextObserve) this.disabled = await this.outbox.disabledEndpoints();
     for (const endpoint of endpoints) {
       if (this.stopping || this.disabled.has(endpoint.id)) continue;
@@ -145,12 +153,6 @@ export class WebhookDispatcher implements OnApplicationBootstrap {
           });
         lane.add(attempt);
       }
-    }
-    // Pruning first: the thresholds read Redis, and a Redis outage must not stop the outbox's pruning.
-    if (now >= this.nextPrune) {
-      this.nextPrune = now + PRUNE_MS;
-      const pruned = await this.outbox.prune(this.settings.deliveredRetentionMs, DEAD_RETENTION_MS);
-      if (pruned > 0) this.logger.log(`webhook outbox: ${pruned} finished deliveries pruned`);
     }
     if (now >= this.nextObserve) {
       this.nextObserve = now + OBSERVE_MS;
