@@ -66,6 +66,23 @@ export class RedisTokenStore extends TokenStore {
     this.scripts = client as unknown as TokenScripts;
   }
 
+  /** The commands connection `ready` (Redis, its Sentinel's master or the Cluster), within `timeoutMs`. */
+  override whenReachable(timeoutMs: number): Promise<boolean> {
+    if (this.client.status === 'ready') return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const ready = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.client.off('ready', ready);
+        resolve(false);
+      }, timeoutMs);
+      timer.unref();
+      this.client.once('ready', ready);
+    });
+  }
+
   read(): Promise<TokenRecord | null> {
     return storeCall('token read', async () => {
       const key = this.keys.tokenRecord();

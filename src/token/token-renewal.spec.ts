@@ -248,6 +248,32 @@ describe('store unavailable', () => {
     expect(upstream.grants).toEqual(['credentials', 'refresh']);
   });
 
+  it("waits for a store that is still connecting before its first token, and adopts the other replica's", async () => {
+    // A replica whose Redis (or Sentinel) is not ready yet at start-up, while another has renewed.
+    let connected!: () => void;
+    const connecting = new Promise<boolean>((resolve) => (connected = () => resolve(true)));
+    let reachable = false;
+    const late = new Proxy(store, {
+      get: (target, operation, receiver) => {
+        if (operation === 'whenReachable') return () => connecting;
+        const value = Reflect.get(target, operation, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) =>
+          reachable
+            ? (value as (...a: unknown[]) => unknown).apply(target, args)
+            : Promise.reject(new StoreUnavailableError(String(operation)));
+      },
+    });
+    const shared = await replica().renew(null);
+    const waiting = started(replica(late));
+    await settle();
+    expect(upstream.grants).toEqual(['credentials']);
+    reachable = true;
+    connected();
+    expect(await waiting).toEqual({ record: shared });
+    expect(upstream.grants).toEqual(['credentials']);
+  });
+
   it('keeps its own backoff meanwhile', async () => {
     const renewal = replica(down);
     upstream.rejectNext(500);

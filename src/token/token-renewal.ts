@@ -16,6 +16,11 @@ const MIN_BACKOFF_MS = 1000;
 const MAX_BACKOFF_MS = 60_000;
 /** How often a replica waiting for another's renewal re-reads the store, in case the announcement is missed. */
 export const ANNOUNCEMENT_POLL_MS = 250;
+/**
+ * How long a process's first renewal waits for a store that is still connecting before it
+ * renews on its own: a constant, so a start without Redis is late by this much at most.
+ */
+export const FIRST_STORE_WAIT_MS = 2_000;
 
 /** Only GetToken: the renewal never makes an inquiry. */
 export type TokenIssuer = Pick<UpstreamClient, 'getToken'>;
@@ -99,17 +104,35 @@ export class TokenRenewal {
    */
   async renew(held: TokenRecord | null): Promise<TokenRecord> {
     try {
-      const renewed = await this.renewThroughStore(held);
-      if (this.storeDegraded) this.logger.log('token store reachable again: renewal is shared across replicas');
-      this.storeDegraded = false;
-      return renewed;
+      return await this.renewShared(held);
     } catch (error) {
       if (!(error instanceof StoreUnavailableError)) throw error;
+      // This process's first token while its store is still connecting (replicas starting
+      // together, Redis or its Sentinel not ready yet): wait for the store, once and at most
+      // FIRST_STORE_WAIT_MS, so that they share one renewal instead of each taking a token of its
+      // own (token-renewal.spec.ts, "waits for a store that is still connecting").
+      if (held === null && !this.storeDegraded) {
+        const reachable = await this.store.whenReachable(FIRST_STORE_WAIT_MS).catch(() => false);
+        if (reachable) {
+          try {
+            return await this.renewShared(held);
+          } catch (again) {
+            if (!(again instanceof StoreUnavailableError)) throw again;
+          }
+        }
+      }
       if (!this.storeDegraded)
         this.logger.warn('token store unreachable: renewing in this process only until it returns');
       this.storeDegraded = true;
       return { ...(await this.callUpstream(held)), generation: held?.generation ?? 0 };
     }
+  }
+
+  private async renewShared(held: TokenRecord | null): Promise<TokenRecord> {
+    const renewed = await this.renewThroughStore(held);
+    if (this.storeDegraded) this.logger.log('token store reachable again: renewal is shared across replicas');
+    this.storeDegraded = false;
+    return renewed;
   }
 
   /** Rules 1–4: adopt a fresh shared record, or win the lock and renew, or wait for whoever won it. */

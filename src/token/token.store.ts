@@ -19,6 +19,15 @@ export interface RenewalBackoff {
 export abstract class TokenStore {
   abstract read(): Promise<TokenRecord | null>;
 
+  /**
+   * Resolves true once the store can be reached, false when `timeoutMs` passes first. A store
+   * in this process is always reachable.
+   */
+  whenReachable(timeoutMs: number): Promise<boolean> {
+    void timeoutMs;
+    return Promise.resolve(true);
+  }
+
   /** `SET NX PX`: true when this owner now holds the renewal lock. */
   abstract tryLock(owner: string, ttlMs: number): Promise<boolean>;
 
