@@ -1,3 +1,4 @@
+import type { UpstreamTokenData } from '../upstream/upstream-envelope.js';
 /**
  * A token pair as shared by every replica. Times are epoch milliseconds.
  * `generation` grows by one with every write, so a replica can tell a newer record from
@@ -25,4 +26,28 @@ export const DEFAULT_REFRESH_LIFETIME_MS = 365 * 24 * 3600 * 1000;
  */
 export function usableUntil(record: Pick<TokenRecord, 'accessExpiresAt' | 'renewAt'>): number {
   return record.accessExpiresAt - Math.min(5000, (record.accessExpiresAt - record.renewAt) / 2);
+}
+
+/**
+ * A GetToken answer as the record to keep, its lifetimes counted from `requestedAt` (when the
+ * request was sent, so our idea of expiry is never late).
+ */
+export function recordOfGrant(
+  data: UpstreamTokenData,
+  requestedAt: number,
+  skewMs: number,
+): Omit<TokenRecord, 'generation'> {
+  // Used at most as long as its refresh token lives (a year, §2.3): a longer lifetime (or a
+  // number that is no sane lifetime) is cut there, never trusted to schedule the renewal.
+  const lifetimeMs = Math.min(data.expiresTn * 1000, DEFAULT_REFRESH_LIFETIME_MS);
+  // Renew `skew` before expiry, but never before half-life (short-lived tokens would otherwise
+  // be renewed on every request).
+  const renewAfterMs = Math.max(lifetimeMs - skewMs, lifetimeMs / 2);
+  return {
+    accessToken: data.accessToken,
+    refreshToken: data.refreshToken,
+    accessExpiresAt: requestedAt + lifetimeMs,
+    renewAt: requestedAt + renewAfterMs,
+    refreshExpiresAt: requestedAt + DEFAULT_REFRESH_LIFETIME_MS,
+  };
 }

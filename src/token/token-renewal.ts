@@ -7,7 +7,7 @@ import type { UpstreamTokenData } from '../upstream/upstream-envelope.js';
 import type { TokenGrant, UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamError } from '../upstream/upstream-error.js';
 import type { Clock } from './clock.js';
-import { DEFAULT_REFRESH_LIFETIME_MS, type TokenRecord } from './token-record.js';
+import { recordOfGrant, type TokenRecord } from './token-record.js';
 import { toTokenFailure } from './token-failure.js';
 import { TOKEN_FAILURE_REASONS, TokenUnavailableError } from './token-unavailable.error.js';
 import type { TokenStore } from './token.store.js';
@@ -16,10 +16,7 @@ const MIN_BACKOFF_MS = 1000;
 const MAX_BACKOFF_MS = 60_000;
 /** How often a replica waiting for another's renewal re-reads the store, in case the announcement is missed. */
 export const ANNOUNCEMENT_POLL_MS = 250;
-/**
- * How long a process's first renewal waits for a store that is still connecting before it
- * renews on its own: a constant, so a start without Redis is late by this much at most.
- */
+/** A first renewal's wait for a store still connecting: a constant, so a start without Redis is late by this at most. */
 export const FIRST_STORE_WAIT_MS = 2_000;
 
 /** Only GetToken: the renewal never makes an inquiry. */
@@ -103,36 +100,35 @@ export class TokenRenewal {
    * `retryAt` while renewals back off).
    */
   async renew(held: TokenRecord | null): Promise<TokenRecord> {
-    try {
-      return await this.renewShared(held);
-    } catch (error) {
-      if (!(error instanceof StoreUnavailableError)) throw error;
-      // This process's first token while its store is still connecting (replicas starting
-      // together, Redis or its Sentinel not ready yet): wait for the store, once and at most
-      // FIRST_STORE_WAIT_MS, so that they share one renewal instead of each taking a token of its
-      // own (token-renewal.spec.ts, "waits for a store that is still connecting").
-      if (held === null && !this.storeDegraded) {
-        const reachable = await this.store.whenReachable(FIRST_STORE_WAIT_MS).catch(() => false);
-        if (reachable) {
-          try {
-            return await this.renewShared(held);
-          } catch (again) {
-            if (!(again instanceof StoreUnavailableError)) throw again;
-          }
-        }
-      }
-      if (!this.storeDegraded)
-        this.logger.warn('token store unreachable: renewing in this process only until it returns');
-      this.storeDegraded = true;
-      return { ...(await this.callUpstream(held)), generation: held?.generation ?? 0 };
-    }
+    const shared = (await this.renewShared(held)) ?? (await this.renewSharedOnceConnected(held));
+    if (shared) return shared;
+    if (!this.storeDegraded)
+      this.logger.warn('token store unreachable: renewing in this process only until it returns');
+    this.storeDegraded = true;
+    return { ...(await this.callUpstream(held)), generation: held?.generation ?? 0 };
   }
 
-  private async renewShared(held: TokenRecord | null): Promise<TokenRecord> {
-    const renewed = await this.renewThroughStore(held);
+  /** Rules 1–4 through the store; undefined when the store cannot be reached (rule 5 follows). */
+  private async renewShared(held: TokenRecord | null): Promise<TokenRecord | undefined> {
+    const renewed = await this.renewThroughStore(held).catch((error: unknown) => {
+      if (error instanceof StoreUnavailableError) return undefined;
+      throw error;
+    });
+    if (!renewed) return undefined;
     if (this.storeDegraded) this.logger.log('token store reachable again: renewal is shared across replicas');
     this.storeDegraded = false;
     return renewed;
+  }
+
+  /**
+   * This process's first token while its store is still connecting (replicas starting together):
+   * waits for the store, once and at most FIRST_STORE_WAIT_MS, so that they share one renewal
+   * instead of each taking its own (token-renewal.spec.ts, "waits for a store that is still connecting").
+   */
+  private async renewSharedOnceConnected(held: TokenRecord | null): Promise<TokenRecord | undefined> {
+    if (held !== null || this.storeDegraded) return undefined;
+    if (!(await this.store.whenReachable(FIRST_STORE_WAIT_MS).catch(() => false))) return undefined;
+    return this.renewShared(held);
   }
 
   /** Rules 1–4: adopt a fresh shared record, or win the lock and renew, or wait for whoever won it. */
@@ -250,7 +246,7 @@ export class TokenRenewal {
     try {
       const data = await this.getToken(base, requestedAt);
       this.failure = null;
-      return toRecord(data, requestedAt, this.timing.refreshSkewMs);
+      return recordOfGrant(data, requestedAt, this.timing.refreshSkewMs);
     } catch (error) {
       throw this.backOff(toTokenFailure(error));
     }
@@ -299,21 +295,4 @@ export class TokenRenewal {
     );
     return failure;
   }
-}
-
-function toRecord(data: UpstreamTokenData, requestedAt: number, skewMs: number): Omit<TokenRecord, 'generation'> {
-  // Lifetimes count from when the request was sent, so our idea of expiry is never late.
-  // Used at most as long as its refresh token lives (a year, §2.3): a longer lifetime (or a
-  // number that is no sane lifetime) is cut there, never trusted to schedule the renewal.
-  const lifetimeMs = Math.min(data.expiresTn * 1000, DEFAULT_REFRESH_LIFETIME_MS);
-  // Renew `skew` before expiry, but never before half-life (short-lived tokens would otherwise
-  // be renewed on every request).
-  const renewAfterMs = Math.max(lifetimeMs - skewMs, lifetimeMs / 2);
-  return {
-    accessToken: data.accessToken,
-    refreshToken: data.refreshToken,
-    accessExpiresAt: requestedAt + lifetimeMs,
-    renewAt: requestedAt + renewAfterMs,
-    refreshExpiresAt: requestedAt + DEFAULT_REFRESH_LIFETIME_MS,
-  };
 }
