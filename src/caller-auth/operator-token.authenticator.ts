@@ -42,8 +42,7 @@ export class OperatorTokenAuthenticator implements CallerAuthenticator {
     try {
       // Routing only, before any check: the verification below decides.
       const claims = decodeJwt(token);
-      const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
-      return claims.iss === this.settings.issuer && audiences.includes(this.settings.audience);
+      return claims.iss === this.settings.issuer && audiencesOf(claims).includes(this.settings.audience);
     } catch {
       return false;
     }
@@ -120,9 +119,12 @@ const ID_TOKEN_CLAIMS = ['nonce', 'at_hash', 'c_hash'] as const;
  */
 function isIdToken(payload: JWTPayload, typ: string | undefined, clientId: string): boolean {
   if (typ !== undefined && /^(application\/)?at\+jwt$/i.test(typ)) return false;
-  const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
-  return audiences.includes(clientId) || ID_TOKEN_CLAIMS.some((claim) => payload[claim] !== undefined);
+  return audiencesOf(payload).includes(clientId) || ID_TOKEN_CLAIMS.some((claim) => payload[claim] !== undefined);
 }
+
+/** `aud` as a list: a string or an array (RFC 7519 §4.1.3). */
+const audiencesOf = (claims: JWTPayload): (string | undefined)[] =>
+  Array.isArray(claims.aud) ? claims.aud : [claims.aud];
 
 function bearer(headers: Record<string, string | string[] | undefined>): string | undefined {
   const authorization = headers.authorization;
