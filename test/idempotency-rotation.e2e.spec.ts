@@ -169,6 +169,42 @@ describe('Idempotency-Key names of end users across a rotation of SUBJECT_HASH_K
     }
   });
 
+  it('SUBJECT_HASH_KEYS set for the first time, mid-rollout: a retry on either replica is replayed, one in flight 409; never a plain name', async () => {
+    // One replica still hashes under the key derived from STORE_ENCRYPTION_KEYS, the other already
+    // under SUBJECT_HASH_KEYS' key (it claims under the derived key's name too).
+    const store = `s1:${randomBytes(32).toString('base64')}`;
+    const [before, after] = await Promise.all([
+      startGateway({ ...common, STORE_ENCRYPTION_KEYS: store }),
+      startGateway({ ...common, STORE_ENCRYPTION_KEYS: store, SUBJECT_HASH_KEYS: `new:${NEW}` }),
+    ]);
+    try {
+      const calls = sim.inquiryCalls;
+      for (const [firstOn, label] of [
+        [after, 'new'],
+        [before, 'old'],
+      ] as const) {
+        const key = `first-set-${label}-${randomUUID()}`;
+        const first = await inquire(firstOn, key);
+        expect(first.status).toBe(200);
+        for (const retry of await Promise.all([inquire(before, key), inquire(after, key)]))
+          expect(retry).toMatchObject({ status: 200, replayed: 'true', body: { trackId: first.body.trackId } });
+      }
+      expect(sim.inquiryCalls - calls).toBe(2);
+      sim.setLatency(600);
+      const key = `first-set-inflight-${randomUUID()}`;
+      const first = inquire(after, key);
+      while (sim.inquiryCalls === calls + 2) await new Promise((resolve) => setTimeout(resolve, 5));
+      const retry = await inquire(before, key);
+      const answered = await first;
+      expect(retry).toMatchObject({ status: 409, body: { trackId: answered.body.trackId } });
+      expect(sim.inquiryCalls - calls).toBe(3);
+      expect(await client.keys(`*idem*:u:${sha256(SUBJECT).slice(0, 32)}:${sha256(key)}*`)).toHaveLength(0);
+    } finally {
+      sim.setLatency(0);
+      await Promise.all([before.close(), after.close()]);
+    }
+  });
+
   it('sends at most one of two requests with one key on replicas either side of the rotation at once', async () => {
     const [before, after] = await Promise.all([
       startGateway({ ...common, SUBJECT_HASH_KEYS: `old:${OLD},new:${NEW}` }),

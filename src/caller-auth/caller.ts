@@ -62,9 +62,8 @@ export function callerScope(
 }
 
 /**
- * The caller's scope under each hash of its end user (SubjectHasher.allHashes: the hashing
- * key's first, the keys that only compare next, the plain SHA-256 last), each once: what
- * Idempotency-Key claims are named by (the first) and looked up under (all).
+ * The caller's scope under each of the given hashes of its end user (SubjectHasher.claimHashes
+ * or formerHashes), each once; a caller without an end user has its client's scope alone.
  */
 export function callerScopes(caller: Pick<Caller, 'clientId' | 'subject'>, hashes: readonly string[]): string[] {
   if (caller.subject === undefined) return [callerScope(caller)];

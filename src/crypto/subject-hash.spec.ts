@@ -58,6 +58,18 @@ describe('SubjectHasher', () => {
   it('without a key hashes plainly, as before', () => {
     expect(new SubjectHasher([]).hash(SUB)).toBe(sha256(SUB));
   });
+
+  it('names claims under every key it holds, never plainly once it has one; the plain name is only looked up', () => {
+    const derived = new SubjectHasher([], [key('s', 9)]);
+    const both = new SubjectHasher([key('a', 1)], [key('s', 9)]);
+    // The replica given SUBJECT_HASH_KEYS first still names its claims under the derived key too,
+    // the one a replica not yet given it holds (mid-rollout).
+    expect(both.claimHashes(SUB)).toEqual([both.hash(SUB), derived.hash(SUB)]);
+    expect(both.claimHashes(SUB)).not.toContain(sha256(SUB));
+    expect(both.formerHashes(SUB)).toEqual([sha256(SUB)]);
+    expect(new SubjectHasher([]).claimHashes(SUB)).toEqual([sha256(SUB)]);
+    expect(new SubjectHasher([]).formerHashes(SUB)).toEqual([]);
+  });
 });
 
 describe('loadConfig: SUBJECT_HASH_KEYS', () => {

@@ -42,13 +42,22 @@ export class SubjectHasher {
   }
 
   /**
-   * This subject's pseudonym under every key of the ring, the hashing key's first, then its
-   * plain SHA-256 (what names made before keyed hashing used): each once. Names derived from a
-   * subject (Idempotency-Key claims) are looked up under all of them, so a rotation of the ring
-   * hides no claim made under the key before.
+   * This subject's pseudonym under every key of the ring, the hashing key's first, each once;
+   * without a key, its plain SHA-256 alone. Names derived from a subject (Idempotency-Key claims)
+   * are made under every one of them: a replica that holds only some of these keys (mid-rollout
+   * of a rotation, or of SUBJECT_HASH_KEYS set for the first time) still finds the claim.
    */
-  allHashes(subject: string): string[] {
-    return [...new Set([...this.ring.map((key) => this.hmac(key, subject)), sha256(subject)])];
+  claimHashes(subject: string): string[] {
+    if (this.ring.length === 0) return [sha256(subject)];
+    return [...new Set(this.ring.map((key) => this.hmac(key, subject)))];
+  }
+
+  /**
+   * The plain SHA-256 names of builds before keyed names, or of replicas without a key: looked up,
+   * never written by a replica that has a key (a name anyone can recompute from a `sub`).
+   */
+  formerHashes(subject: string): string[] {
+    return this.ring.length === 0 ? [] : [sha256(subject)];
   }
 
   /** True when `stored` is this subject's pseudonym under any key of the ring, or its plain SHA-256. */

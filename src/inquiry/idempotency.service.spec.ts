@@ -127,10 +127,11 @@ describe('IdempotencyService', () => {
     await service.claim(CALLER, 'key', T1, FINGERPRINT);
     const other = { ...CALLER, clientId: 'app-b' };
     const user = { ...CALLER, subject: 'user-1' } as Caller;
-    expect(held(await service.claim(other, 'key', T2, FINGERPRINT)).scope).toBe('5:app-b');
+    expect(held(await service.claim(other, 'key', T2, FINGERPRINT)).scopes).toEqual(['5:app-b']);
     const userKey = held(await service.claim(user, 'key', T3, FINGERPRINT));
-    expect(userKey.scope).toMatch(/^5:app-a:u:[0-9a-f]{32}$/);
-    expect(userKey.scope).not.toContain('user-1');
+    expect(userKey.scopes).toHaveLength(1);
+    expect(userKey.scopes[0]).toMatch(/^5:app-a:u:[0-9a-f]{32}$/);
+    expect(userKey.scopes[0]).not.toContain('user-1');
   });
 
   it('only the request holding the claim completes or releases it', async () => {
@@ -242,7 +243,7 @@ describe('IdempotencyService', () => {
       await records.create(record(T1, 'failed'), 3600);
       // The claim as its writer holds it (claiming an existing key returns it, unchanged).
       const writer: HeldKey = {
-        scope: '5:app-a',
+        scopes: ['5:app-a'],
         keySha256: sha256('key'),
         claim: (await claims.claim('5:app-a', sha256('key'), {} as never, 1))!,
       };

@@ -13,9 +13,12 @@ import { JSON_CONTENT_TYPE, problemResponse, succeededBody } from './inquiry-out
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
 import { statusNow } from './inquiry-deadline.js';
 
-/** A key this request holds, in flight, until it is completed with the answer or released. */
+/**
+ * A key this request holds, in flight, until it is completed with the answer or released: under
+ * every name its caller's end user has on this replica (IdempotencyService.claim).
+ */
 export interface HeldKey {
-  readonly scope: string;
+  readonly scopes: readonly string[];
   readonly keySha256: string;
   readonly claim: IdempotencyClaim;
 }
@@ -76,26 +79,23 @@ export class IdempotencyService {
    */
   async claim(caller: Caller, key: string, trackId: string, fingerprint: string): Promise<ClaimResult> {
     // Whose keys these are: the client, and for an app's end user that user within the client,
-    // named by the keyed hash of the user (never a hash anyone can recompute from a `sub`).
-    const [scope, ...formerScopes] = callerScopes(
-      caller,
-      caller.subject === undefined ? [] : this.subjects.allHashes(caller.subject),
-    );
+    // named by the keyed hash of the user (never a hash anyone can recompute from a `sub`) under
+    // every key of the ring. Claimed under each, in one order on every replica: a replica that
+    // holds only some of the keys (mid-rollout) finds the claim under one it holds, and of two
+    // requests at once the first name both hold decides which one is sent.
+    const scopes = callerScopes(caller, caller.subject === undefined ? [] : this.subjects.claimHashes(caller.subject));
+    const names = [...scopes].sort();
+    const formerScopes =
+      caller.subject === undefined ? [] : callerScopes(caller, this.subjects.formerHashes(caller.subject));
     const keySha256 = sha256(key);
     const claim: IdempotencyClaim = { trackId, fingerprint, state: 'in_flight', claimedAt: Date.now() };
     // Another round only when the last found an abandoned claim that sent nothing (released).
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
-      const earlier = await this.claims.claim(scope, keySha256, claim, this.ttlSeconds).catch((error: unknown) => {
-        // Refused: a claim that timed out may still land later and would block the retry
-        // the 503 invites. The release (only of our trackId's claim) follows it on the same
-        // connection, so Redis runs it after the late claim.
-        void this.claims.release(scope, keySha256, trackId).catch(() => undefined);
-        throw error;
-      });
-      const former = earlier ? undefined : await this.formerClaim(formerScopes, keySha256, scope, trackId);
-      if (!earlier && !former) return { held: { scope, keySha256, claim } };
-      const [at, repeat] = former ?? [scope, earlier!];
-      const replay = await this.answerRepeat(at, keySha256, repeat, fingerprint);
+      const found = (await this.claimEach(names, keySha256, claim)) ?? (await this.peekFormer(formerScopes, keySha256));
+      if (!found) return { held: { scopes: names, keySha256, claim } };
+      // Someone else's: ours (the names before it) is let go, and that one answers.
+      await this.releaseAll(names, keySha256, trackId);
+      const replay = await this.answerRepeat(found[0], keySha256, found[1], fingerprint);
       if (replay) return { replay };
     }
     // Each round released an abandoned claim and found another (a replica whose clock runs far
@@ -104,34 +104,54 @@ export class IdempotencyService {
     throw new StoreUnavailableError('idempotency claim (abandoned claims kept reappearing)');
   }
 
+  /** Claims the key under each name in turn: the first earlier claim met, or undefined when all are ours. */
+  private async claimEach(
+    names: readonly string[],
+    keySha256: string,
+    claim: IdempotencyClaim,
+  ): Promise<[string, IdempotencyClaim] | undefined> {
+    for (const [at, scope] of names.entries()) {
+      const earlier = await this.claims.claim(scope, keySha256, claim, this.ttlSeconds).catch((error: unknown) => {
+        // Refused: a claim that timed out may still land later and would block the retry the
+        // 503 invites. The releases (only of our trackId's claims) follow it on the same
+        // connection, so Redis runs them after the late claim.
+        void this.releaseAll(names.slice(0, at + 1), keySha256, claim.trackId).catch(() => undefined);
+        throw error;
+      });
+      if (earlier) return [scope, earlier];
+    }
+    return undefined;
+  }
+
   /**
-   * A claim of this key under a name the subject hash ring gave it before a rotation (the key
-   * that hashed then, or the plain SHA-256 of builds before keyed names). Read after ours is
-   * made, so two requests across a rotation each see the other's claim (one is answered 409 or
-   * replayed, never both sent); when one is found, ours is released and that one answers.
+   * A claim of this key under a plain SHA-256 name (a build before keyed names, or a replica
+   * without a key). Read after ours are made, so two requests across that upgrade one after the
+   * other see each other's claim; only read: such a name is never written by a keyed replica.
    */
-  private async formerClaim(
+  private async peekFormer(
     formerScopes: readonly string[],
     keySha256: string,
-    scope: string,
-    trackId: string,
   ): Promise<[string, IdempotencyClaim] | undefined> {
-    if (formerScopes.length === 0) return undefined;
-    const found = await Promise.all(formerScopes.map((former) => this.claims.peek(former, keySha256)));
-    const at = found.findIndex((claim) => claim !== null);
-    if (at < 0) return undefined;
-    await this.claims.release(scope, keySha256, trackId);
-    return [formerScopes[at], found[at]!];
+    for (const former of formerScopes) {
+      const earlier = await this.claims.peek(former, keySha256);
+      if (earlier) return [former, earlier];
+    }
+    return undefined;
+  }
+
+  private async releaseAll(scopes: readonly string[], keySha256: string, trackId: string): Promise<void> {
+    await Promise.all(scopes.map((scope) => this.claims.release(scope, keySha256, trackId)));
   }
 
   /** Frees the key: nothing was charged, so a retry runs afresh. */
-  release({ scope, keySha256, claim }: HeldKey): Promise<void> {
-    return this.claims.release(scope, keySha256, claim.trackId);
+  release({ scopes, keySha256, claim }: HeldKey): Promise<void> {
+    return this.releaseAll(scopes, keySha256, claim.trackId);
   }
 
-  /** Stores the answer every later retry with the key replays (unless one is stored already). */
-  async complete({ scope, keySha256, claim }: HeldKey, response: StoredResponse): Promise<void> {
-    await this.claims.complete(scope, keySha256, { ...claim, state: 'done', response });
+  /** Stores the answer every later retry with the key replays, under each name (unless one is stored already). */
+  async complete({ scopes, keySha256, claim }: HeldKey, response: StoredResponse): Promise<void> {
+    const done: IdempotencyClaim = { ...claim, state: 'done', response };
+    await Promise.all(scopes.map((scope) => this.claims.complete(scope, keySha256, done)));
   }
 
   /**

@@ -45,7 +45,7 @@ describe('KeyClaim', () => {
   });
 
   it('holds the key once claimed', async () => {
-    const held = { scope: 's', keySha256: 'k' } as HeldKey;
+    const held = { scopes: ['s'], keySha256: 'k' } as unknown as HeldKey;
     const claims = new KeyClaim(
       { claim: () => Promise.resolve({ held }) } as never,
       {} as never,
@@ -68,7 +68,7 @@ describe('KeyClaim', () => {
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     const claims = new KeyClaim({ release: () => released } as never, {} as never, {} as never, {} as never);
-    const stamped = { ...inquiry(), key: { scope: 's' } as HeldKey };
+    const stamped = { ...inquiry(), key: { scopes: ['s'] } as unknown as HeldKey };
     let answered = false;
     const undone = claims.undo(stamped, error).catch((thrown: unknown) => {
       answered = true;
