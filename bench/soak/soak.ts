@@ -1,83 +1,22 @@
 /**
- * `npm run soak`: a compressed day of traffic (bench/soak/traffic.ts) through 3 gateway replicas
- * on one Redis and one PostgreSQL, against the upstream simulator, with faults on a schedule,
- * then the books checked (bench/soak/books.ts). SOAK_MINUTES (default 10), SOAK_SEED (default 46).
- * Loopback only; every loop is bounded by the run's end. docs/soak.md says what it does and why.
+ * `npm run soak` (docs/soak.md): bench/soak/run.ts for SOAK_MINUTES (default 10; SOAK_SECONDS, as
+ * CI's 60-second run, wins), seed SOAK_SEED (46), peak SOAK_PEAK_RPS (12/s). SOAK_REDIS_EMPTY=1:
+ * Redis without persistence; SOAK_CLUSTER=1: a Redis Cluster; SOAK_REPORT_DIR: where run.json
+ * goes; SOAK_CHART=docs/soak-chart.png: the chart of the run (Chromium headless). Exit 0 only when
+ * the books balance.
  */
 import { spawnSync } from 'node:child_process';
-import { generateKeyPairSync } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { SignJWT } from 'jose';
-import { startGatewayProcess, type GatewayProcess } from '../../test/support/gateway-process.js';
-import { apiKeysWith, TEST_CLIENTS } from '../../test/support/gateway.js';
-import { PostgresServer } from '../../test/support/postgres-server.js';
-import { RedisCluster } from '../../test/support/redis-cluster.js';
-import { RedisServer } from '../../test/support/redis-server.js';
-import { TRACKING_SHAPES } from '../../test/upstream-simulator/tracking-service.js';
-import { UpstreamSimulator } from '../../test/upstream-simulator/upstream-simulator.js';
+import { readFileSync } from 'node:fs';
 import { chartSvg, renderPng, type Run } from './chart.js';
-import { checkBooks, type BookBudget, type BookEntry } from './books.js';
-import { describe, explain, type ClientAttempt, type FaultWindow } from './explain.js';
-import { buildReport, countedFaultEnd, formatReport, rssOf, type ReplicaRss, type UnitPrice } from './report.js';
-import { ratePerSecond, TrafficModel, type PlannedRequest } from './traffic.js';
+import type { UnitPrice } from './report.js';
+import { runSoak, stopEverything } from './run.js';
 
-// SOAK_SECONDS (CI's 60-second run) wins over SOAK_MINUTES; either is clamped to 30 s – 120 min.
-const MINUTES = Math.min(
-  Math.max(
-    process.env.SOAK_SECONDS ? Number(process.env.SOAK_SECONDS) / 60 : Number(process.env.SOAK_MINUTES ?? 10),
-    0.5,
-  ),
-  120,
-);
-const SEED = Number(process.env.SOAK_SEED ?? 46);
-const PEAK_RPS = Math.min(Math.max(Number(process.env.SOAK_PEAK_RPS ?? 12), 1), 200);
-const DURATION_MS = MINUTES * 60_000;
-const REQUEST_TIMEOUT_MS = 5_000;
-
-const BUDGETED = { clientId: 'svc-budgeted', key: 'key-budgeted-0123456789', scopes: ['kyc:iban', 'inquiries:read'] };
-const ADDED = { clientId: 'app-added', key: 'key-added-0123456789', scopes: ['kyc:card-to-iban', 'inquiries:read'] };
-const OPERATOR = { clientId: 'ops-soak', key: 'key-ops-soak-0123456789', scopes: ['ledger:read', 'ledger:reconcile'] };
-// Small enough that svc-budgeted runs out during the day (~8 % of requests ask on its account).
-const BUDGET_DAILY_UNITS = Math.max(5, Math.round(MINUTES * 10));
-// Money in the report (what reuse saved) at this price; COST_UNIT_PRICE overrides it.
-const UNIT_PRICE = JSON.parse(process.env.COST_UNIT_PRICE ?? '{"amount":"25000","currency":"IRR"}') as UnitPrice;
-const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-
-/** The start of the day: reset once everything is up, so that setup time is not traffic time. */
-let started = Date.now();
-const at = () => `${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s`;
-const log = (line: string) => console.log(`[${at()}] ${line}`);
-
-// Redis with its append-only file written before each answer (`always`: `everysec` may answer
-// before writing, docs/soak.md, "Redis"), as a deployment keeping money in it should run it:
-// a restart keeps the ledger's queue and the budgets. SOAK_REDIS_EMPTY=1 runs it without, to
-// show what a Redis that restarts empty loses (an entry not yet drained: chargedNotInLedger).
-const REDIS_EMPTY = process.env.SOAK_REDIS_EMPTY === '1';
-// SOAK_CLUSTER=1: a Redis Cluster of 3 masters with a replica each; the Redis fault SIGKILLs the
-// master of the ledger's and budgets' slot and its replica is promoted.
-const CLUSTER = process.env.SOAK_CLUSTER === '1';
-const ACCOUNTING_KEY = '{vgw:acct}:soak'; // the hash tag of every ledger-queue and budget key
-const [redis, cluster, postgres] = await Promise.all([
-  CLUSTER
-    ? undefined
-    : RedisServer.start({ args: REDIS_EMPTY ? [] : ['--appendonly', 'yes', '--appendfsync', 'always'] }),
-  CLUSTER ? RedisCluster.start(3, undefined, 1) : undefined,
-  PostgresServer.start(),
-]);
-const sim = new UpstreamSimulator();
-await sim.start(0);
-const replicas: GatewayProcess[] = [];
-/** Every replica process the run started, killed ones too: their logs explain an imbalance. */
-const everyReplica: { index: number; process: GatewayProcess }[] = [];
-const attempts: ClientAttempt[] = [];
-const faultWindows: FaultWindow[] = [];
 // A run that fails midway still ends what it started: nothing is left running on the machine.
 process.on('uncaughtException', (error) => {
   console.error(error);
-  for (const replica of replicas) replica.process.kill('SIGKILL');
-  void Promise.allSettled([sim.stop(), redis?.kill(), cluster?.stop(), postgres.kill()]).finally(() => process.exit(2));
+  void stopEverything().finally(() => process.exit(2));
 });
+
 // Compiled as production runs it (test/support/gateway-process.ts's buildGateway reads sources
 // relative to its own place, which is .build/ once compiled): into .build/soak-gateway.
 const build = new URL('../../soak-gateway', import.meta.url).pathname;
@@ -89,359 +28,24 @@ const tsc = spawnSync(
   },
 );
 if (tsc.status !== 0) throw new Error(`tsc: ${tsc.stdout}${tsc.stderr}`);
-const env: Record<string, string> = {
-  UPSTREAM_BASE_URL: sim.baseUrl,
-  ...(cluster ? { REDIS_CLUSTER_NODES: cluster.nodes } : { REDIS_URL: redis!.url }),
-  LEDGER_DATABASE_URL: postgres.url,
-  LOG_LEVEL: 'info', // startGatewayProcess waits for the 'listening on port' line
-  UPSTREAM_TIMEOUT_MS: '1500',
-  UPSTREAM_ADVANCED_TIMEOUT_MS: '1500',
-  API_KEYS: apiKeysWith(BUDGETED, ADDED, OPERATOR),
-  COST_UNIT_PRICE: JSON.stringify(UNIT_PRICE),
-  BUDGETS: JSON.stringify([{ clientId: BUDGETED.clientId, daily: BUDGET_DAILY_UNITS }]),
-  INQUIRY_OPERATIONS: JSON.stringify([
-    {
-      name: 'card-to-iban',
-      upstreamPath: '/api/v5/KYC/CardToIban',
-      advanced: false,
-      fields: { cardNumber: { type: 'cardNumber' } },
-    },
-  ]),
-  INQUIRY_PRICES: JSON.stringify({
-    shahkar: { standard: 1, advanced: 3 },
-    iban: { standard: 1, advanced: 3 },
-    'card-to-iban': { standard: 2 },
-  }),
-  INQUIRY_REUSE: JSON.stringify({
-    shahkar: { maxAgeSeconds: 3600, share: 'client' },
-    iban: { maxAgeSeconds: 86400, share: 'client' },
-  }),
-  REUSE_HMAC_KEY: 'soak-reuse-hmac-key-0123456789abcdef0123',
-  UPSTREAM_TRACKING: JSON.stringify({ ...TRACKING_SHAPES.statusInBody, afterSeconds: 1, perMinute: 60 }),
-  JWT_PUBLIC_KEY: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
-  JWT_ISSUER: 'soak',
-  JWT_AUDIENCE: 'verification-gateway',
-};
-replicas.push(...(await Promise.all([0, 1, 2].map(() => startGatewayProcess(build, env)))));
-replicas.forEach((process, index) => everyReplica.push({ index, process }));
-/** A replica's resident memory from its /metrics; undefined when it cannot be read. */
-async function rss(replica: GatewayProcess): Promise<number | undefined> {
-  try {
-    return rssOf(await (await fetch(`${replica.url}/metrics`, { signal: AbortSignal.timeout(5_000) })).text());
-  } catch {
-    return undefined;
-  }
-}
-const rssPerReplica: ReplicaRss[] = await Promise.all(
-  replicas.map(async (replica, index) => ({ replica: index, startBytes: await rss(replica) })),
-);
-started = Date.now();
-log(`3 replicas, Redis, PostgreSQL and the simulator up; ${MINUTES} min, seed ${SEED}, peak ${PEAK_RPS}/s`);
 
-const statuses = new Map<string, number>();
-let budgetCountsFrom = new Date(0).toISOString();
-let sent = 0;
-
-async function jwt(subject: string): Promise<string> {
-  return new SignJWT({ scope: 'kyc:shahkar inquiries:read', azp: 'mobile-app' })
-    .setProtectedHeader({ alg: 'ES256' })
-    .setIssuer('soak')
-    .setAudience('verification-gateway')
-    .setSubject(subject)
-    .setIssuedAt()
-    .setExpirationTime('10m')
-    .sign(privateKey);
-}
-
-async function authFor(request: PlannedRequest): Promise<Record<string, string>> {
-  if (request.kind === 'jwtUser') return { authorization: `Bearer ${await jwt(`user-${sent % 50}`)}` };
-  if (request.kind === 'budgeted') return { 'x-api-key': BUDGETED.key };
-  if (request.kind === 'added') return { 'x-api-key': ADDED.key };
-  if (request.kind === 'bad' && request.body.includes('advanced')) return { 'x-api-key': TEST_CLIENTS.basic.key };
-  return { 'x-api-key': TEST_CLIENTS.full.key };
-}
-
-async function send(request: PlannedRequest): Promise<void> {
-  const number = sent;
-  const index = sent++ % replicas.length;
-  const replica = replicas[index];
-  const headers = { ...request.headers, ...(await authFor(request)) };
-  for (let attempt = 0; attempt < (request.twice ? 2 : 1); attempt++) {
-    let outcome: string;
-    let trackId: string | undefined;
-    let cacheStatus: string | undefined;
-    let problem: string | undefined;
-    // Ours, so that an attempt the connection dropped is named too (the gateway echoes it).
-    const requestId = `soak-${number}-${attempt}`;
-    const sentAt = Date.now();
-    try {
-      const response = await fetch(`${replica.url}${request.path}`, {
-        method: 'POST',
-        headers: { ...headers, 'x-request-id': requestId },
-        body: request.body,
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      });
-      const text = await response.text();
-      outcome = String(response.status);
-      if (response.status >= 400)
-        try {
-          problem = (JSON.parse(text) as { code?: string }).code;
-        } catch {
-          // not a problem+json body
-        }
-      trackId = response.headers.get('x-track-id') ?? undefined;
-      cacheStatus = response.headers.get('cache-status') ?? undefined;
-    } catch (error) {
-      outcome = (error as Error).name === 'TimeoutError' ? 'timeout' : 'connection';
-    }
-    attempts.push({
-      kind: request.kind,
-      replica: index,
-      requestId,
-      sentAt,
-      answeredAt: Date.now(),
-      outcome,
-      trackId,
-      ...(cacheStatus ? { cacheStatus } : {}),
-      ...(problem ? { problem } : {}),
-    });
-    const key = `${request.kind} ${outcome}`;
-    statuses.set(key, (statuses.get(key) ?? 0) + 1);
-  }
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function restartReplica(index: number, signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
-  const old = replicas[index];
-  old.process.kill(signal);
-  await old.exited;
-  replicas[index] = await startGatewayProcess(build, env);
-  everyReplica.push({ index, process: replicas[index] });
-}
-
-/** The faults, at fractions of the run (docs/soak.md, "Faults"). */
-const FAULTS: {
-  at: number;
-  name: string;
-  run: () => Promise<void> | void;
-  untilNext?: true;
-  /** A fault of the upstream's next calls: its window lasts until they are taken (countedFaultEnd). */
-  takes?: { kind: 'http500' | 'hang-after-processing'; times: number };
-}[] = [
-  { at: 0.1, name: 'replica 0 SIGKILLed and restarted', run: () => restartReplica(0, 'SIGKILL') },
-  cluster
-    ? {
-        at: 0.2,
-        name: "Redis Cluster: the accounting slot's master SIGKILLed, its replica promoted",
-        run: async () => void (await cluster.failOver(ACCOUNTING_KEY)),
-      }
-    : {
-        at: 0.2,
-        name: REDIS_EMPTY ? 'Redis SIGKILLed and restarted (empty)' : 'Redis SIGKILLed and restarted (AOF)',
-        run: async () => {
-          await redis!.restart();
-          if (REDIS_EMPTY) budgetCountsFrom = new Date().toISOString();
-        },
-      },
-  { at: 0.3, name: 'PostgreSQL restarted', run: () => postgres.restart() },
-  { at: 0.4, name: 'upstream slow (800 ms)', run: () => sim.setLatency(800), untilNext: true },
-  {
-    at: 0.45,
-    name: 'upstream failing with 5xx (20 calls)',
-    run: () => {
-      sim.setLatency(0);
-      sim.injectFault({ kind: 'http500', times: 20 });
-    },
-    untilNext: true,
-    takes: { kind: 'http500', times: 20 },
-  },
-  {
-    at: 0.5,
-    name: 'upstream timing out after it charged (10 calls)',
-    run: () => sim.injectFault({ kind: 'hang-after-processing', times: 10 }),
-    untilNext: true,
-    takes: { kind: 'hang-after-processing', times: 10 },
-  },
-  { at: 0.6, name: 'access token revoked upstream', run: () => sim.expireAllAccessTokens(), untilNext: true },
-  {
-    at: 0.75,
-    name: 'rolling restart (SIGTERM) of every replica',
-    run: async () => {
-      for (const index of [0, 1, 2]) await restartReplica(index, 'SIGTERM');
-    },
-  },
-];
-
-// When the simulator took the last call of each counted fault (one injection of each kind).
-const taken = new Map<string, number>();
-const lastTakenAt = new Map<string, number>();
-/** Every fault the simulator took and every token call it answered, kept in run.json to explain a 5xx. */
-const faultsTaken: { at: number; path: string; kind: string }[] = [];
-const tokenCalls: { at: number; ok: boolean; status: number }[] = [];
-sim.on('token', ({ ok, status }) => tokenCalls.push({ at: Date.now(), ok, status }));
-sim.on('fault', ({ kind, path }) => {
-  faultsTaken.push({ at: Date.now(), path, kind });
-  taken.set(kind, (taken.get(kind) ?? 0) + 1);
-  if (FAULTS.some((f) => f.takes?.kind === kind && f.takes.times === taken.get(kind)))
-    lastTakenAt.set(kind, Date.now());
+const { imbalances, runFile } = await runSoak({
+  minutes: process.env.SOAK_SECONDS ? Number(process.env.SOAK_SECONDS) / 60 : Number(process.env.SOAK_MINUTES ?? 10),
+  seed: Number(process.env.SOAK_SEED ?? 46),
+  peakRps: Number(process.env.SOAK_PEAK_RPS ?? 12),
+  build,
+  reportDir: process.env.SOAK_REPORT_DIR ?? new URL('../../soak-report', import.meta.url).pathname,
+  unitPrice: JSON.parse(process.env.COST_UNIT_PRICE ?? '{"amount":"25000","currency":"IRR"}') as UnitPrice,
+  redisEmpty: process.env.SOAK_REDIS_EMPTY === '1',
+  cluster: process.env.SOAK_CLUSTER === '1',
+  print: (line) => console.log(line),
+}).catch(async (error: unknown) => {
+  console.error(error);
+  await stopEverything();
+  process.exit(2);
 });
-const counted: { window: FaultWindow; kind: string }[] = [];
-
-const traffic = new TrafficModel(SEED);
-const inFlight = new Set<Promise<void>>();
-const faultsDone = (async () => {
-  for (const [i, fault] of FAULTS.entries()) {
-    await sleep(Math.max(0, started + fault.at * DURATION_MS - Date.now()));
-    log(`fault: ${fault.name}`);
-    const from = Date.now();
-    try {
-      await fault.run();
-      // A state the upstream is left in (slow, failing the next calls) lasts until the next fault.
-      const next = FAULTS[i + 1];
-      const to = fault.untilNext && next ? started + next.at * DURATION_MS : Date.now();
-      faultWindows.push({ name: fault.name, from, to });
-      if (fault.takes) counted.push({ window: faultWindows.at(-1)!, kind: fault.takes.kind });
-      log(`fault over: ${fault.name}`);
-    } catch (error) {
-      log(`fault FAILED: ${fault.name}: ${(error as Error).message}`);
-    }
-  }
-})();
-while (Date.now() - started < DURATION_MS) {
-  const phase = (Date.now() - started) / DURATION_MS;
-  const request = send(traffic.nextRequest()).finally(() => inFlight.delete(request));
-  inFlight.add(request);
-  await sleep(1000 / ratePerSecond(phase, PEAK_RPS));
-}
-await Promise.all(inFlight);
-await faultsDone;
-sim.clearFaults();
-log(`traffic over: ${sent} requests`);
-for (const { window, kind } of counted) {
-  window.to = countedFaultEnd(window.to, lastTakenAt.get(kind), sim.requests, Date.now());
-  log(`fault lasted until ${((window.to - started) / 1000).toFixed(1)} s: ${window.name}`);
-}
-
-const admin = { 'x-api-key': OPERATOR.key };
-const window = `from=${new Date(started - 3_600_000).toISOString()}&to=${new Date(Date.now() + 3_600_000).toISOString()}`;
-async function readLedger(): Promise<BookEntry[]> {
-  const response = await fetch(`${replicas[0].url}/admin/ledger?${window}`, { headers: admin });
-  if (!response.ok) throw new Error(`GET /admin/ledger: ${response.status} ${await response.text()}`);
-  return (await response.text())
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as BookEntry);
-}
-// The queue drained: the ledger stops growing (two reads 2 s apart agree), within 60 s.
-let entries = await readLedger();
-for (let i = 0; i < 30; i++) {
-  await sleep(2_000);
-  const again = await readLedger();
-  if (again.length === entries.length) break;
-  entries = again;
-}
-const csv = ['trackId', ...sim.chargesByTrackId.keys()].join('\n');
-const reconciliation = await fetch(`${replicas[0].url}/admin/reconciliations?${window}`, {
-  method: 'POST',
-  headers: { ...admin, 'content-type': 'text/csv' },
-  body: csv,
-});
-const reconciled = (await reconciliation.json()) as Record<string, unknown>;
-log(`reconciliation: ${reconciliation.status}`);
-entries = await readLedger();
-const budgets = (await (await fetch(`${replicas[0].url}/admin/budgets`, { headers: admin })).json()) as {
-  budgets: (BookBudget & { window?: string })[];
-};
-const report = checkBooks({
-  charges: sim.chargesByTrackId,
-  chargedAt: sim.chargedAt,
-  entries,
-  budgets: budgets.budgets,
-  budgetsCountFrom: budgetCountsFrom,
-});
-
-console.log('\n== Requests (kind status: count)');
-for (const [key, count] of [...statuses].sort()) console.log(`  ${key}: ${count}`);
-console.log("\n== Reconciliation with the simulator's list");
-for (const [key, value] of Object.entries(reconciled))
-  if (value && typeof value === 'object' && 'count' in value)
-    console.log(`  ${key}: ${(value as { count: number }).count}`);
-console.log('\n== Books');
-console.log(`  simulator charges (trackIds): ${sim.chargesByTrackId.size}`);
-console.log(
-  `  inquiries in the ledger: ${report.inquiries} (charged ${report.charged}, possibly ${report.unknown}, not charged ${report.notCharged})`,
-);
-console.log(`  reuse: ${report.reused} inquiries answered without buying, ${report.unitsSaved} units saved`);
-for (const imbalance of report.imbalances)
-  console.log(
-    `  IMBALANCE: ${imbalance.rule}${imbalance.detail ? `: ${imbalance.detail}` : ''} ${imbalance.trackIds.slice(0, 20).join(' ')}`,
-  );
-const explained = new Set(report.imbalances.flatMap((imbalance) => imbalance.trackIds).slice(0, 20));
-if (explained.size > 0) {
-  console.log('\n== What the run knows about each imbalanced trackId');
-  const logs = everyReplica.flatMap(({ index, process }) =>
-    process
-      .output()
-      .split('\n')
-      .map((line) => `replica ${index}: ${line}`),
-  );
-  for (const trackId of explained)
-    for (const line of describe(
-      explain(trackId, { started, upstreamCalls: sim.requests, attempts, faults: faultWindows, logs }),
-      started,
-    ))
-      console.log(line);
-}
-
-// RSS at the end, before stopping: the process then in each slot (the faults restarted them).
-for (const [index, replica] of replicas.entries()) rssPerReplica[index].endBytes = await rss(replica);
-const run = {
-  minutes: MINUTES,
-  seed: SEED,
-  peakRps: PEAK_RPS,
-  started,
-  ended: Date.now(),
-  faults: faultWindows,
-  attempts,
-  upstreamCalls: sim.requests.map((r) => ({ at: r.at, trackId: r.trackId, path: r.path })),
-  charges: Object.fromEntries(sim.chargesByTrackId),
-  chargedAt: Object.fromEntries(sim.chargedAt),
-  faultsTaken,
-  tokenCalls,
-  entries,
-  statuses: Object.fromEntries(statuses),
-  reconciliation: Object.fromEntries(
-    Object.entries(reconciled).map(([key, value]) => [
-      key,
-      value && typeof value === 'object' && 'count' in value ? (value as { count: number }).count : value,
-    ]),
-  ),
-  books: report,
-  unitPrice: UNIT_PRICE,
-  rss: rssPerReplica,
-};
-// Faults, their failures and healing, latency per phase, the saving, RSS (bench/soak/report.ts).
-const soakReport = buildReport(run);
-for (const line of formatReport(soakReport)) console.log(line);
-for (const imbalance of soakReport.imbalances)
-  console.log(`  IMBALANCE: ${imbalance.rule}${imbalance.detail ? `: ${imbalance.detail}` : ''}`);
-const imbalances = report.imbalances.length + soakReport.imbalances.length;
-console.log(imbalances === 0 ? '\nThe books balance.' : `\n${imbalances} imbalance(s).`);
-
-// The run as data (the chart, bench/soak/chart.ts, is drawn from it): outside src/ and docs/.
-const reportDir = process.env.SOAK_REPORT_DIR ?? new URL('../../soak-report', import.meta.url).pathname;
-mkdirSync(reportDir, { recursive: true });
-writeFileSync(join(reportDir, 'run.json'), JSON.stringify({ ...run, report: soakReport }));
-console.log(`run written to ${join(reportDir, 'run.json')}`);
-// SOAK_CHART=docs/soak-chart.png: the chart of this run (bench/soak/chart.ts, Chromium headless).
 if (process.env.SOAK_CHART) {
-  renderPng(chartSvg(JSON.parse(readFileSync(join(reportDir, 'run.json'), 'utf8')) as Run), process.env.SOAK_CHART);
+  renderPng(chartSvg(JSON.parse(readFileSync(runFile, 'utf8')) as Run), process.env.SOAK_CHART);
   console.log(`chart written to ${process.env.SOAK_CHART}`);
 }
-
-for (const replica of replicas) replica.process.kill('SIGTERM');
-await Promise.all(replicas.map((r) => r.exited));
-await sim.stop();
-await Promise.all([redis?.stop(), cluster?.stop(), postgres.stop()]);
 process.exit(imbalances === 0 ? 0 : 1);

@@ -9,6 +9,7 @@ import Sequencer from '@jest/test-sequencer';
  * not be exact, only in roughly the right order: re-measure when a file's time changes a lot.
  */
 const SECONDS = {
+  'test/soak.e2e.spec.ts': 80,
   'test/image.integration.spec.ts': 60,
   'test/ledger-worker-crash.e2e.spec.ts': 45,
   'test/tracking.e2e.spec.ts': 39,
