@@ -147,6 +147,23 @@ describe('Helm chart', () => {
     expect(monitor.spec.endpoints[0]).toMatchObject({ port: 'ops', path: '/metrics' });
   });
 
+  it('sets the console sign-in, CONSOLE_OIDC_REQUIRE_AT_JWT only when asked for', async () => {
+    const oidc = ['-f', join(CHART_DIR, 'ci', 'chart-secret-redis-url-values.yaml')];
+    const set = ['--set', 'consoleOidc.issuer=https://id.example.com', '--set', 'consoleOidc.clientId=vgw-console'];
+    const config = async (args: string[]) => {
+      const result = await template([...oidc, ...set, '--set', 'consoleOidc.audience=vgw-console-api', ...args]);
+      expect(result.error).toBe('');
+      const found = result.objects.find(
+        (o) => o.kind === 'ConfigMap' && o.metadata?.name === 'vgw-verification-gateway',
+      );
+      return (found as KubernetesObject & { data: Record<string, string> }).data;
+    };
+    const plain = await config([]);
+    expect(plain.CONSOLE_OIDC_AUDIENCE).toBe('vgw-console-api');
+    expect(plain.CONSOLE_OIDC_REQUIRE_AT_JWT).toBeUndefined();
+    expect((await config(['--set', 'consoleOidc.requireAtJwt=true'])).CONSOLE_OIDC_REQUIRE_AT_JWT).toBe('true');
+  });
+
   it('mounts the budgets as BUDGETS_FILE from a ConfigMap of the chart or an existing Secret, never in the environment', () => {
     type Source = { configMap?: { name: string; items: unknown[] }; secret?: { name: string; items: unknown[] } };
     const wiring = (file: string) => {

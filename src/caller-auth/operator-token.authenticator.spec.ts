@@ -175,6 +175,25 @@ describe('OperatorTokenAuthenticator', () => {
     expect(await outcome(typed)).toMatchObject({ credential: 'operator' });
   });
 
+  it('with CONSOLE_OIDC_REQUIRE_AT_JWT=true takes only tokens typed at+jwt', async () => {
+    const strict = new OperatorTokenAuthenticator({ ...settings, requireAtJwt: true }, new OidcDiscovery(issuer), true);
+    const typed = (typ?: string) =>
+      new SignJWT({ ...FINANCE })
+        .setProtectedHeader({ alg: 'ES256', kid: 'k1', ...(typ ? { typ } : {}) })
+        .setIssuer(issuer)
+        .setAudience(CONSOLE_AUDIENCE)
+        .setExpirationTime('5m')
+        .sign(key);
+    const headers = async (typ?: string) => ({ authorization: `Bearer ${await typed(typ)}` });
+    expect(await strict.authenticate(await headers('at+jwt'))).toMatchObject({ credential: 'operator' });
+    expect(await strict.authenticate(await headers('application/at+JWT'))).toMatchObject({ credential: 'operator' });
+    expect(await strict.authenticate(await headers('JWT'))).toBeNull();
+    expect(await strict.authenticate(await headers())).toBeNull();
+    // Off (the default): the same `JWT`-typed token is an operator's.
+    expect(settings.requireAtJwt).toBe(false);
+    expect(await outcome(await typed('JWT'))).toMatchObject({ credential: 'operator' });
+  });
+
   it('refuses alg none, a shared-secret HS256 token, and tokens without exp, from another issuer or not yet valid', async () => {
     const refused = { status: 401, code: 'unauthenticated' };
     const none = new UnsecuredJWT({ ...FINANCE })

@@ -64,6 +64,8 @@ export class OperatorTokenAuthenticator implements CallerAuthenticator {
         algorithms: ALGORITHMS,
         clockTolerance: CLOCK_TOLERANCE_SECONDS,
         requiredClaims: ['exp', 'sub'],
+        // jose compares it as RFC 8725 says (case-insensitive, `application/` optional).
+        ...(this.settings.requireAtJwt ? { typ: 'at+jwt' } : {}),
       }));
     } catch (error) {
       if (error instanceof JwksUnavailableError)

@@ -21,6 +21,13 @@ export interface ConsoleOidcConfig {
   rolesClaim?: string;
   /** Role or group → the scopes it gives. */
   roleScopes: Record<string, OperatorScope[]>;
+  /**
+   * CONSOLE_OIDC_REQUIRE_AT_JWT=true: only tokens the provider typed `at+jwt` (RFC 9068). Off by
+   * default: Keycloak, Entra ID and Okta type access tokens `JWT`. On for a provider that types
+   * them and could otherwise let a client named like CONSOLE_OIDC_AUDIENCE obtain an ID token
+   * without `nonce` or `at_hash` (decision 0019).
+   */
+  requireAtJwt: boolean;
 }
 
 const DEFAULT_SCOPE = 'openid profile ledger:read ledger:reconcile';
@@ -36,7 +43,12 @@ export function consoleOidcConfigFrom(
   const clientId = env.CONSOLE_OIDC_CLIENT_ID?.trim() || undefined;
   const audience = env.CONSOLE_OIDC_AUDIENCE?.trim() || undefined;
   if (!issuer && !clientId) {
-    for (const other of ['CONSOLE_OIDC_AUDIENCE', 'CONSOLE_OIDC_ROLES_CLAIM', 'CONSOLE_OIDC_ROLE_SCOPES'])
+    for (const other of [
+      'CONSOLE_OIDC_AUDIENCE',
+      'CONSOLE_OIDC_ROLES_CLAIM',
+      'CONSOLE_OIDC_ROLE_SCOPES',
+      'CONSOLE_OIDC_REQUIRE_AT_JWT',
+    ])
       if (env[other]?.trim()) problems.push(`${other}: needs CONSOLE_OIDC_ISSUER and CONSOLE_OIDC_CLIENT_ID`);
     return undefined;
   }
@@ -68,6 +80,9 @@ export function consoleOidcConfigFrom(
     problems.push('CONSOLE_OIDC_ROLE_SCOPES: needs CONSOLE_OIDC_ROLES_CLAIM (the claim the roles are read from)');
   if (rolesClaim && !env.CONSOLE_OIDC_ROLE_SCOPES?.trim())
     problems.push('CONSOLE_OIDC_ROLE_SCOPES: required with CONSOLE_OIDC_ROLES_CLAIM (role=scope,…)');
+  const requireAtJwt = env.CONSOLE_OIDC_REQUIRE_AT_JWT?.trim() || 'false';
+  if (requireAtJwt !== 'true' && requireAtJwt !== 'false')
+    problems.push('CONSOLE_OIDC_REQUIRE_AT_JWT: must be true or false');
   if (problems.length > before) return undefined;
   return {
     issuer: issuer!,
@@ -76,6 +91,7 @@ export function consoleOidcConfigFrom(
     scope,
     ...(rolesClaim ? { rolesClaim } : {}),
     roleScopes,
+    requireAtJwt: requireAtJwt === 'true',
   };
 }
 
