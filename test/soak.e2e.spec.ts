@@ -34,5 +34,5 @@ it('a 60-second day with every fault: the books balance to the unit and every 5x
   expect({ imbalances, report: imbalances === 0 ? [] : lines }).toEqual({ imbalances: 0, report: [] });
   // Every scheduled fault ran (one that failed to inject is logged, not counted), and money moved.
   expect(run.faults).toHaveLength(8);
-  expect(run.books.charged).toBeGreaterThan(100);
+  expect(run.books.charged).toBeGreaterThan(20);
 }, 300_000);
