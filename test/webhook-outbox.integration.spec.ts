@@ -183,6 +183,25 @@ describe.each(ledgerEngines(() => server.url, 'webhook-outbox'))('the webhook ou
     expect(await outbox.claim('gone', 4, 30_000)).toHaveLength(1);
   });
 
+  it("prunes what waits on a disabled endpoint once it is as old as a dead row, and nothing of an enabled one's", async () => {
+    const left = endpoint('left', 'svc-left', ['inquiry.settled']);
+    const kept = endpoint('kept', 'svc-kept', ['inquiry.settled']);
+    await outbox.syncEndpoints([...ENDPOINTS, left, kept], { configChanged: true });
+    await store.insert([queuedEntry({ clientId: 'svc-left' }), queuedEntry({ clientId: 'svc-kept' })]);
+    await outbox.disable('left');
+    const waiting = () =>
+      db.query<{ endpoint_id: string }>(
+        "SELECT endpoint_id FROM webhook_deliveries WHERE endpoint_id IN ('left', 'kept') ORDER BY endpoint_id",
+      );
+    await outbox.prune(3_600_000, 30 * 86_400_000);
+    expect(await waiting()).toEqual([{ endpoint_id: 'kept' }, { endpoint_id: 'left' }]);
+    await db.query(
+      "UPDATE webhook_deliveries SET occurred_at = now() - interval '31 days' WHERE endpoint_id IN ('left', 'kept')",
+    );
+    await outbox.prune(3_600_000, 30 * 86_400_000);
+    expect(await waiting()).toEqual([{ endpoint_id: 'kept' }]);
+  });
+
   it('writes a threshold once per key, and a parked entry to the operators only', async () => {
     const data = { budget: 'svc-a', window: 'daily', threshold: 80 };
     const written = await Promise.all([1, 2, 3].map(() => outbox.recordThreshold('svc-a:daily:x:80', 'svc-a', data)));

@@ -257,9 +257,10 @@ export class WebhookOutbox {
 
   /**
    * The outbox bounded: delivered rows after `deliveredMs`, dead ones after `deadMs`, and the
-   * rows of endpoints no longer configured after `deadMs`. A budget.threshold row stays until its
-   * window resets: its unique key is what makes it once per window (a replica started after the
-   * pruning would tell it again). Returns how many went.
+   * rows of endpoints no longer configured, or waiting on an endpoint a 410 disabled, after
+   * `deadMs` (they resume if its configuration changes before). A budget.threshold row stays until
+   * its window resets: its unique key is what makes it once per window (a replica started after
+   * the pruning would tell it again). Returns how many went.
    */
   async prune(deliveredMs: number, deadMs: number): Promise<number> {
     const rows = await (
@@ -267,10 +268,11 @@ export class WebhookOutbox {
     ).query<{ n: number }>(
       `WITH gone AS (DELETE FROM webhook_deliveries d
          WHERE ((status = 'delivered' AND finished_at < now() - make_interval(secs => $1::float8 / 1000))
-             OR (status = 'dead' AND finished_at < now() - make_interval(secs => $2::float8 / 1000)))
+             OR (status = 'dead' AND finished_at < now() - make_interval(secs => $2::float8 / 1000))
+             OR (occurred_at < now() - make_interval(secs => $2::float8 / 1000)
+                 AND NOT EXISTS (SELECT 1 FROM webhook_endpoints ep WHERE ep.id = d.endpoint_id
+                                   AND ep.disabled_fingerprint IS DISTINCT FROM ep.fingerprint)))
             AND NOT (type = 'budget.threshold' AND (data->>'resetsAt')::timestamptz > now())
-            OR (occurred_at < now() - make_interval(secs => $2::float8 / 1000)
-                AND NOT EXISTS (SELECT 1 FROM webhook_endpoints ep WHERE ep.id = d.endpoint_id))
          RETURNING 1)
        SELECT count(*)::int AS n FROM gone`,
       [deliveredMs, deadMs],
