@@ -34,6 +34,10 @@ describe('inlineParameters', () => {
     expect(inlineParameters('SELECT $1, $2', ['x'])).toBeUndefined();
   });
 
+  it('past the texts it remembers (MAX_CUTS), a new text is still written in right', () => {
+    for (let i = 0; i < 1_100; i++) expect(inlineParameters(`SELECT ${i}, $1`, [`v${i}`])).toBe(`SELECT ${i}, 'v${i}'`);
+  });
+
   it('a statement without parameters is itself', () => {
     expect(inlineParameters('SELECT 1')).toBe('SELECT 1');
   });

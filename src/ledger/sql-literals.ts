@@ -28,17 +28,43 @@ function literalOf(value: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * A statement's text cut at its placeholders: the text between them, and each one's parameter
+ * (0-based); null when it must stay a bound query. Cut once per text: the statements are constants.
+ */
+type Cut = { texts: string[]; indexes: number[] } | null;
+const cuts = new Map<string, Cut>();
+/** Distinct statement texts remembered: the gateway has a few dozen (past it, cut each time: sql-literals.spec.ts). */
+const MAX_CUTS = 1_000;
+
+function cut(sql: string): Cut {
+  if (/\$[A-Za-z_]*\$|\bE'|--|\/\*/i.test(sql)) return null;
+  const texts: string[] = [];
+  const indexes: number[] = [];
+  let from = 0;
+  for (const match of sql.matchAll(PLACEHOLDER)) {
+    if (match[1] === undefined) continue;
+    texts.push(sql.slice(from, match.index));
+    indexes.push(Number(match[1]) - 1);
+    from = match.index + match[0].length;
+  }
+  texts.push(sql.slice(from));
+  return { texts, indexes };
+}
+
 /** The statement with its parameters written in, or undefined when it must run as `query` (above). */
 export function inlineParameters(sql: string, params: readonly unknown[] = []): string | undefined {
-  if (/\$[A-Za-z_]*\$|\bE'|--|\/\*/i.test(sql)) return undefined;
-  const literals = params.map(literalOf);
-  if (literals.some((literal) => literal === undefined)) return undefined;
-  let unmatched = false;
-  const text = sql.replace(PLACEHOLDER, (match: string, index: string | undefined) => {
-    if (index === undefined) return match;
-    const literal = literals[Number(index) - 1];
-    if (literal === undefined) unmatched = true;
-    return literal ?? match;
-  });
-  return unmatched ? undefined : text;
+  let known = cuts.get(sql);
+  if (known === undefined) {
+    known = cut(sql);
+    if (cuts.size < MAX_CUTS) cuts.set(sql, known);
+  }
+  if (known === null) return undefined;
+  let text = known.texts[0];
+  for (const [at, index] of known.indexes.entries()) {
+    const literal = index < params.length ? literalOf(params[index]) : undefined;
+    if (literal === undefined) return undefined;
+    text += literal + known.texts[at + 1];
+  }
+  return text;
 }
