@@ -229,6 +229,24 @@ describe('replicas holding [A], [A, B] and [A, B, C] of SUBJECT_HASH_KEYS (claim
       expect(retry).toMatchObject({ status: 504, body: { trackId } });
     expect(sim.inquiryCalls).toBe(calls);
   });
+
+  it('a claim orphaned under all three names before anything was sent: the retry is sent at once, once, and replayed everywhere', async () => {
+    // The fingerprint of this request, as a claim made for it stores it.
+    const donor = `donor-${randomUUID()}`;
+    expect((await inquire(three, donor)).status).toBe(200);
+    const { fingerprint } = JSON.parse((await probe.get(claimKey(nameUnder(A), donor)))!) as StoredClaim;
+    const key = `orphan-${randomUUID()}`;
+    const orphan = { trackId: randomUUID(), fingerprint, state: 'in_flight', claimedAt: Date.now() - 600_000 };
+    for (const scope of names()) await probe.set(claimKey(scope, key), JSON.stringify(orphan), 'EX', 3600);
+    const calls = sim.inquiryCalls;
+
+    const retried = await inquire(three, key);
+    expect(retried).toMatchObject({ status: 200, replayed: null });
+    expect(retried.body.trackId).not.toBe(orphan.trackId);
+    for (const again of await Promise.all([inquire(one, key), inquire(two, key), inquire(three, key)]))
+      expect(again).toMatchObject({ status: 200, replayed: 'true', body: { trackId: retried.body.trackId } });
+    expect(sim.inquiryCalls - calls).toBe(1);
+  });
 });
 
 describe('the single-node store (no REDIS_URL: claims in the embedded PGlite) with both rings set', () => {

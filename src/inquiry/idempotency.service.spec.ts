@@ -380,6 +380,20 @@ describe('IdempotencyService across a subject hash ring (several names per claim
       expect(await service.claim(USER, 'key', T2, FINGERPRINT)).toEqual({ replay: REJECTED });
   });
 
+  it('a claim orphaned under three names before anything was sent: the retry runs at once, not a 503', async () => {
+    await orphan(T1, [1, 2, 3]);
+    expect(held(await replica(1, 2, 3).claim(USER, 'key', T2, FINGERPRINT)).claim.trackId).toBe(T2);
+  });
+
+  it('a claim orphaned under three names after it was sent: concluded once, under every name the replica holds', async () => {
+    await orphan(T1, [1, 2, 3]);
+    await records.create(record(T1, 'pending'), 3600);
+    expect(await replica(1, 2, 3).claim(USER, 'key', T2, FINGERPRINT)).toMatchObject({ replay: { status: 504 } });
+    // A replica holding any one of them replays that answer, never concludes it again.
+    for (const fill of [1, 2, 3])
+      expect(await claims.peek(nameUnder(fill), K)).toMatchObject({ state: 'done', trackId: T1 });
+  });
+
   it('a claim orphaned after its request was sent, found by replicas holding different names: one conclusion, the same answer', async () => {
     await orphan(T1, [1, 2]);
     await records.create(record(T1, 'pending'), 3600);

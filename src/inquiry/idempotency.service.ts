@@ -95,7 +95,7 @@ export class IdempotencyService {
       if (!found) return { held: { scopes: names, keySha256, claim } };
       // Someone else's: ours (the names before it) is let go, and that one answers.
       await this.releaseAll(names, keySha256, trackId);
-      const replay = await this.answerRepeat(found[0], keySha256, found[1], fingerprint);
+      const replay = await this.answerRepeat(found[0], names, keySha256, found[1], fingerprint);
       if (replay) return { replay };
     }
     // Each round released an abandoned claim and found another (a replica whose clock runs far
@@ -160,6 +160,7 @@ export class IdempotencyService {
    */
   private async answerRepeat(
     scope: string,
+    names: readonly string[],
     keySha256: string,
     earlier: IdempotencyClaim,
     fingerprint: string,
@@ -192,7 +193,8 @@ export class IdempotencyService {
         : record?.status === 'pending' && record.deadlineAt !== undefined
           ? statusNow(record) !== 'pending'
           : leaseOver;
-    if (abandoned) return this.concludeAbandoned(scope, keySha256, earlier);
+    if (abandoned)
+      return this.concludeAbandoned([scope, ...names.filter((name) => name !== scope)], keySha256, earlier);
     throw new ProblemException('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', {
       trackId: earlier.trackId,
     });
@@ -204,12 +206,13 @@ export class IdempotencyService {
    * (`joined`), it never reached the upstream (the record is written first): the claim is
    * released. Otherwise it is never sent again: the answer is made from its record (a success
    * replayed, a failure 502, anything unfinished 504 and the record `unknown`, as it may have
-   * been charged) and stored for every later retry. When an answer was stored first (the
+   * been charged) and stored for every later retry. Both under each of `scopes`: the name it was
+   * found under first, then this replica's others it may hold too. When an answer was stored first (the
    * writer's owed complete() landed meanwhile), that one is the answer: null, and the next claim
    * round reads and replays it.
    */
   private async concludeAbandoned(
-    scope: string,
+    scopes: readonly string[],
     keySha256: string,
     claim: IdempotencyClaim,
   ): Promise<StoredResponse | null> {
@@ -218,7 +221,9 @@ export class IdempotencyService {
     // A waiter's record (`joined`) is no more than none: it died waiting, before sending anything.
     if (!read || (read.status === 'pending' && read.joined)) {
       this.logger.warn(`idempotency claim for ${trackId} abandoned before anything was sent; released`);
-      await this.claims.release(scope, keySha256, trackId);
+      // Under every name this replica holds (only that trackId's claims): one name let go per
+      // round would take a round per name, and a ring of three outlasts MAX_CLAIM_ROUNDS (a 503).
+      await this.releaseAll(scopes, keySha256, trackId);
       return null;
     }
     // Concluded only while still pending: a settlement landing meanwhile is kept, and answered.
@@ -245,7 +250,9 @@ export class IdempotencyService {
             );
       response = { ...problemResponse(problem), trackId };
     }
-    const stored = await this.claims.complete(scope, keySha256, { ...claim, state: 'done', response });
+    // Stored under every name it is still in flight under; the one it was found under decides.
+    const done: IdempotencyClaim = { ...claim, state: 'done', response };
+    const [stored] = await Promise.all(scopes.map((scope) => this.claims.complete(scope, keySha256, done)));
     if (!stored) return null;
     this.logger.warn(`inquiry ${trackId}: abandoned in flight (record ${record.status}); answer concluded`);
     return response;
