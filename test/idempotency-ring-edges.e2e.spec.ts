@@ -171,12 +171,10 @@ describe('SUBJECT_HASH_KEYS set for the first time during a store key rotation: 
         else expect(answer).toMatchObject({ status: 409, body: { code: 'idempotency_key_in_use' } });
       }
       sim.setLatency(0);
-      for (const gateway of gateways)
-        expect(await inquire(gateway, key)).toMatchObject({
-          status: 200,
-          replayed: 'true',
-          body: { trackId: sent[0].body.trackId },
-        });
+      // At once: a retry claims the name it holds first (empty when the first ran on [D1]) before
+      // it meets the answer, and another retry meeting that claim must still get the answer.
+      for (const retry of await Promise.all(gateways.map((gateway) => inquire(gateway, key))))
+        expect(retry).toMatchObject({ status: 200, replayed: 'true', body: { trackId: sent[0].body.trackId } });
       expect(sim.inquiryCalls - calls).toBe(1);
       expect(sim.chargeCount(sent[0].body.trackId)).toBe(1);
     } finally {
@@ -245,6 +243,26 @@ describe('replicas holding [A], [A, B] and [A, B, C] of SUBJECT_HASH_KEYS (claim
     expect(retried.body.trackId).not.toBe(orphan.trackId);
     for (const again of await Promise.all([inquire(one, key), inquire(two, key), inquire(three, key)]))
       expect(again).toMatchObject({ status: 200, replayed: 'true', body: { trackId: retried.body.trackId } });
+    expect(sim.inquiryCalls - calls).toBe(1);
+  });
+
+  it("an answer stored under B only, its writer dead (A's write lost): every replica replays what the caller got", async () => {
+    // An upstream failure: its answer is not in the record, only in the claim (a conclusion from
+    // the record would be a different one).
+    const key = `half-${randomUUID()}`;
+    const calls = sim.inquiryCalls;
+    const first = await inquire(two, key, { ...SHAHKAR, nationalCode: '0499370910' });
+    expect(first).toMatchObject({ status: 502, body: { code: 'upstream_error' } });
+    expect(JSON.parse((await probe.get(claimKey(nameUnder(A), key)))!)).toMatchObject({ state: 'done' });
+    const { trackId } = await ageClaim(nameUnder(A), key, 120_000, true);
+    await ageClaim(nameUnder(B), key, 120_000);
+    await ageRecord(trackId, 120_000);
+
+    const fromBoth = await inquire(two, key, { ...SHAHKAR, nationalCode: '0499370910' });
+    expect(fromBoth).toMatchObject({ status: first.status, replayed: 'true', body: first.body });
+    // The replica holding A alone sees it too once a replica holding both has met it.
+    const fromA = await inquire(one, key, { ...SHAHKAR, nationalCode: '0499370910' });
+    expect(fromA).toMatchObject({ status: first.status, replayed: 'true', body: first.body });
     expect(sim.inquiryCalls - calls).toBe(1);
   });
 });

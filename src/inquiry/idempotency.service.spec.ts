@@ -380,6 +380,30 @@ describe('IdempotencyService across a subject hash ring (several names per claim
       expect(await service.claim(USER, 'key', T2, FINGERPRINT)).toEqual({ replay: REJECTED });
   });
 
+  it("an answer stored under one name only and its writer dead: a replica holding that name replays it, never the record's conclusion", async () => {
+    const both = replica(1, 2);
+    const [first] = [nameUnder(1), nameUnder(2)].sort();
+    const REJECTED: StoredResponse = {
+      status: 422,
+      contentType: 'application/problem+json',
+      trackId: T1,
+      body: { trackId: T1 },
+    };
+    // T1 died after storing its 422 under the second name only (the first name's write failed, never retried).
+    await orphan(T1, [1, 2]);
+    await records.create(record(T1, 'failed', { completedAt: new Date(Date.now() - LEASE_MS).toISOString() }), 3600);
+    const other = [nameUnder(1), nameUnder(2)].find((name) => name !== first)!;
+    expect(
+      await claims.complete(other, K, { ...(await claims.peek(other, K))!, state: 'done', response: REJECTED }),
+    ).toBe(true);
+    // What the first caller got is what its retry gets, on a replica that can see it; and after
+    // that on a replica holding the first name alone (it is stored there now too).
+    expect(await both.claim(USER, 'key', T2, FINGERPRINT)).toEqual({ replay: REJECTED });
+    expect(await replica(first === nameUnder(1) ? 1 : 2).claim(USER, 'key', T3, FINGERPRINT)).toEqual({
+      replay: REJECTED,
+    });
+  });
+
   it('a claim orphaned under three names before anything was sent: the retry runs at once, not a 503', async () => {
     await orphan(T1, [1, 2, 3]);
     expect(held(await replica(1, 2, 3).claim(USER, 'key', T2, FINGERPRINT)).claim.trackId).toBe(T2);
@@ -412,6 +436,30 @@ describe('IdempotencyService across a subject hash ring (several names per claim
     // Every name now holds the concluded answer.
     for (const fill of [1, 2])
       expect(await claims.peek(nameUnder(fill), K)).toMatchObject({ state: 'done', trackId: T1 });
+  });
+
+  it('a retry after the answer is stored replays it, though a latecomer holds the name met first (mid-rollout)', async () => {
+    // T1 ran on a replica holding the second name alone and stored its answer there; X, a retry
+    // on a replica holding both, has claimed the first name and not yet met that answer.
+    const [first, second] = [nameUnder(1), nameUnder(2)].sort();
+    const fillOf = (name: string) => (name === nameUnder(1) ? 1 : 2);
+    const writer = held(await replica(fillOf(second)).claim(USER, 'key', T1, FINGERPRINT));
+    await replica(fillOf(second)).complete(writer, ANSWER);
+    const claim = claims.claim.bind(claims);
+    let letX!: () => void;
+    const xMayGoOn = new Promise<void>((resolve) => (letX = resolve));
+    jest.spyOn(claims, 'claim').mockImplementation(async (scope, keySha256, made, ttl) => {
+      if (scope === second && made.trackId === T2) await xMayGoOn;
+      return claim(scope, keySha256, made, ttl);
+    });
+    const x = replica(1, 2).claim(USER, 'key', T2, FINGERPRINT);
+    while (!(await claims.peek(first, K))) await new Promise((resolve) => setImmediate(resolve));
+    // Not 409 naming X (never sent): the answer every retry gets; another request under the key
+    // is refused as reused, as the first request's answer decides.
+    expect(await replica(1, 2).claim(USER, 'key', T3, FINGERPRINT)).toEqual({ replay: ANSWER });
+    expect((await problemOf(replica(1, 2).claim(USER, 'key', T3, 'e'.repeat(64)))).code).toBe('idempotency_key_reused');
+    letX();
+    expect(await x).toEqual({ replay: ANSWER });
   });
 
   it('many requests at once on replicas holding [1], [1, 2] and [2, 1]: exactly one is held, each other a 409', async () => {

@@ -165,15 +165,26 @@ export class IdempotencyService {
     earlier: IdempotencyClaim,
     fingerprint: string,
   ): Promise<StoredResponse | null> {
-    if (earlier.fingerprint !== fingerprint) {
+    // In flight under this name, the key's answer may be stored under another of ours: the claim
+    // met is a latecomer's (mid-rollout, the first request ran on a replica without this name,
+    // and this one is let go once it meets that answer), or the writer's own whose other write
+    // was lost with its process. Either way that answer is the one its caller got.
+    const answered = earlier.state === 'done' ? undefined : await this.answeredElsewhere(scope, names, keySha256);
+    const first = answered ?? earlier;
+    if (first.fingerprint !== fingerprint) {
       throw new ProblemException(
         'idempotency_key_reused',
         'This Idempotency-Key was used with a different request; nothing was done with this one. Send it with a new key.',
       );
     }
-    if (earlier.state === 'done' && earlier.response) {
+    if (first.state === 'done' && first.response) {
+      // The writer's lost write made good, so a replica holding this name alone replays it too.
+      if (answered?.trackId === earlier.trackId)
+        await this.claims
+          .complete(scope, keySha256, { ...earlier, state: 'done', response: first.response })
+          .catch(() => undefined);
       this.metrics.idempotentReplays.inc();
-      return earlier.response;
+      return first.response;
     }
     // A settled record whose answer is not stored (its complete() lost or still owed, or the
     // process died between the two writes). A replay is the same status and body as the first
@@ -198,6 +209,20 @@ export class IdempotencyService {
     throw new ProblemException('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', {
       trackId: earlier.trackId,
     });
+  }
+
+  /** The key's answer stored under another of this replica's names than `scope`, if any. */
+  private async answeredElsewhere(
+    scope: string,
+    names: readonly string[],
+    keySha256: string,
+  ): Promise<IdempotencyClaim | undefined> {
+    for (const name of names) {
+      if (name === scope) continue;
+      const claim = await this.claims.peek(name, keySha256);
+      if (claim?.state === 'done' && claim.response) return claim;
+    }
+    return undefined;
   }
 
   /**
