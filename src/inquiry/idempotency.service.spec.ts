@@ -462,6 +462,29 @@ describe('IdempotencyService across a subject hash ring (several names per claim
     expect(await x).toEqual({ replay: ANSWER });
   });
 
+  it('a 409 names the request furthest along the names, not a latecomer bound to lose under a later one (mid-rollout)', async () => {
+    // X holds both names and has won the first; Y (the second name only) has won the second: X
+    // will meet Y there and let go, and Y alone is sent. W (both names) meets X first.
+    const [first, second] = [nameUnder(1), nameUnder(2)].sort();
+    const onlySecond = replica(second === nameUnder(1) ? 1 : 2);
+    const claim = claims.claim.bind(claims);
+    let letX!: () => void;
+    const xMayGoOn = new Promise<void>((resolve) => (letX = resolve));
+    jest.spyOn(claims, 'claim').mockImplementation(async (scope, keySha256, made, ttl) => {
+      if (scope === second && made.trackId === T1) await xMayGoOn;
+      return claim(scope, keySha256, made, ttl);
+    });
+    const x = replica(1, 2)
+      .claim(USER, 'key', T1, FINGERPRINT)
+      .catch((error: unknown) => error);
+    while (!(await claims.peek(first, K))) await new Promise((resolve) => setImmediate(resolve));
+    expect(held(await onlySecond.claim(USER, 'key', T3, FINGERPRINT)).claim.trackId).toBe(T3);
+    // W's caller follows the trackId it is given (GET, or a respond-async wait): Y's, never X's.
+    const w = await problemOf(replica(1, 2).claim(USER, 'key', T2, FINGERPRINT));
+    expect(w.toBody()).toMatchObject({ code: 'idempotency_key_in_use', trackId: T3 });
+    letX();
+    expect(((await x) as ProblemException).toBody()).toMatchObject({ code: 'idempotency_key_in_use', trackId: T3 });
+  });
   it('many requests at once on replicas holding [1], [1, 2] and [2, 1]: exactly one is held, each other a 409', async () => {
     const replicas = [replica(1), replica(1, 2), replica(2, 1)];
     const trackIds = Array.from({ length: 21 }, (_, at) => `00000000-0000-4000-8000-${String(at).padStart(12, '0')}`);

@@ -165,12 +165,16 @@ export class IdempotencyService {
     earlier: IdempotencyClaim,
     fingerprint: string,
   ): Promise<StoredResponse | null> {
-    // In flight under this name, the key's answer may be stored under another of ours: the claim
-    // met is a latecomer's (mid-rollout, the first request ran on a replica without this name,
-    // and this one is let go once it meets that answer), or the writer's own whose other write
-    // was lost with its process. Either way that answer is the one its caller got.
-    const answered = earlier.state === 'done' ? undefined : await this.answeredElsewhere(scope, names, keySha256);
-    const first = answered ?? earlier;
+    // In flight under this name, the key's answer may be stored under a later one of ours: the
+    // claim met is a latecomer's (mid-rollout, the first request ran on a replica without this
+    // name, and this one is let go once it meets that answer), or the writer's own whose other
+    // write was lost with its process. Either way that answer is the one its caller got. Else the
+    // request furthest along the names (claimed in one order) is the one sent, or the likelier:
+    // the one met first may be a latecomer bound to lose to it, and never sent.
+    const later = earlier.state === 'done' ? [] : await this.laterClaims(scope, names, keySha256);
+    const answered = later.find((claim) => claim.state === 'done' && claim.response);
+    const ahead = later.findLast((claim) => claim.state === 'in_flight') ?? earlier;
+    const first = answered ?? ahead;
     if (first.fingerprint !== fingerprint) {
       throw new ProblemException(
         'idempotency_key_reused',
@@ -207,22 +211,15 @@ export class IdempotencyService {
     if (abandoned)
       return this.concludeAbandoned([scope, ...names.filter((name) => name !== scope)], keySha256, earlier);
     throw new ProblemException('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', {
-      trackId: earlier.trackId,
+      trackId: ahead.trackId,
     });
   }
 
-  /** The key's answer stored under another of this replica's names than `scope`, if any. */
-  private async answeredElsewhere(
-    scope: string,
-    names: readonly string[],
-    keySha256: string,
-  ): Promise<IdempotencyClaim | undefined> {
-    for (const name of names) {
-      if (name === scope) continue;
-      const claim = await this.claims.peek(name, keySha256);
-      if (claim?.state === 'done' && claim.response) return claim;
-    }
-    return undefined;
+  /** The claims under this replica's names after `scope` (all of them after a former name). */
+  private async laterClaims(scope: string, names: readonly string[], keySha256: string): Promise<IdempotencyClaim[]> {
+    const later = names.slice(names.indexOf(scope) + 1);
+    const found = await Promise.all(later.map((name) => this.claims.peek(name, keySha256)));
+    return found.filter((claim) => claim !== null);
   }
 
   /**
