@@ -6,8 +6,9 @@
 import { beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
-import type { Caller } from '../caller-auth/caller.js';
+import { callerScopes, type Caller } from '../caller-auth/caller.js';
 import type { AppConfig } from '../config/app-config.js';
+import { Secret } from '../config/secret.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { ProblemException, type ProblemBody } from '../problem/problem.js';
 import {
@@ -272,6 +273,232 @@ describe('IdempotencyService', () => {
     await records.create(record(T1, 'pending'), 3600);
     expect((await problemOf(service.claim(CALLER, 'key', T2, FINGERPRINT))).code).toBe('idempotency_key_in_use');
     expect((await records.get(T1))?.status).toBe('pending');
+  });
+});
+
+/**
+ * A claim made under every key of the subject hash ring a replica holds (issue 43): replicas
+ * holding different subsets of the ring (mid-rollout) share one store here, each a service with
+ * its own SubjectHasher. The question is always: sent twice, or an answer lost or stranded?
+ */
+describe('IdempotencyService across a subject hash ring (several names per claim)', () => {
+  const USER = { clientId: 'app-a', subject: 'user-1', scopes: [] } as unknown as Caller;
+  const ringKey = (fill: number) => ({ key: new Secret(Buffer.alloc(32, fill).toString('base64')) });
+  const config = new ConfigService<AppConfig, true>({
+    idempotency: { ttlSeconds: 3600 },
+    upstream: { timeoutMs: TIMEOUT_MS },
+  });
+  let claims: MemoryIdempotencyStore;
+  let records: MemoryInquiryStore;
+  /** A replica holding these keys of the ring (fills of 32-byte keys), on the shared stores. */
+  const replica = (...fills: number[]) =>
+    new IdempotencyService(config, claims, records, new GatewayMetrics(), new SubjectHasher(fills.map(ringKey)));
+  /** The claim's name under each key, as the service names it. */
+  const nameUnder = (fill: number) =>
+    callerScopes(USER, new SubjectHasher([ringKey(fill)]).claimHashes(USER.subject!))[0];
+  const K = sha256('key');
+  const record = (
+    trackId: string,
+    status: InquiryRecord['status'],
+    extra: Partial<InquiryRecord> = {},
+  ): InquiryRecord => ({
+    trackId,
+    clientId: USER.clientId,
+    operation: 'shahkar',
+    requestHandlingType: 'standard',
+    fingerprint: FINGERPRINT,
+    status,
+    createdAt: new Date(0).toISOString(),
+    ...extra,
+  });
+  /** A claim under each of these names by `trackId`, made longer than the lease ago (its request died). */
+  async function orphan(trackId: string, fills: number[]): Promise<void> {
+    const claim = {
+      trackId,
+      fingerprint: FINGERPRINT,
+      state: 'in_flight' as const,
+      claimedAt: Date.now() - LEASE_MS - 1,
+    };
+    for (const fill of fills) expect(await claims.claim(nameUnder(fill), K, claim, 3600)).toBeNull();
+  }
+
+  beforeAll(() => {
+    Logger.overrideLogger(false);
+  });
+  beforeEach(() => {
+    claims = new MemoryIdempotencyStore();
+    records = new MemoryInquiryStore();
+  });
+
+  it('a claim refused under its second name lets go of the first: the retry claims afresh, never 409', async () => {
+    const both = replica(1, 2);
+    const [first, second] = [nameUnder(1), nameUnder(2)].sort();
+    const claim = claims.claim.bind(claims);
+    let refused = 0;
+    jest.spyOn(claims, 'claim').mockImplementation((scope, ...rest) => {
+      if (scope === second && refused++ === 0) return Promise.reject(new StoreUnavailableError('idempotency claim'));
+      return claim(scope, ...rest);
+    });
+    await expect(both.claim(USER, 'key', T1, FINGERPRINT)).rejects.toBeInstanceOf(StoreUnavailableError);
+    await new Promise((resolve) => setImmediate(resolve)); // the release is not waited for
+    expect(await claims.peek(first, K)).toBeNull();
+    expect(held(await both.claim(USER, 'key', T2, FINGERPRINT)).scopes).toEqual([first, second]);
+  });
+
+  it('an answer stored under one name only (the other write failed): no replica sends the retry; the owed write replays everywhere', async () => {
+    const both = replica(1, 2);
+    const [first, second] = [nameUnder(1), nameUnder(2)].sort();
+    const onlyFirst = replica(first === nameUnder(1) ? 1 : 2);
+    const onlySecond = replica(second === nameUnder(1) ? 1 : 2);
+    const writer = held(await both.claim(USER, 'key', T1, FINGERPRINT));
+    await records.create(record(T1, 'failed', { completedAt: new Date(Date.now() - 60_000).toISOString() }), 3600);
+    const REJECTED: StoredResponse = {
+      status: 422,
+      contentType: 'application/problem+json',
+      trackId: T1,
+      body: { trackId: T1 },
+    };
+    const complete = claims.complete.bind(claims);
+    const failing = jest
+      .spyOn(claims, 'complete')
+      .mockImplementation((scope, ...rest) =>
+        scope === first ? Promise.reject(new StoreUnavailableError('idempotency complete')) : complete(scope, ...rest),
+      );
+    await expect(both.complete(writer, REJECTED)).rejects.toBeInstanceOf(StoreUnavailableError);
+    failing.mockRestore();
+    // Meanwhile: 409 naming the first where the name met first is still in flight, the answer
+    // where it is stored; never a claim of its own (a second call).
+    expect((await problemOf(onlyFirst.claim(USER, 'key', T2, FINGERPRINT))).toBody()).toMatchObject({
+      code: 'idempotency_key_in_use',
+      trackId: T1,
+    });
+    expect(await onlySecond.claim(USER, 'key', T2, FINGERPRINT)).toEqual({ replay: REJECTED });
+    expect(await both.claim(USER, 'key', T2, FINGERPRINT).catch((error: unknown) => error)).not.toHaveProperty('held');
+    // The owed write (Settlements retries the whole complete()) lands the missing name.
+    await both.complete(writer, REJECTED);
+    for (const service of [both, onlyFirst, onlySecond])
+      expect(await service.claim(USER, 'key', T2, FINGERPRINT)).toEqual({ replay: REJECTED });
+  });
+
+  it("an answer stored under one name only and its writer dead: a replica holding that name replays it, never the record's conclusion", async () => {
+    const both = replica(1, 2);
+    const [first] = [nameUnder(1), nameUnder(2)].sort();
+    const REJECTED: StoredResponse = {
+      status: 422,
+      contentType: 'application/problem+json',
+      trackId: T1,
+      body: { trackId: T1 },
+    };
+    // T1 died after storing its 422 under the second name only (the first name's write failed, never retried).
+    await orphan(T1, [1, 2]);
+    await records.create(record(T1, 'failed', { completedAt: new Date(Date.now() - LEASE_MS).toISOString() }), 3600);
+    const other = [nameUnder(1), nameUnder(2)].find((name) => name !== first)!;
+    expect(
+      await claims.complete(other, K, { ...(await claims.peek(other, K))!, state: 'done', response: REJECTED }),
+    ).toBe(true);
+    // What the first caller got is what its retry gets, on a replica that can see it; and after
+    // that on a replica holding the first name alone (it is stored there now too).
+    expect(await both.claim(USER, 'key', T2, FINGERPRINT)).toEqual({ replay: REJECTED });
+    expect(await replica(first === nameUnder(1) ? 1 : 2).claim(USER, 'key', T3, FINGERPRINT)).toEqual({
+      replay: REJECTED,
+    });
+  });
+
+  it('a claim orphaned under three names before anything was sent: the retry runs at once, not a 503', async () => {
+    await orphan(T1, [1, 2, 3]);
+    expect(held(await replica(1, 2, 3).claim(USER, 'key', T2, FINGERPRINT)).claim.trackId).toBe(T2);
+  });
+
+  it('a claim orphaned under three names after it was sent: concluded once, under every name the replica holds', async () => {
+    await orphan(T1, [1, 2, 3]);
+    await records.create(record(T1, 'pending'), 3600);
+    expect(await replica(1, 2, 3).claim(USER, 'key', T2, FINGERPRINT)).toMatchObject({ replay: { status: 504 } });
+    // A replica holding any one of them replays that answer, never concludes it again.
+    for (const fill of [1, 2, 3])
+      expect(await claims.peek(nameUnder(fill), K)).toMatchObject({ state: 'done', trackId: T1 });
+  });
+
+  it('a claim orphaned after its request was sent, found by replicas holding different names: one conclusion, the same answer', async () => {
+    await orphan(T1, [1, 2]);
+    await records.create(record(T1, 'pending'), 3600);
+    const concluded = jest.spyOn(records, 'concludeUnknown');
+    const answers = await Promise.all([
+      replica(1, 2).claim(USER, 'key', T2, FINGERPRINT),
+      replica(1).claim(USER, 'key', T3, FINGERPRINT),
+      replica(2).claim(USER, 'key', '00000000-0000-4000-8000-000000000004', FINGERPRINT),
+      replica(2, 1).claim(USER, 'key', '00000000-0000-4000-8000-000000000005', FINGERPRINT),
+    ]);
+    for (const answer of answers) expect(answer).toMatchObject({ replay: { status: 504, trackId: T1 } });
+    expect(new Set(answers.map((answer) => JSON.stringify(answer))).size).toBe(1);
+    expect((await records.get(T1))?.status).toBe('unknown');
+    // Each concluding replica found it pending or concluded; it was made unknown, never sent again.
+    expect(concluded.mock.calls.length).toBeGreaterThanOrEqual(1);
+    // Every name now holds the concluded answer.
+    for (const fill of [1, 2])
+      expect(await claims.peek(nameUnder(fill), K)).toMatchObject({ state: 'done', trackId: T1 });
+  });
+
+  it('a retry after the answer is stored replays it, though a latecomer holds the name met first (mid-rollout)', async () => {
+    // T1 ran on a replica holding the second name alone and stored its answer there; X, a retry
+    // on a replica holding both, has claimed the first name and not yet met that answer.
+    const [first, second] = [nameUnder(1), nameUnder(2)].sort();
+    const fillOf = (name: string) => (name === nameUnder(1) ? 1 : 2);
+    const writer = held(await replica(fillOf(second)).claim(USER, 'key', T1, FINGERPRINT));
+    await replica(fillOf(second)).complete(writer, ANSWER);
+    const claim = claims.claim.bind(claims);
+    let letX!: () => void;
+    const xMayGoOn = new Promise<void>((resolve) => (letX = resolve));
+    jest.spyOn(claims, 'claim').mockImplementation(async (scope, keySha256, made, ttl) => {
+      if (scope === second && made.trackId === T2) await xMayGoOn;
+      return claim(scope, keySha256, made, ttl);
+    });
+    const x = replica(1, 2).claim(USER, 'key', T2, FINGERPRINT);
+    while (!(await claims.peek(first, K))) await new Promise((resolve) => setImmediate(resolve));
+    // Not 409 naming X (never sent): the answer every retry gets; another request under the key
+    // is refused as reused, as the first request's answer decides.
+    expect(await replica(1, 2).claim(USER, 'key', T3, FINGERPRINT)).toEqual({ replay: ANSWER });
+    expect((await problemOf(replica(1, 2).claim(USER, 'key', T3, 'e'.repeat(64)))).code).toBe('idempotency_key_reused');
+    letX();
+    expect(await x).toEqual({ replay: ANSWER });
+  });
+
+  it('a 409 names the request furthest along the names, not a latecomer bound to lose under a later one (mid-rollout)', async () => {
+    // X holds both names and has won the first; Y (the second name only) has won the second: X
+    // will meet Y there and let go, and Y alone is sent. W (both names) meets X first.
+    const [first, second] = [nameUnder(1), nameUnder(2)].sort();
+    const onlySecond = replica(second === nameUnder(1) ? 1 : 2);
+    const claim = claims.claim.bind(claims);
+    let letX!: () => void;
+    const xMayGoOn = new Promise<void>((resolve) => (letX = resolve));
+    jest.spyOn(claims, 'claim').mockImplementation(async (scope, keySha256, made, ttl) => {
+      if (scope === second && made.trackId === T1) await xMayGoOn;
+      return claim(scope, keySha256, made, ttl);
+    });
+    const x = replica(1, 2)
+      .claim(USER, 'key', T1, FINGERPRINT)
+      .catch((error: unknown) => error);
+    while (!(await claims.peek(first, K))) await new Promise((resolve) => setImmediate(resolve));
+    expect(held(await onlySecond.claim(USER, 'key', T3, FINGERPRINT)).claim.trackId).toBe(T3);
+    // W's caller follows the trackId it is given (GET, or a respond-async wait): Y's, never X's.
+    const w = await problemOf(replica(1, 2).claim(USER, 'key', T2, FINGERPRINT));
+    expect(w.toBody()).toMatchObject({ code: 'idempotency_key_in_use', trackId: T3 });
+    letX();
+    expect(((await x) as ProblemException).toBody()).toMatchObject({ code: 'idempotency_key_in_use', trackId: T3 });
+  });
+  it('many requests at once on replicas holding [1], [1, 2] and [2, 1]: exactly one is held, each other a 409', async () => {
+    const replicas = [replica(1), replica(1, 2), replica(2, 1)];
+    const trackIds = Array.from({ length: 21 }, (_, at) => `00000000-0000-4000-8000-${String(at).padStart(12, '0')}`);
+    const results = await Promise.allSettled(
+      trackIds.map((trackId, at) => replicas[at % 3].claim(USER, 'key', trackId, FINGERPRINT)),
+    );
+    const winners = results.flatMap((result) =>
+      result.status === 'fulfilled' && 'held' in result.value ? [result.value.held] : [],
+    );
+    expect(winners).toHaveLength(1);
+    for (const result of results) {
+      if (result.status === 'fulfilled') continue;
+      expect((result.reason as ProblemException).toBody()).toMatchObject({ code: 'idempotency_key_in_use' });
+    }
   });
 });
 

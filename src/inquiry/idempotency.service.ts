@@ -95,7 +95,7 @@ export class IdempotencyService {
       if (!found) return { held: { scopes: names, keySha256, claim } };
       // Someone else's: ours (the names before it) is let go, and that one answers.
       await this.releaseAll(names, keySha256, trackId);
-      const replay = await this.answerRepeat(found[0], keySha256, found[1], fingerprint);
+      const replay = await this.answerRepeat(found[0], names, keySha256, found[1], fingerprint);
       if (replay) return { replay };
     }
     // Each round released an abandoned claim and found another (a replica whose clock runs far
@@ -160,19 +160,35 @@ export class IdempotencyService {
    */
   private async answerRepeat(
     scope: string,
+    names: readonly string[],
     keySha256: string,
     earlier: IdempotencyClaim,
     fingerprint: string,
   ): Promise<StoredResponse | null> {
-    if (earlier.fingerprint !== fingerprint) {
+    // In flight under this name, the key's answer may be stored under a later one of ours: the
+    // claim met is a latecomer's (mid-rollout, the first request ran on a replica without this
+    // name, and this one is let go once it meets that answer), or the writer's own whose other
+    // write was lost with its process. Either way that answer is the one its caller got. Else the
+    // request furthest along the names (claimed in one order) is the one sent, or the likelier:
+    // the one met first may be a latecomer bound to lose to it, and never sent.
+    const later = earlier.state === 'done' ? [] : await this.laterClaims(scope, names, keySha256);
+    const answered = later.find((claim) => claim.state === 'done' && claim.response);
+    const ahead = later.findLast((claim) => claim.state === 'in_flight') ?? earlier;
+    const first = answered ?? ahead;
+    if (first.fingerprint !== fingerprint) {
       throw new ProblemException(
         'idempotency_key_reused',
         'This Idempotency-Key was used with a different request; nothing was done with this one. Send it with a new key.',
       );
     }
-    if (earlier.state === 'done' && earlier.response) {
+    if (first.state === 'done' && first.response) {
+      // The writer's lost write made good, so a replica holding this name alone replays it too.
+      if (answered?.trackId === earlier.trackId)
+        await this.claims
+          .complete(scope, keySha256, { ...earlier, state: 'done', response: first.response })
+          .catch(() => undefined);
       this.metrics.idempotentReplays.inc();
-      return earlier.response;
+      return first.response;
     }
     // A settled record whose answer is not stored (its complete() lost or still owed, or the
     // process died between the two writes). A replay is the same status and body as the first
@@ -192,10 +208,18 @@ export class IdempotencyService {
         : record?.status === 'pending' && record.deadlineAt !== undefined
           ? statusNow(record) !== 'pending'
           : leaseOver;
-    if (abandoned) return this.concludeAbandoned(scope, keySha256, earlier);
+    if (abandoned)
+      return this.concludeAbandoned([scope, ...names.filter((name) => name !== scope)], keySha256, earlier);
     throw new ProblemException('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', {
-      trackId: earlier.trackId,
+      trackId: ahead.trackId,
     });
+  }
+
+  /** The claims under this replica's names after `scope` (all of them after a former name). */
+  private async laterClaims(scope: string, names: readonly string[], keySha256: string): Promise<IdempotencyClaim[]> {
+    const later = names.slice(names.indexOf(scope) + 1);
+    const found = await Promise.all(later.map((name) => this.claims.peek(name, keySha256)));
+    return found.filter((claim) => claim !== null);
   }
 
   /**
@@ -204,12 +228,13 @@ export class IdempotencyService {
    * (`joined`), it never reached the upstream (the record is written first): the claim is
    * released. Otherwise it is never sent again: the answer is made from its record (a success
    * replayed, a failure 502, anything unfinished 504 and the record `unknown`, as it may have
-   * been charged) and stored for every later retry. When an answer was stored first (the
+   * been charged) and stored for every later retry. Both under each of `scopes`: the name it was
+   * found under first, then this replica's others it may hold too. When an answer was stored first (the
    * writer's owed complete() landed meanwhile), that one is the answer: null, and the next claim
    * round reads and replays it.
    */
   private async concludeAbandoned(
-    scope: string,
+    scopes: readonly string[],
     keySha256: string,
     claim: IdempotencyClaim,
   ): Promise<StoredResponse | null> {
@@ -218,7 +243,9 @@ export class IdempotencyService {
     // A waiter's record (`joined`) is no more than none: it died waiting, before sending anything.
     if (!read || (read.status === 'pending' && read.joined)) {
       this.logger.warn(`idempotency claim for ${trackId} abandoned before anything was sent; released`);
-      await this.claims.release(scope, keySha256, trackId);
+      // Under every name this replica holds (only that trackId's claims): one name let go per
+      // round would take a round per name, and a ring of three outlasts MAX_CLAIM_ROUNDS (a 503).
+      await this.releaseAll(scopes, keySha256, trackId);
       return null;
     }
     // Concluded only while still pending: a settlement landing meanwhile is kept, and answered.
@@ -245,7 +272,9 @@ export class IdempotencyService {
             );
       response = { ...problemResponse(problem), trackId };
     }
-    const stored = await this.claims.complete(scope, keySha256, { ...claim, state: 'done', response });
+    // Stored under every name it is still in flight under; the one it was found under decides.
+    const done: IdempotencyClaim = { ...claim, state: 'done', response };
+    const [stored] = await Promise.all(scopes.map((scope) => this.claims.complete(scope, keySha256, done)));
     if (!stored) return null;
     this.logger.warn(`inquiry ${trackId}: abandoned in flight (record ${record.status}); answer concluded`);
     return response;
