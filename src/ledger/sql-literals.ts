@@ -11,6 +11,12 @@
  * left to `query` (undefined): an array, an object, a bigint, a NUL (which would end a C string),
  * a non-finite number, or a text with dollar quoting, an `E'…'` string or a comment (where a `$1`
  * or a quote is not what it looks like).
+ *
+ * Where the two still differ (test/sql-literals.integration.spec.ts, "where they differ"), which no
+ * statement may rely on: a parameter used twice is typed at each use (bound, once for all: `$1::bigint,
+ * 10 - $1` is bigint arithmetic bound, integer written in); a placeholder alone as an ORDER BY,
+ * GROUP BY or DISTINCT ON item is refused; a number where a timestamp is expected is refused
+ * (PGlite sends it as a date); PostgreSQL takes some values and statements PGlite refuses bound.
  */
 import pg from 'pg';
 
