@@ -20,7 +20,7 @@ describe('inlineParameters', () => {
   });
 
   it('leaves to a bound query what a literal would not say exactly', () => {
-    for (const value of [[1, 2], { a: 1 }, 10n, Number.NaN, Infinity, 'a\0b', new Date(0)])
+    for (const value of [[1, 2], { a: 1 }, 10n, Number.NaN, Infinity, 'a\0b', 'é\udfff', '\ud800', new Date(0)])
       expect(inlineParameters('SELECT $1', [value])).toBeUndefined();
     for (const sql of [
       'SELECT $$ $1 $$, $1',

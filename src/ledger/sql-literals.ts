@@ -7,10 +7,10 @@
  *
  * Each value becomes a quoted literal (pg's own `escapeLiteral`), which PostgreSQL types from its
  * context exactly as it types an untyped parameter: the value as text, whatever the JavaScript
- * type (a number as `'42'`, a boolean as `'t'`), as PGlite's serializers send it. Anything else is
- * left to `query` (undefined): an array, an object, a bigint, a NUL (which would end a C string),
- * a non-finite number, or a text with dollar quoting, an `E'…'` string or a comment (where a `$1`
- * or a quote is not what it looks like).
+ * type (a number as `'42'`, a boolean as `'t'`), as PGlite's serializers send it. Anything else
+ * is left to `query` (undefined): an array, an object, a bigint, a NUL (which would end a C
+ * string), a lone surrogate (below), a non-finite number, or a text with dollar quoting, an
+ * `E'…'` string or a comment (where a `$1` or a quote is not what it looks like).
  *
  * Where the two still differ (test/sql-literals.integration.spec.ts, "where they differ"), which no
  * statement may rely on: a parameter used twice is typed at each use (bound, once for all: `$1::bigint,
@@ -25,10 +25,17 @@ const { escapeLiteral } = pg;
 /** `$n` outside quoted literals and identifiers; the quoted parts are matched to be skipped. */
 const PLACEHOLDER = /'(?:[^']|'')*'|"(?:[^"]|"")*"|\$(\d+)/g;
 
+/**
+ * A NUL, or a lone surrogate: PGlite's protocol writer counts a lone trail surrogate after a
+ * character of 2 or 3 bytes 1 or 2 bytes short, so the statement's text would lose as many
+ * bytes at its end: a value could cut off the statement's own `WHERE` (sql-literals.integration.spec.ts).
+ */
+const UNWRITABLE = /[\0\p{Cs}]/u;
+
 /** What a literal of a value says, or undefined when it must stay a bound parameter. */
 function literalOf(value: unknown): string | undefined {
   if (value === null || value === undefined) return 'NULL';
-  if (typeof value === 'string') return value.includes('\0') ? undefined : escapeLiteral(value);
+  if (typeof value === 'string') return UNWRITABLE.test(value) ? undefined : escapeLiteral(value);
   if (typeof value === 'number') return Number.isFinite(value) ? `'${String(value)}'` : undefined;
   if (typeof value === 'boolean') return value ? "'t'" : "'f'";
   return undefined;
