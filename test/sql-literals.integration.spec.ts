@@ -174,6 +174,20 @@ describe('a statement with its values written in does what the bound one does', 
         await expectSame(sql, [number, String(number)]);
   });
 
+  it('booleans and nulls: as a boolean, a text, jsonb, an integer', async () => {
+    for (const value of [true, false, null, undefined])
+      for (const sql of [
+        'SELECT $1',
+        'INSERT INTO t (ok) VALUES ($1) RETURNING ok',
+        'INSERT INTO t (s) VALUES ($1) RETURNING s',
+        'INSERT INTO t (j) VALUES ($1) RETURNING j',
+        'SELECT CASE WHEN $1 THEN 1 ELSE 0 END, $1 IS NULL',
+        'SELECT $1::int',
+        "SELECT $1 = 't', 'x' || $1",
+      ])
+        await expectSame(sql, [value]);
+  });
+
   it('a lone surrogate stays bound: written in, PGlite would send the statement without its end', async () => {
     // PGlite's protocol writer (pg-protocol's byteLengthUtf8) counts a lone trail surrogate after a
     // 2-byte character 1 byte short, and ends the text there: here the statement's ` WHERE i = 1`.
@@ -221,6 +235,7 @@ describe('a statement with its values written in does what the bound one does', 
     fc.integer(),
     fc.maxSafeInteger(),
     fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.boolean(),
     fc.constant(null),
   );
   const STATEMENTS = [
@@ -235,7 +250,7 @@ describe('a statement with its values written in does what the bound one does', 
     'SELECT s = $1 FROM (VALUES ($2)) v(s)',
   ];
 
-  it('any text, number or null in any of these statements (fuzzed)', async () => {
+  it('any text, number, boolean or null in any of these statements (fuzzed)', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(...STATEMENTS),

@@ -11,7 +11,7 @@ describe('inlineParameters', () => {
         true,
         null,
       ]),
-    ).toBe("UPDATE t SET v =  E'a\\\\b', n = '1795913528151'::bigint, ok = 't' WHERE k = 'o''brien' AND x IS NULL");
+    ).toBe("UPDATE t SET v =  E'a\\\\b', n = '1795913528151'::bigint, ok = 'true' WHERE k = 'o''brien' AND x IS NULL");
   });
 
   it('leaves quoted text alone, and $10 is not $1 followed by 0', () => {

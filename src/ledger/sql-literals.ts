@@ -7,7 +7,7 @@
  *
  * Each value becomes a quoted literal (pg's own `escapeLiteral`), which PostgreSQL types from its
  * context exactly as it types an untyped parameter: the value as text, whatever the JavaScript
- * type (a number as `'42'`, a boolean as `'t'`), as PGlite's serializers send it. Anything else
+ * type (a number as `'42'`, a boolean as `'true'`), as PGlite's serializers send it. Anything else
  * is left to `query` (undefined): an array, an object, a bigint, a NUL (which would end a C
  * string), a lone surrogate (below), a non-finite number, or a text with dollar quoting, an
  * `E'…'` string or a comment (where a `$1` or a quote is not what it looks like).
@@ -37,7 +37,8 @@ function literalOf(value: unknown): string | undefined {
   if (value === null || value === undefined) return 'NULL';
   if (typeof value === 'string') return UNWRITABLE.test(value) ? undefined : escapeLiteral(value);
   if (typeof value === 'number') return Number.isFinite(value) ? `'${String(value)}'` : undefined;
-  if (typeof value === 'boolean') return value ? "'t'" : "'f'";
+  // As PGlite sends a boolean where a text or JSON is expected; a boolean takes 'true' too.
+  if (typeof value === 'boolean') return value ? "'true'" : "'false'";
   return undefined;
 }
 
