@@ -206,6 +206,17 @@ describe('a statement with its values written in does what the bound one does', 
     expect(await bound('SELECT $1', ['é\udfffabc'])).toMatchObject({ rows: [['é\ufffdab']] });
   });
 
+  it('a $n inside dollar quoting or a name, or $0, is not a placeholder: such a statement stays bound', async () => {
+    for (const sql of [
+      'SELECT $q1$ $1 $q1$, $1',
+      'SELECT $é$ $1 $é$, $1',
+      "SELECT $a1$'$a1$, $1, '$1'",
+      'SELECT a$1, $1 FROM (SELECT 1 AS a$1) s',
+      'SELECT $0, $1',
+    ])
+      expect({ sql, outcome: await asTheWorker(sql, ['x']) }).toEqual({ sql, outcome: await bound(sql, ['x']) });
+  });
+
   it('a hundred placeholders, $10 not read as $1 followed by 0', async () => {
     const params = Array.from({ length: 100 }, (_, i) => TEXTS[i % (TEXTS.length - 1)] + String(i));
     await expectSame(`SELECT ${params.map((_, i) => `$${i + 1}`).join(', ')}`, params);

@@ -28,6 +28,10 @@ describe('inlineParameters', () => {
       "SELECT E'\\'', $1",
       "SELECT $1 -- the claim's",
       'SELECT /* $1 */ $1',
+      'SELECT $q1$ $1 $q1$, $1',
+      'SELECT $é$ $1 $é$, $1',
+      'SELECT a$1, $1 FROM (SELECT 1 AS a$1) s',
+      'SELECT $0, $1',
     ])
       expect(inlineParameters(sql, ['x'])).toBeUndefined();
     // A placeholder without its value.

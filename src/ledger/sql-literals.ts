@@ -10,7 +10,7 @@
  * type (a number as `'42'`, a boolean as `'true'`), as PGlite's serializers send it. Anything else
  * is left to `query` (undefined): an array, an object, a bigint, a NUL (which would end a C
  * string), a lone surrogate (below), a non-finite number, or a text with dollar quoting, an
- * `E'…'` string or a comment (where a `$1` or a quote is not what it looks like).
+ * `E'…'` string, a comment or a `$n` in a name (where a `$1` or a quote is not what it looks like).
  *
  * Where the two still differ (test/sql-literals.integration.spec.ts, "where they differ"), which no
  * statement may rely on: a parameter used twice is typed at each use (bound, once for all: `$1::bigint,
@@ -51,13 +51,22 @@ const cuts = new Map<string, Cut>();
 /** Distinct statement texts remembered: the gateway has a few dozen (past it, cut each time: sql-literals.spec.ts). */
 const MAX_CUTS = 1_000;
 
+/**
+ * Where a `$n` or a quote may not be what it looks like: dollar quoting (a tag as PostgreSQL
+ * reads one: `$$`, `$q1$`, `$é$`), a `$n` ending a name (a name may hold `$`: `a$1`), an
+ * `E'…'` string, a comment.
+ */
+const UNCUTTABLE = /\$(?:[A-Za-z_\u0080-\uffff][\w\u0080-\uffff]*)?\$|[\w\u0080-\uffff$]\$\d|\bE'|--|\/\*/i;
+
 function cut(sql: string): Cut {
-  if (/\$[A-Za-z_]*\$|\bE'|--|\/\*/i.test(sql)) return null;
+  if (UNCUTTABLE.test(sql)) return null;
   const texts: string[] = [];
   const indexes: number[] = [];
   let from = 0;
   for (const match of sql.matchAll(PLACEHOLDER)) {
     if (match[1] === undefined) continue;
+    // $0: no parameter, PostgreSQL's error (bound).
+    if (Number(match[1]) === 0) return null;
     texts.push(sql.slice(from, match.index));
     indexes.push(Number(match[1]) - 1);
     from = match.index + match[0].length;
