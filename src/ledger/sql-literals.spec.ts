@@ -11,7 +11,7 @@ describe('inlineParameters', () => {
         true,
         null,
       ]),
-    ).toBe("UPDATE t SET v =  E'a\\\\b', n = '1795913528151'::bigint, ok = 't' WHERE k = 'o''brien' AND x IS NULL");
+    ).toBe("UPDATE t SET v =  E'a\\\\b', n = '1795913528151'::bigint, ok = 'true' WHERE k = 'o''brien' AND x IS NULL");
   });
 
   it('leaves quoted text alone, and $10 is not $1 followed by 0', () => {
@@ -20,7 +20,7 @@ describe('inlineParameters', () => {
   });
 
   it('leaves to a bound query what a literal would not say exactly', () => {
-    for (const value of [[1, 2], { a: 1 }, 10n, Number.NaN, Infinity, 'a\0b', new Date(0)])
+    for (const value of [[1, 2], { a: 1 }, 10n, Number.NaN, Infinity, 'a\0b', 'é\udfff', '\ud800', new Date(0)])
       expect(inlineParameters('SELECT $1', [value])).toBeUndefined();
     for (const sql of [
       'SELECT $$ $1 $$, $1',
@@ -28,6 +28,10 @@ describe('inlineParameters', () => {
       "SELECT E'\\'', $1",
       "SELECT $1 -- the claim's",
       'SELECT /* $1 */ $1',
+      'SELECT $q1$ $1 $q1$, $1',
+      'SELECT $é$ $1 $é$, $1',
+      'SELECT a$1, $1 FROM (SELECT 1 AS a$1) s',
+      'SELECT $0, $1',
     ])
       expect(inlineParameters(sql, ['x'])).toBeUndefined();
     // A placeholder without its value.
