@@ -65,6 +65,11 @@ describe.each(ledgerEngines(() => server.url, 'ledger-store'))('the ledger store
   });
   afterAll(() => closeLedger(db));
 
+  it('stores a text with a lone surrogate whole, its surrogate as U+FFFD, as node-postgres sends it (PGlite cut its end)', async () => {
+    const rows = await db.query<{ v: string }>('SELECT $1::text AS v', ['é\udfffabc']);
+    expect(rows).toEqual([{ v: 'é\ufffdabc' }]);
+  });
+
   it('writes an entry once however often it is inserted, creating its month partition when missing', async () => {
     const first = entry({ createdAt: '2031-03-05T10:00:00.000Z', data: { matched: true } });
     expect(await store.insert([first])).toBe(1);
