@@ -5,11 +5,16 @@
  * PgliteLedgerDatabase (ledger-database.ts) is its only client, over the worker's port: one
  * request, one reply, handled strictly in the order they arrive.
  *
+ * Each SQL text is prepared once and then bound and executed in one call into PostgreSQL
+ * (PGlite's `query` parses and describes it every time, in six calls): less than half the
+ * worker's CPU per statement (docs/performance.md, "Single-node records").
+ *
  * Self-contained (node: modules and PGlite only): under the TypeScript sources (tests) Node
  * loads this file as it is, stripping its types, where a sibling's `./x.js` does not exist.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { PGlite } from '@electric-sql/pglite';
+import { PGlite, protocol, types } from '@electric-sql/pglite';
+import type { messages } from '@electric-sql/pglite';
 
 /** What the client sends. */
 export type WorkerRequest = { id: number; op: 'query'; sql: string; params?: unknown[] } | { id: number; op: 'close' };
@@ -31,6 +36,9 @@ export type WorkerReply = { id: number; rows: unknown[]; more?: true } | { id: n
 /** Rows per reply message. */
 export const SLICE_ROWS = 500;
 
+/** Prepared statements kept (the least recently used closed beyond): SQL built with values inlined must not grow them for ever. */
+export const PREPARED_KEPT = 200;
+
 export interface WorkerOptions {
   /** An absolute directory, or `memory://`. */
   dataDir: string;
@@ -47,23 +55,186 @@ function plain(error: unknown): WorkerError {
   return fields;
 }
 
+const { serialize } = protocol;
+type Field = { name: string; dataTypeID: number };
+/** A statement parsed once: its parameters' types (to serialize the values as `query` does) and its columns. */
+type Prepared = { name: string; paramTypes: number[]; fields: Field[] };
+type QueryRequest = Extract<WorkerRequest, { op: 'query' }>;
+
+function joined(parts: Uint8Array[]): Uint8Array {
+  let length = 0;
+  for (const part of parts) length += part.length;
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
+/**
+ * The wire protocol's extended query, as PGlite's `query` runs it, but parsed once per SQL text
+ * and bound and executed in one call into PostgreSQL; values serialized and rows parsed by
+ * PGlite's own type handlers, so a row is what `query` returns.
+ */
+class Statements {
+  private readonly prepared = new Map<string, Prepared>();
+  private named = 0;
+  /** A schema change was made in the transaction under way: undone if it rolls back. */
+  private changedInTransaction = false;
+  private readonly db: PGlite;
+
+  // No parameter property: Node's type stripping (tests load this file as it is) refuses them.
+  constructor(db: PGlite) {
+    this.db = db;
+  }
+
+  /** The statement prepared (a DatabaseError if it does not parse); the most recent last in the map. */
+  async prepare(sql: string): Promise<Prepared> {
+    const known = this.prepared.get(sql);
+    if (known) {
+      this.prepared.delete(sql);
+      this.prepared.set(sql, known);
+      return known;
+    }
+    const name = `vgw_${++this.named}`;
+    const replies = await this.db.execProtocolStream(
+      joined([serialize.parse({ name, text: sql }), serialize.describe({ type: 'S', name }), serialize.sync()]),
+      { syncToFs: false },
+    );
+    const statement: Prepared = { name, paramTypes: [], fields: [] };
+    for (const reply of replies) {
+      if (reply.name === 'parameterDescription') {
+        statement.paramTypes = (reply as messages.ParameterDescriptionMessage).dataTypeIDs;
+      } else if (reply.name === 'rowDescription') {
+        statement.fields = (reply as messages.RowDescriptionMessage).fields.map((f) => ({
+          name: f.name,
+          dataTypeID: f.dataTypeID,
+        }));
+      }
+    }
+    if (this.prepared.size >= PREPARED_KEPT) {
+      const [oldSql, old] = this.prepared.entries().next().value!;
+      this.prepared.delete(oldSql);
+      await this.db.execProtocolStream(joined([serialize.close({ type: 'S', name: old.name }), serialize.sync()]), {
+        syncToFs: false,
+      });
+    }
+    this.prepared.set(sql, statement);
+    return statement;
+  }
+
+  /**
+   * Every statement prepared anew the next time: after a change of the schema (ALTER TABLE …) a
+   * statement prepared before may return other columns than those kept with it.
+   */
+  async forgetAll(): Promise<void> {
+    if (this.prepared.size === 0) return;
+    const closes = [...this.prepared.values()].map(({ name }) => serialize.close({ type: 'S', name }));
+    this.prepared.clear();
+    await this.db.execProtocolStream(joined([...closes, serialize.sync()]), { syncToFs: false });
+  }
+
+  /**
+   * After a statement run alone: all prepared anew after a change of the schema, and again when
+   * the transaction it was made in ends or rolls back (one prepared meanwhile saw the change).
+   */
+  async after(sql: string): Promise<void> {
+    if (!SCHEMA_SAFE.test(sql)) {
+      this.changedInTransaction ||= this.db.isInTransaction();
+      return this.forgetAll();
+    }
+    if (this.changedInTransaction && (ROLLBACK.test(sql) || !this.db.isInTransaction())) {
+      this.changedInTransaction = this.db.isInTransaction();
+      return this.forgetAll();
+    }
+  }
+
+  /** Bind and Execute of one statement (no Sync). */
+  bound(statement: Prepared, params: unknown[] = []): Uint8Array[] {
+    const values = params.map((param, i) => {
+      if (param === null || param === undefined) return null;
+      const serializer = this.db.serializers[statement.paramTypes[i]];
+      return serializer ? serializer(param) : (param as { toString(): string }).toString();
+    });
+    return [serialize.bind({ statement: statement.name, values }), serialize.execute()];
+  }
+
+  /** Each statement's rows, in order, from the replies to their Executes (one CommandComplete each). */
+  rows(statements: Prepared[], replies: messages.BackendMessage[]): unknown[][] {
+    const out: unknown[][] = statements.map(() => []);
+    let at = 0;
+    for (const reply of replies) {
+      if (reply.name === 'dataRow') {
+        const fields = statements[at].fields;
+        const values = (reply as messages.DataRowMessage).fields;
+        // Cannot happen while every schema change is followed by `after`; said, never misread.
+        if (values.length !== fields.length)
+          throw new Error('a prepared statement returned other columns than described');
+        const row: Record<string, unknown> = {};
+        for (let i = 0; i < values.length; i++) {
+          row[fields[i].name] = types.parseType(values[i], fields[i].dataTypeID, this.db.parsers);
+        }
+        out[at].push(row);
+      } else if (reply.name === 'commandComplete' || reply.name === 'emptyQuery') {
+        at += 1;
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Runs the statements: their Executes, then one Sync. Outside a transaction the client began,
+   * they are one implicit transaction that the Sync commits, all or (one failed) none. Rejects
+   * with the first failure.
+   */
+  async run(requests: QueryRequest[]): Promise<unknown[][]> {
+    const statements: Prepared[] = [];
+    const parts: Uint8Array[] = [];
+    for (const request of requests) {
+      const statement = await this.prepare(request.sql);
+      statements.push(statement);
+      parts.push(...this.bound(statement, request.params));
+    }
+    parts.push(serialize.sync());
+    const replies = await this.db.execProtocolStream(joined(parts));
+    return this.rows(statements, replies);
+  }
+}
+
+/**
+ * What may change the schema (DDL: CREATE, ALTER, DROP, …): anything but reads, writes and a
+ * transaction's own statements. Statements prepared before it are prepared again after it.
+ */
+const SCHEMA_SAFE =
+  /^\s*(select|insert|update|delete|with|values|begin|start|commit|end|rollback|savepoint|release|set|show)\b/i;
+const ROLLBACK = /^\s*rollback\b/i;
+
 const port = parentPort;
 if (!port) throw new Error('pglite-worker.ts runs as a worker thread only');
 const { dataDir } = workerData as WorkerOptions;
-const opening = PGlite.create(dataDir);
+const opening = PGlite.create(dataDir).then((db) => ({ db, statements: new Statements(db) }));
 let chain: Promise<unknown> = opening.then(
   () => port.postMessage({ id: 0, rows: [] } satisfies WorkerReply),
   (error: unknown) => port.postMessage({ id: 0, error: plain(error) } satisfies WorkerReply),
 );
 
 async function handle(request: WorkerRequest): Promise<WorkerReply> {
-  const db = await opening;
+  const { db, statements } = await opening;
   if (request.op === 'close') {
     await db.close();
     return { id: request.id, rows: [] };
   }
-  const result = await db.query(request.sql, request.params);
-  return { id: request.id, rows: result.rows };
+  try {
+    const [rows] = await statements.run([request]);
+    return { id: request.id, rows };
+  } catch (error) {
+    if (error instanceof Error) Object.assign(error, { query: request.sql });
+    throw error;
+  } finally {
+    await statements.after(request.sql).catch(() => undefined);
+  }
 }
 
 function post(reply: WorkerReply): void {
