@@ -26,30 +26,64 @@ describe('the PGlite worker', () => {
   it('binds values and reads rows exactly as PGlite’s query does', async () => {
     const reference = await PGlite.create();
     try {
-      const sql = `SELECT $1::text AS t, $2::int AS i, $3::bigint AS b, $4::numeric AS n, $5::boolean AS yes,
-        $6::jsonb AS j, $7::timestamptz AS at, $8::text[] AS list, $9::text AS nothing, $10::date AS day,
-        $11::uuid AS id, $12::int[] AS ints, $13::float8 AS f`;
-      const params = [
-        'it\'s ی 😀 \\ "',
-        42,
-        '9007199254740993',
-        '12.5000',
-        true,
-        { a: [1, 'x'], b: null },
-        new Date('2026-11-28T10:00:00.123Z'),
-        ['a', 'b,c', 'd"e'],
-        null,
-        '2026-02-28',
-        '0f8fad5b-d9cb-469f-a165-70867728950e',
-        [1, 2, 3],
-        0.1,
-      ];
-      const [ours] = await db.query(sql, params);
-      const { rows } = await reference.query(sql, params);
-      expect(ours).toEqual(rows[0]);
+      const same = async (sql: string, params: unknown[] = []) =>
+        expect(await db.query(sql, params)).toEqual((await reference.query(sql, params)).rows);
+      await same(
+        `SELECT $1::text AS t, $2::int AS i, $3::bigint AS b, $4::numeric AS n, $5::boolean AS yes,
+          $6::jsonb AS j, $7::timestamptz AS at, $8::text[] AS list, $9::text AS nothing, $10::date AS day,
+          $11::uuid AS id, $12::int[] AS ints, $13::float8 AS f, $14::text AS empty, $15::bytea AS raw`,
+        [
+          'it\'s ی 😀 \\ "',
+          42,
+          '9007199254740993',
+          '12.5000',
+          true,
+          { a: [1, 'x'], b: null },
+          new Date('2026-11-28T10:00:00.123Z'),
+          ['a', 'b,c', 'd"e'],
+          null,
+          '2026-02-28',
+          '0f8fad5b-d9cb-469f-a165-70867728950e',
+          [1, 2, 3],
+          0.1,
+          '',
+          new Uint8Array([0, 1, 254, 255]),
+        ],
+      );
       // Duplicate column names: the last one wins, as in `query`.
-      const dup = 'SELECT 1 AS a, 2 AS a';
-      expect(await db.query(dup)).toEqual((await reference.query(dup)).rows);
+      await same('SELECT 1 AS a, 2 AS a');
+      // Values and replies larger than the buffers the worker starts with (64 KiB), many rows.
+      const big = 'ی😀x'.repeat(60_000);
+      await same('SELECT $1::text AS big, length($1::text) AS n', [big]);
+      await same("SELECT g AS n, repeat('r', g % 300) AS r FROM generate_series(1, 5000) g");
+    } finally {
+      await reference.close();
+    }
+  });
+
+  it('fails a statement with PostgreSQL’s error and all its fields, as PGlite’s query does', async () => {
+    const reference = await PGlite.create();
+    try {
+      const schema = 'CREATE TABLE failing (k text CONSTRAINT failing_key PRIMARY KEY)';
+      await Promise.all([db.query(schema), reference.query(schema)]);
+      const insert = 'INSERT INTO failing VALUES ($1)';
+      await Promise.all([db.query(insert, ['x']), reference.query(insert, ['x'])]);
+      const fields = (error: unknown) => {
+        const {
+          code,
+          detail,
+          constraint,
+          table,
+          schema: inSchema,
+          severity,
+          message,
+        } = error as Record<string, unknown>;
+        return { code, detail, constraint, table, schema: inSchema, severity, message };
+      };
+      const ours = await db.query(insert, ['x']).catch(fields);
+      const theirs = await reference.query(insert, ['x']).catch(fields);
+      expect(ours).toEqual(theirs);
+      expect(ours).toMatchObject({ code: '23505', constraint: 'failing_key', table: 'failing' });
     } finally {
       await reference.close();
     }
