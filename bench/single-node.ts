@@ -6,10 +6,11 @@
  * `npm run bench`'s `.build/`), and any other builds named (an earlier PGlite build: before and
  * after in the same rounds), CPU given as a ratio to the baseline's too.
  *
- * 1. Rounds (BENCH_ROUNDS, default 3), A and B side by side, each round fresh gateway processes on
- *    fresh LEDGER_DATA_DIRs, keyed inquiries (a new Idempotency-Key each) at BENCH_RATE (default
+ * 1. Rounds (BENCH_ROUNDS, default 3), the builds side by side, each round fresh gateway processes
+ *    on fresh LEDGER_DATA_DIRs, keyed inquiries (a new Idempotency-Key each) at BENCH_RATE (default
  *    500/s) each for BENCH_DURATION s (default 20): CPU per inquiry (every thread: the worker's
- *    statements count), p50/p99, the event loop's p99 and max delay (its /metrics).
+ *    statements count; on Linux also split by thread: the event loop, the PGlite worker, V8's
+ *    helpers), p50/p99, the event loop's p99 and max delay (its /metrics).
  * 2. This tree alone for BENCH_LONG_SECONDS (default 120; 0: not run) at BENCH_LONG_RATE (default 500/s): RSS
  *    every 10 s (after a collection), the event loop's max delay per window, the data dir's size.
  */
@@ -20,6 +21,7 @@ import { directoryBytes, freshLedgerDataDir, removeLedgerDataDirs } from './lib/
 import { measure, warmUp } from './lib/load.js';
 import { nodeFlagsFrom, PRODUCTION_NODE_FLAGS } from './lib/node-flags.js';
 import { killAllServers, ServerProcess } from './lib/servers.js';
+import { threadCpuSince, threadCpuUs } from './lib/thread-cpu.js';
 import type { ProcessStats } from './lib/ipc.js';
 
 const env = (name: string, fallback: number, zero = false) => {
@@ -73,6 +75,8 @@ async function startGateway(name: string, simUrl: string, script?: string) {
 
 interface Round {
   cpuUs: number;
+  /** CPU µs per inquiry by thread kind (Linux): main, WorkerThread (PGlite), V8Worker (GC helpers). */
+  threads: Record<string, number>;
   p50: number;
   p99: number;
   loopP99: number;
@@ -89,12 +93,20 @@ async function round(gateways: ServerProcess[]): Promise<Round[]> {
   const targets = gateways.map((g) => gatewayTarget(g.url, 'fresh'));
   await Promise.all(targets.map((t) => warmUp(t, settings)));
   await Promise.all(gateways.map((g) => loopDelay(g.url)));
+  const threadsBefore = await Promise.all(gateways.map((g) => threadCpuUs(g.pid)));
   const before = await Promise.all(gateways.map((g) => g.stats()));
   const loads = await Promise.all(targets.map((t) => measure(t, settings)));
   const after = await Promise.all(gateways.map((g) => g.stats()));
+  const threadsAfter = await Promise.all(gateways.map((g) => threadCpuUs(g.pid)));
   const loops = await Promise.all(gateways.map((g) => loopDelay(g.url)));
   return gateways.map((_, i) => ({
     cpuUs: (cpuUs(after[i]) - cpuUs(before[i])) / Math.max(1, loads[i].totalRequests),
+    threads: Object.fromEntries(
+      Object.entries(threadCpuSince(threadsBefore[i], threadsAfter[i])).map(([kind, us]) => [
+        kind,
+        Math.round(us / Math.max(1, loads[i].totalRequests)),
+      ]),
+    ),
     p50: loads[i].latencyMs.p50,
     p99: loads[i].latencyMs.p99,
     loopP99: loops[i].p99,
@@ -146,6 +158,9 @@ async function main(): Promise<void> {
         `  ${name}: CPU ${m((r) => r.cpuUs)} us/inquiry${ratio}, p50 ${m((r) => r.p50)} ms, p99 ${m((r) => r.p99)} ms, ` +
           `loop p99 ${m((r) => r.loopP99)} ms, loop max ${worst} ms, non-2xx ${rounds[i].reduce((s, r) => s + r.non2xx, 0)}`,
       );
+      const kinds = [...new Set(rounds[i].flatMap((r) => Object.keys(r.threads)))];
+      const byThread = kinds.map((kind) => `${kind} ${median(rounds[i].map((r) => r.threads[kind] ?? 0)).toFixed(0)}`);
+      if (kinds.length > 0) console.log(`    by thread, us/inquiry (medians): ${byThread.join(', ')}`);
     });
     if (LONG_SECONDS > 0) await longRun(sim.url);
   } finally {
