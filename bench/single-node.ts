@@ -1,14 +1,17 @@
 /**
- * `npm run bench:single-node -- <baseline project dir>`: the single-node default (no Redis, no
- * LEDGER_DATABASE_URL) of this tree, whose records, Idempotency-Keys and reuse answers live in the
- * embedded ledger's PGlite (docs/decisions/0018), against a baseline build whose records are in
- * the process's memory (main before it: a `git archive` with `npm run bench`'s `.build/`).
+ * `npm run bench:single-node -- <baseline project dir> [<other build dir> …]`: the single-node
+ * default (no Redis, no LEDGER_DATABASE_URL) of this tree, whose records, Idempotency-Keys and
+ * reuse answers live in the embedded ledger's PGlite (docs/decisions/0018), against a baseline
+ * build whose records are in the process's memory (main before it: a `git archive` with
+ * `npm run bench`'s `.build/`), and any other builds named (an earlier PGlite build: before and
+ * after in the same rounds), CPU given as a ratio to the baseline's too.
  *
- * 1. Rounds (BENCH_ROUNDS, default 3), A and B side by side, each round fresh gateway processes on
- *    fresh LEDGER_DATA_DIRs, keyed inquiries (a new Idempotency-Key each) at BENCH_RATE (default
+ * 1. Rounds (BENCH_ROUNDS, default 3), the builds side by side, each round fresh gateway processes
+ *    on fresh LEDGER_DATA_DIRs, keyed inquiries (a new Idempotency-Key each) at BENCH_RATE (default
  *    500/s) each for BENCH_DURATION s (default 20): CPU per inquiry (every thread: the worker's
- *    statements count), p50/p99, the event loop's p99 and max delay (its /metrics).
- * 2. This tree alone for BENCH_LONG_SECONDS (default 120) at BENCH_LONG_RATE (default 500/s): RSS
+ *    statements count; on Linux also split by thread: the event loop, the PGlite worker, V8's
+ *    helpers), p50/p99, the event loop's p99 and max delay (its /metrics).
+ * 2. This tree alone for BENCH_LONG_SECONDS (default 120; 0: not run) at BENCH_LONG_RATE (default 500/s): RSS
  *    every 10 s (after a collection), the event loop's max delay per window, the data dir's size.
  */
 import { resolve } from 'node:path';
@@ -18,17 +21,20 @@ import { directoryBytes, freshLedgerDataDir, removeLedgerDataDirs } from './lib/
 import { measure, warmUp } from './lib/load.js';
 import { nodeFlagsFrom, PRODUCTION_NODE_FLAGS } from './lib/node-flags.js';
 import { killAllServers, ServerProcess } from './lib/servers.js';
+import { threadCpuSince, threadCpuUs } from './lib/thread-cpu.js';
 import type { ProcessStats } from './lib/ipc.js';
 
-const env = (name: string, fallback: number) => {
+const env = (name: string, fallback: number, zero = false) => {
   const value = Number(process.env[name] ?? fallback);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number`);
+  if (!Number.isFinite(value) || value < 0 || (value === 0 && !zero)) {
+    throw new Error(`${name} must be a ${zero ? 'non-negative' : 'positive'} number`);
+  }
   return value;
 };
 const ROUNDS = env('BENCH_ROUNDS', 3);
 const RATE = env('BENCH_RATE', 500);
 const DURATION = env('BENCH_DURATION', 20);
-const LONG_SECONDS = env('BENCH_LONG_SECONDS', 120);
+const LONG_SECONDS = env('BENCH_LONG_SECONDS', 120, true);
 const LONG_RATE = env('BENCH_LONG_RATE', 500);
 const MiB = 1024 * 1024;
 const cpuUs = (s: ProcessStats) => s.cpuUserUs + s.cpuSystemUs;
@@ -69,6 +75,8 @@ async function startGateway(name: string, simUrl: string, script?: string) {
 
 interface Round {
   cpuUs: number;
+  /** CPU µs per inquiry by thread kind (Linux): main, WorkerThread (PGlite), V8Worker (GC helpers). */
+  threads: Record<string, number>;
   p50: number;
   p99: number;
   loopP99: number;
@@ -85,12 +93,20 @@ async function round(gateways: ServerProcess[]): Promise<Round[]> {
   const targets = gateways.map((g) => gatewayTarget(g.url, 'fresh'));
   await Promise.all(targets.map((t) => warmUp(t, settings)));
   await Promise.all(gateways.map((g) => loopDelay(g.url)));
+  const threadsBefore = await Promise.all(gateways.map((g) => threadCpuUs(g.pid)));
   const before = await Promise.all(gateways.map((g) => g.stats()));
   const loads = await Promise.all(targets.map((t) => measure(t, settings)));
   const after = await Promise.all(gateways.map((g) => g.stats()));
+  const threadsAfter = await Promise.all(gateways.map((g) => threadCpuUs(g.pid)));
   const loops = await Promise.all(gateways.map((g) => loopDelay(g.url)));
   return gateways.map((_, i) => ({
     cpuUs: (cpuUs(after[i]) - cpuUs(before[i])) / Math.max(1, loads[i].totalRequests),
+    threads: Object.fromEntries(
+      Object.entries(threadCpuSince(threadsBefore[i], threadsAfter[i])).map(([kind, us]) => [
+        kind,
+        Math.round(us / Math.max(1, loads[i].totalRequests)),
+      ]),
+    ),
     p50: loads[i].latencyMs.p50,
     p99: loads[i].latencyMs.p99,
     loopP99: loops[i].p99,
@@ -103,12 +119,16 @@ async function round(gateways: ServerProcess[]): Promise<Round[]> {
 const stopQuietly = (g: ServerProcess) => g.stop().catch(() => g.kill());
 
 async function main(): Promise<void> {
-  const baseline = process.argv[2] ? resolve(process.argv[2], '.build/bench/server-process.js') : undefined;
-  if (baseline && !existsSync(baseline)) throw new Error(`${baseline} missing: build the baseline first`);
+  const scripts = process.argv.slice(2).map((dir) => resolve(dir, '.build/bench/server-process.js'));
+  const missing = scripts.find((script) => !existsSync(script));
+  if (missing) throw new Error(`${missing} missing: build it first`);
   const sim = await ServerProcess.start('simulator', { role: 'simulator', latencyMs: 0 });
   try {
-    const builds: Array<[string, string | undefined]> = [['B (this tree: PGlite)', undefined]];
-    if (baseline) builds.unshift(['A (baseline: memory)', baseline]);
+    const builds: Array<[string, string | undefined]> = scripts.map((script, i) => [
+      i === 0 ? 'A (baseline: memory)' : `${String.fromCharCode(65 + i)} (${process.argv[2 + i]})`,
+      script,
+    ]);
+    builds.push([`${String.fromCharCode(65 + builds.length)} (this tree: PGlite)`, undefined]);
     const rounds: Round[][] = builds.map(() => []);
     for (let r = 0; r < ROUNDS; r++) {
       // One after the other (two starts at once on a loaded machine take long), the first alternating.
@@ -129,12 +149,20 @@ async function main(): Promise<void> {
     builds.forEach(([name], i) => {
       const m = (pick: (r: Round) => number) => median(rounds[i].map(pick)).toFixed(1);
       const worst = Math.max(...rounds[i].map((r) => r.loopMax)).toFixed(1);
+      // Each round's ratio to the baseline's CPU in that round (both under the same load), their median.
+      const ratio =
+        scripts.length > 0 && i > 0
+          ? `, ${median(rounds[i].map((r, k) => r.cpuUs / rounds[0][k].cpuUs)).toFixed(2)}× A`
+          : '';
       console.log(
-        `  ${name}: CPU ${m((r) => r.cpuUs)} us/inquiry, p50 ${m((r) => r.p50)} ms, p99 ${m((r) => r.p99)} ms, ` +
+        `  ${name}: CPU ${m((r) => r.cpuUs)} us/inquiry${ratio}, p50 ${m((r) => r.p50)} ms, p99 ${m((r) => r.p99)} ms, ` +
           `loop p99 ${m((r) => r.loopP99)} ms, loop max ${worst} ms, non-2xx ${rounds[i].reduce((s, r) => s + r.non2xx, 0)}`,
       );
+      const kinds = [...new Set(rounds[i].flatMap((r) => Object.keys(r.threads)))];
+      const byThread = kinds.map((kind) => `${kind} ${median(rounds[i].map((r) => r.threads[kind] ?? 0)).toFixed(0)}`);
+      if (kinds.length > 0) console.log(`    by thread, us/inquiry (medians): ${byThread.join(', ')}`);
     });
-    await longRun(sim.url);
+    if (LONG_SECONDS > 0) await longRun(sim.url);
   } finally {
     await sim.stop();
     await removeLedgerDataDirs();

@@ -48,35 +48,26 @@ export class PgliteConnection {
     number,
     { rows: unknown[]; resolve: (rows: unknown[]) => void; reject: (error: Error) => void }
   >();
+  private open!: () => void;
+  private fail!: (error: Error) => void;
   private nextId = 1;
   private failure: Error | null = null;
   private isOpen = false;
+  /** Requests of this turn of the event loop, sent together after it (one message, one wake-up of the worker). */
+  private outbox: WorkerRequest[] = [];
 
   /** `pgdata`: PGlite's own directory, or `memory://`. */
   constructor(pgdata: string) {
     this.worker = new Worker(WORKER_FILE, { workerData: { dataDir: pgdata } satisfies WorkerOptions });
-    let open!: () => void;
-    let failed!: (error: Error) => void;
-    this.opened = new Promise<void>((resolve, reject) => ((open = resolve), (failed = reject)));
+    this.opened = new Promise<void>((resolve, reject) => ((this.open = resolve), (this.fail = reject)));
     // Awaited by the caller that needs it; never an unhandled rejection here.
     this.opened.catch(() => undefined);
-    this.worker.on('message', (reply: WorkerReply) => {
-      if (reply.id === 0) return 'error' in reply ? failed(restored(reply.error)) : ((this.isOpen = true), open());
-      const call = this.pending.get(reply.id);
-      if (!call) return;
-      if ('error' in reply) {
-        this.pending.delete(reply.id);
-        call.reject(restored(reply.error));
-      } else if (reply.more) {
-        call.rows.push(...reply.rows);
-      } else {
-        this.pending.delete(reply.id);
-        call.resolve(call.rows.length === 0 ? reply.rows : [...call.rows, ...reply.rows]);
-      }
+    this.worker.on('message', (replies: WorkerReply[]) => {
+      for (const reply of replies) this.received(reply);
     });
     const gone = (error: Error) => {
       this.failure ??= error;
-      failed(this.failure);
+      this.fail(this.failure);
       // A write among them may have committed before the thread ended: its caller retries it,
       // and the ledger's writes are idempotent by trackId (ON CONFLICT DO NOTHING).
       for (const call of this.pending.values()) call.reject(this.failure);
@@ -91,20 +82,52 @@ export class PgliteConnection {
     );
   }
 
+  private received(reply: WorkerReply): void {
+    if (reply.id === 0) {
+      if ('error' in reply) return this.fail(restored(reply.error));
+      this.isOpen = true;
+      return this.open();
+    }
+    const call = this.pending.get(reply.id);
+    if (!call) return;
+    if ('error' in reply) {
+      this.pending.delete(reply.id);
+      call.reject(restored(reply.error));
+    } else if (reply.more) {
+      call.rows.push(...reply.rows);
+    } else {
+      this.pending.delete(reply.id);
+      call.resolve(call.rows.length === 0 ? reply.rows : [...call.rows, ...reply.rows]);
+    }
+  }
+
   /** Why the thread ended after PGlite had opened in it (its calls rejected at that moment); null while it runs or if it never opened. */
   get lostAfterOpening(): Error | null {
     return this.isOpen ? this.failure : null;
   }
 
-  /** Sends one request; rejects at once once the worker has ended. */
+  /**
+   * Sends one request; rejects at once once the worker has ended. The requests of one turn of the
+   * event loop leave together right after it (setImmediate, as Redis commands do:
+   * store/write-batching.ts): an inquiry's settlement and its key's answer are one message, and
+   * the worker commits such writes together.
+   */
   send<R>(request: ConnectionRequest): Promise<R[]> {
     if (this.failure) return Promise.reject(this.failure);
     const id = this.nextId++;
     return new Promise<R[]>((resolve, reject) => {
       this.pending.set(id, { rows: [], resolve: resolve as (rows: unknown[]) => void, reject });
-      this.worker.postMessage({ ...request, id } satisfies WorkerRequest);
+      if (this.outbox.length === 0) setImmediate(this.flush);
+      this.outbox.push({ ...request, id } satisfies WorkerRequest);
     });
   }
+
+  private readonly flush = () => {
+    const requests = this.outbox;
+    this.outbox = [];
+    // Ended meanwhile: its calls were rejected (gone) and nothing reads the port any more.
+    if (!this.failure) this.worker.postMessage(requests);
+  };
 
   /** Ends the thread now (PGlite not closed: a close request first keeps its files consistent). */
   async terminate(reason: Error): Promise<void> {

@@ -2,18 +2,32 @@
  * The embedded ledger's PGlite, in a worker thread of its own
  * (docs/decisions/0013-embedded-ledger-off-the-main-thread.md): its WebAssembly start (seconds
  * of CPU) and every statement run here, so the gateway's event loop never waits on them.
- * PgliteLedgerDatabase (ledger-database.ts) is its only client, over the worker's port: one
- * request, one reply, handled strictly in the order they arrive.
+ * PgliteLedgerDatabase (ledger-database.ts) is its only client, over the worker's port: each
+ * message a list of requests, each request one reply, handled strictly in the order they arrive.
  *
- * Self-contained (node: modules, packages and sql-literals.ts, loaded by its own name): under the
- * TypeScript sources (tests) Node loads this file as it is, stripping its types, where a
- * sibling's `./x.js` does not exist.
+ * Two things make a statement cheap here (docs/performance.md, "Single-node records"): each SQL
+ * text is prepared once and then bound and executed in one call into PostgreSQL (PGlite's `query`
+ * parses and describes it every time, in six calls), and writes that wait together outside a
+ * transaction run as one transaction (one commit).
+ *
+ * Under the TypeScript sources (tests) Node loads this file as it is, stripping its types, where a
+ * sibling's `./x.js` does not exist: its siblings are imported by the name that exists.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
+import type * as StatementsModule from './pglite-statements.js';
+import type * as WireModule from './pglite-wire.js';
 
-/** What the client sends. */
-export type WorkerRequest = { id: number; op: 'query'; sql: string; params?: unknown[] } | { id: number; op: 'close' };
+/** A sibling module: `.ts` under the sources, `.js` once built. */
+const sibling = (name: string) =>
+  new URL(`./${name}${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
+const { Statements } = (await import(sibling('pglite-statements'))) as typeof StatementsModule;
+const { Replies, Wire } = (await import(sibling('pglite-wire'))) as typeof WireModule;
+type Statements = StatementsModule.Statements;
+type QueryRequest = StatementsModule.QueryRequest;
+
+/** What the client sends: a message is a list of them, run in order. */
+export type WorkerRequest = QueryRequest | { id: number; op: 'close' };
 
 /** A failed statement's error as plain data: PostgreSQL's fields (`code` the SQLSTATE) kept. */
 export interface WorkerError {
@@ -23,14 +37,17 @@ export interface WorkerError {
 }
 
 /**
- * What the worker answers: id 0 once PGlite is open (or failed to open). Rows come in slices
- * (`more` on all but the last): each slice is copied into the gateway's thread in a task of its
- * own, so a 5 000-row page never holds its event loop in one piece.
+ * What the worker answers, a list per message: id 0 once PGlite is open (or failed to open).
+ * Rows come in slices (`more` on all but the last), a message each: each slice is copied into the
+ * gateway's thread in a task of its own, so a 5 000-row page never holds its event loop in one piece.
  */
 export type WorkerReply = { id: number; rows: unknown[]; more?: true } | { id: number; error: WorkerError };
 
 /** Rows per reply message. */
 export const SLICE_ROWS = 500;
+
+/** Writes run in one transaction at most: a group's first reply waits for its last statement. */
+export const GROUP_MAX = 32;
 
 export interface WorkerOptions {
   /** An absolute directory, or `memory://`. */
@@ -48,55 +65,115 @@ function plain(error: unknown): WorkerError {
   return fields;
 }
 
-// Its sibling as this file is loaded: `.ts` under the sources (tests), `.js` once built.
-const { inlineParameters } = (await import(
-  new URL(import.meta.url.endsWith('.ts') ? './sql-literals.ts' : './sql-literals.js', import.meta.url).href
-)) as typeof import('./sql-literals.js');
+/** Writes that may share one transaction: data changes only (a transaction's own statements, DDL and reads run alone). */
+const GROUPED = /^\s*(insert|update|delete|with)\b/i;
 
 const port = parentPort;
 if (!port) throw new Error('pglite-worker.ts runs as a worker thread only');
 const { dataDir } = workerData as WorkerOptions;
-const opening = PGlite.create(dataDir);
-let chain: Promise<unknown> = opening.then(
-  () => port.postMessage({ id: 0, rows: [] } satisfies WorkerReply),
-  (error: unknown) => port.postMessage({ id: 0, error: plain(error) } satisfies WorkerReply),
+const opening = PGlite.create(dataDir).then((db) => ({
+  db,
+  statements: new Statements(db, new Wire(), new Replies()),
+}));
+const queue: WorkerRequest[] = [];
+let draining = false;
+
+function post(replies: WorkerReply[]): void {
+  const whole: WorkerReply[] = [];
+  for (const reply of replies) {
+    if (!('rows' in reply) || reply.rows.length <= SLICE_ROWS) {
+      whole.push(reply);
+      continue;
+    }
+    for (let i = 0; i < reply.rows.length; i += SLICE_ROWS) {
+      const rows = reply.rows.slice(i, i + SLICE_ROWS);
+      send([i + SLICE_ROWS < reply.rows.length ? { id: reply.id, rows, more: true } : { id: reply.id, rows }]);
+    }
+  }
+  if (whole.length > 0) send(whole);
+}
+
+/** A reply that cannot be copied to the gateway's thread (a value no structured clone takes) fails its calls, not the worker. */
+function send(replies: WorkerReply[]): void {
+  try {
+    port!.postMessage(replies);
+  } catch (error) {
+    port!.postMessage(replies.map(({ id }) => ({ id, error: plain(error) })) satisfies WorkerReply[]);
+  }
+}
+
+/** One statement in a transaction of its own (or in the client's, when it has begun one). */
+async function alone(statements: Statements, request: QueryRequest): Promise<WorkerReply> {
+  try {
+    const [rows] = await statements.run([request]);
+    return { id: request.id, rows };
+  } catch (error) {
+    if (error instanceof Error) Object.assign(error, { query: request.sql });
+    return { id: request.id, error: plain(error) };
+  } finally {
+    await statements.after(request.sql).catch(() => undefined);
+  }
+}
+
+/**
+ * Writes sent outside a transaction and waiting together, committed together: one commit instead
+ * of one each. A claim's reply is sent only after that commit (the durability rule: on disk
+ * before the inquiry goes upstream). If one fails, none is kept and each runs again alone: every
+ * request gets the answer it would have got on its own.
+ */
+async function together(statements: Statements, requests: QueryRequest[]): Promise<WorkerReply[]> {
+  try {
+    const rows = await statements.run(requests);
+    return requests.map((request, i) => ({ id: request.id, rows: rows[i] }));
+  } catch {
+    const replies: WorkerReply[] = [];
+    for (const request of requests) replies.push(await alone(statements, request));
+    return replies;
+  }
+}
+
+/** Everything queued, in order: runs of writes grouped, the rest one by one. */
+async function drain(): Promise<void> {
+  draining = true;
+  try {
+    let opened: Awaited<typeof opening> | undefined;
+    let failure: unknown;
+    await opening.then(
+      (o) => (opened = o),
+      (error: unknown) => (failure = error),
+    );
+    while (queue.length > 0) {
+      const request = queue.shift()!;
+      if (!opened) {
+        post([{ id: request.id, error: plain(failure) }]);
+      } else if (request.op === 'close') {
+        await opened.db.close().then(
+          () => post([{ id: request.id, rows: [] }]),
+          (error: unknown) => post([{ id: request.id, error: plain(error) }]),
+        );
+      } else if (GROUPED.test(request.sql) && queue[0]?.op === 'query' && !opened.db.isInTransaction()) {
+        const group: QueryRequest[] = [request];
+        while (group.length < GROUP_MAX && queue[0]?.op === 'query' && GROUPED.test(queue[0].sql)) {
+          group.push(queue.shift() as QueryRequest);
+        }
+        post(group.length === 1 ? [await alone(opened.statements, request)] : await together(opened.statements, group));
+      } else {
+        post([await alone(opened.statements, request)]);
+      }
+    }
+  } finally {
+    draining = false;
+  }
+}
+
+void opening.then(
+  () => port.postMessage([{ id: 0, rows: [] }] satisfies WorkerReply[]),
+  (error: unknown) => port.postMessage([{ id: 0, error: plain(error) }] satisfies WorkerReply[]),
 );
 
-/** ES2024's string methods (Node 20+), not yet in the TypeScript lib this project compiles against. */
-type WellFormed = string & { isWellFormed(): boolean; toWellFormed(): string };
-
-async function handle(request: WorkerRequest): Promise<WorkerReply> {
-  const db = await opening;
-  if (request.op === 'close') {
-    await db.close();
-    return { id: request.id, rows: [] };
-  }
-  // A lone surrogate as U+FFFD, as node-postgres sends it to a server: PGlite's protocol writer
-  // miscounts its bytes and cuts the end off the value (test/ledger-store.integration.spec.ts).
-  const params = request.params?.map((value) =>
-    typeof value === 'string' && !(value as WellFormed).isWellFormed() ? (value as WellFormed).toWellFormed() : value,
-  );
-  // One call into PGlite instead of six where the values can be written in (sql-literals.ts).
-  const inlined = inlineParameters(request.sql, params);
-  const result = inlined === undefined ? await db.query(request.sql, params) : (await db.exec(inlined)).at(-1);
-  return { id: request.id, rows: result?.rows ?? [] };
-}
-
-function post(reply: WorkerReply): void {
-  if (!('rows' in reply) || reply.rows.length <= SLICE_ROWS) return port!.postMessage(reply);
-  for (let i = 0; i < reply.rows.length; i += SLICE_ROWS) {
-    const rows = reply.rows.slice(i, i + SLICE_ROWS);
-    port!.postMessage(i + SLICE_ROWS < reply.rows.length ? { id: reply.id, rows, more: true } : { id: reply.id, rows });
-  }
-}
-
-port.on('message', (request: WorkerRequest) => {
+port.on('message', (requests: WorkerRequest[]) => {
   // One after the other, in arrival order: the client's transaction is its BEGIN, its
   // statements and its COMMIT sent in a row, and nothing else may run between them.
-  chain = chain.then(() =>
-    handle(request).then(
-      (reply) => post(reply),
-      (error: unknown) => port.postMessage({ id: request.id, error: plain(error) } satisfies WorkerReply),
-    ),
-  );
+  queue.push(...requests);
+  if (!draining) void drain();
 });

@@ -16,8 +16,9 @@ import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 const signal = process.env.VGW_TEST_LEDGER_WORKER_CRASH_FILE;
 if (!isMainThread && signal && typeof workerData?.dataDir === 'string' && existsSync(signal)) {
   const post = parentPort.postMessage.bind(parentPort);
-  parentPort.postMessage = (reply, ...rest) => {
-    if (reply?.id === 0) return post(reply, ...rest);
+  // Each message is a list of replies (pglite-worker.ts); the opening's is id 0.
+  parentPort.postMessage = (replies, ...rest) => {
+    if (replies?.[0]?.id === 0) return post(replies, ...rest);
     rmSync(signal, { force: true });
     process.exit(70);
   };
