@@ -168,6 +168,36 @@ describe('the PGlite worker at its edges', () => {
     expect(await db.query(read)).toEqual([{ k: '4', v: { a: [1] } }]);
   });
 
+  it('answers with the new columns after a schema change made by a function a SELECT calls', async () => {
+    await db.query('CREATE TABLE fn_shaped (v int)');
+    await db.query('INSERT INTO fn_shaped VALUES (1)');
+    await db.query(`CREATE FUNCTION fn_reshape() RETURNS void LANGUAGE plpgsql AS $$
+      BEGIN DROP TABLE fn_shaped; CREATE TABLE fn_shaped (v text, w int); INSERT INTO fn_shaped VALUES ('x', 2); END $$`);
+    const read = 'SELECT * FROM fn_shaped';
+    expect(await db.query(read)).toEqual([{ v: 1 }]);
+    await db.query('SELECT fn_reshape()');
+    // PostgreSQL refuses a prepared statement whose columns changed (0A000): not for ever, not once.
+    expect(await outcome(db.query(read))).toEqual({ rows: [{ v: 'x', w: 2 }] });
+    expect(await outcome(db.query(read))).toEqual({ rows: [{ v: 'x', w: 2 }] });
+  });
+
+  it('answers from the table search_path names after SET search_path', async () => {
+    await db.query('CREATE SCHEMA other');
+    await db.query('CREATE TABLE pathed (v int)');
+    await db.query('CREATE TABLE other.pathed (v text, w text)');
+    await db.query("INSERT INTO other.pathed VALUES ('o', 'w')");
+    await db.query('INSERT INTO pathed VALUES (1)');
+    const read = 'SELECT * FROM pathed';
+    expect(await db.query(read)).toEqual([{ v: 1 }]);
+    try {
+      await db.query('SET search_path TO other, public');
+      expect(await outcome(db.query(read))).toEqual({ rows: [{ v: 'o', w: 'w' }] });
+      expect(await outcome(db.query(read))).toEqual({ rows: [{ v: 'o', w: 'w' }] });
+    } finally {
+      await db.query('SET search_path TO public');
+    }
+  });
+
   it('sends and reads every kind of value as PGlite’s query does, alone and stored by grouped writes', async () => {
     const values: Array<[string, unknown]> = [
       ['text', null],

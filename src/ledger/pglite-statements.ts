@@ -117,6 +117,11 @@ export class Statements {
     }
   }
 
+  /** Whether a transaction the client began is open (a refused statement is not run again in it). */
+  inTransaction(): boolean {
+    return this.db.isInTransaction();
+  }
+
   /** The values as PGlite's `query` sends them: by the parameter's type's serializer, else as text. */
   values(statement: Prepared, params: unknown[] = []): Array<string | null> {
     return params.map((param, i) => {

@@ -102,10 +102,27 @@ function send(replies: WorkerReply[]): void {
   }
 }
 
+/**
+ * PostgreSQL's refusal of a prepared statement whose columns changed under it without a DDL
+ * statement of ours (a function that altered the table, SET search_path): PGlite's `query`,
+ * parsing every time, never meets it.
+ */
+const isStalePlan = (error: unknown) =>
+  (error as { code?: string }).code === '0A000' && /cached plan must not change result type/.test(String(error));
+
 /** One statement in a transaction of its own (or in the client's, when it has begun one). */
 async function alone(statements: Statements, request: QueryRequest): Promise<WorkerReply> {
   try {
-    const [rows] = await statements.run([request]);
+    let rows: unknown[];
+    try {
+      [rows] = await statements.run([request]);
+    } catch (error) {
+      if (!isStalePlan(error)) throw error;
+      // Prepared anew; run again only outside a transaction (nothing of it ran: refused at its Bind).
+      await statements.forgetAll();
+      if (statements.inTransaction()) throw error;
+      [rows] = await statements.run([request]);
+    }
     return { id: request.id, rows };
   } catch (error) {
     if (error instanceof Error) Object.assign(error, { query: request.sql });
