@@ -119,6 +119,14 @@ describe('IdempotencyService', () => {
     expect(await replays()).toBe(1);
   });
 
+  it("a repeat met under the caller's only name releases nothing: it holds nothing to free", async () => {
+    await service.complete(held(await service.claim(CALLER, 'key', T1, FINGERPRINT)), ANSWER);
+    const release = jest.spyOn(claims, 'release');
+    expect(await service.claim(CALLER, 'key', T2, FINGERPRINT)).toEqual({ replay: ANSWER });
+    await problemOf(service.claim(CALLER, 'key', T3, 'e'.repeat(64)));
+    expect(release).not.toHaveBeenCalled();
+  });
+
   it('a released key is claimed afresh by the next request', async () => {
     await service.release(held(await service.claim(CALLER, 'key', T1, FINGERPRINT)));
     expect(held(await service.claim(CALLER, 'key', T2, FINGERPRINT)).claim.trackId).toBe(T2);

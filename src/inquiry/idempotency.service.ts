@@ -91,10 +91,14 @@ export class IdempotencyService {
     const claim: IdempotencyClaim = { trackId, fingerprint, state: 'in_flight', claimedAt: Date.now() };
     // Another round only when the last found an abandoned claim that sent nothing (released).
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
-      const found = (await this.claimEach(names, keySha256, claim)) ?? (await this.peekFormer(formerScopes, keySha256));
+      const met = await this.claimEach(names, keySha256, claim);
+      const found = met ?? (await this.peekFormer(formerScopes, keySha256));
       if (!found) return { held: { scopes: names, keySha256, claim } };
-      // Someone else's: ours (the names before it) is let go, and that one answers.
-      await this.releaseAll(names, keySha256, trackId);
+      // Someone else's: ours (the names claimed before it, every one when found under a former
+      // name) is let go, and that one answers. Met under the first name, nothing of ours to free:
+      // a plain client's repeat costs no release.
+      const ours = met ? names.slice(0, names.indexOf(met[0])) : names;
+      if (ours.length > 0) await this.releaseAll(ours, keySha256, trackId);
       const replay = await this.answerRepeat(found[0], names, keySha256, found[1], fingerprint);
       if (replay) return { replay };
     }
