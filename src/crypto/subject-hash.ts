@@ -64,7 +64,8 @@ export class SubjectHasher {
   matches(subject: string, stored: string | undefined): boolean {
     if (stored === undefined || !/^[0-9a-f]{64}$/.test(stored)) return false;
     const expected = Buffer.from(stored, 'hex');
-    const candidates = [...this.ring.map((key) => this.hmac(key, subject)), sha256(subject)];
+    // Every pseudonym this subject has had: those of the ring's keys and the plain one before them.
+    const candidates = [...this.claimHashes(subject), ...this.formerHashes(subject)];
     return candidates.some((candidate) => timingSafeEqual(Buffer.from(candidate, 'hex'), expected));
   }
 
