@@ -11,9 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { SignJWT, exportSPKI, generateKeyPair, type CryptoKey } from 'jose';
 import { sha256 } from '../src/crypto/sha256.js';
 import { SubjectHasher } from '../src/crypto/subject-hash.js';
+import { EndUser, type EndUserAnswer } from './support/end-user.js';
 import { nextEvent } from './support/events.js';
 import { SHAHKAR } from './support/fixtures.js';
 import { startGateway, type RunningGateway } from './support/gateway.js';
@@ -24,8 +24,6 @@ import {
   UpstreamSimulator,
 } from './upstream-simulator/upstream-simulator.js';
 
-const ISSUER = 'https://id.example.test';
-const AUDIENCE = 'verification-gateway';
 const SUBJECT = 'user-0499370899';
 const PREFIX = 'ring';
 const CLIENT = 'jwt:mobile-app';
@@ -33,11 +31,11 @@ const CLIENT = 'jwt:mobile-app';
 let redis: RedisServer;
 let probe: Redis;
 let sim: UpstreamSimulator;
-let keys: { privateKey: CryptoKey; publicKey: CryptoKey };
+let user: EndUser;
 let common: Record<string, string>;
 
 beforeAll(async () => {
-  [redis, keys] = await Promise.all([RedisServer.start(), generateKeyPair('RS256', { extractable: true })]);
+  [redis, user] = await Promise.all([RedisServer.start(), EndUser.create(SUBJECT)]);
   probe = new Redis(redis.url);
   // The sandbox's scripted inputs: 0499370910 makes every supplier fail (an upstream failure).
   sim = new UpstreamSimulator({ inputOutcomes: SANDBOX_INPUT_OUTCOMES });
@@ -46,9 +44,7 @@ beforeAll(async () => {
     UPSTREAM_BASE_URL: sim.baseUrl,
     // Lease = 10 timeouts + 30 s: a claim aged a minute and more belongs to a request that died.
     UPSTREAM_TIMEOUT_MS: '1000',
-    JWT_ISSUER: ISSUER,
-    JWT_AUDIENCE: AUDIENCE,
-    JWT_PUBLIC_KEY: await exportSPKI(keys.publicKey),
+    ...(await user.gatewayEnv()),
   };
 });
 afterAll(async () => {
@@ -57,33 +53,8 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const token = () =>
-  new SignJWT({ azp: 'mobile-app', scope: 'kyc:shahkar' })
-    .setProtectedHeader({ alg: 'RS256' })
-    .setSubject(SUBJECT)
-    .setIssuer(ISSUER)
-    .setAudience(AUDIENCE)
-    .setExpirationTime('5m')
-    .sign(keys.privateKey);
-
-interface Answer {
-  status: number;
-  replayed: string | null;
-  body: { trackId: string; code?: string };
-}
-
-async function inquire(gateway: RunningGateway, key: string, body: unknown = SHAHKAR): Promise<Answer> {
-  const res = await fetch(`${gateway.url}/v1/kyc/shahkar`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${await token()}`, 'content-type': 'application/json', 'idempotency-key': key },
-    body: JSON.stringify(body),
-  });
-  return {
-    status: res.status,
-    replayed: res.headers.get('idempotent-replayed'),
-    body: (await res.json()) as Answer['body'],
-  };
-}
+const inquire = (gateway: RunningGateway, key: string, body?: unknown): Promise<EndUserAnswer> =>
+  user.inquire(gateway, key, body);
 
 const base64Key = () => randomBytes(32).toString('base64');
 const reveal = (key: string) => ({ key: { reveal: () => key } });
@@ -286,7 +257,7 @@ describe('the single-node store (no REDIS_URL: claims in the embedded PGlite) wi
     };
     const calls = sim.inquiryCalls;
     const before = await startGateway(env);
-    let first: Answer;
+    let first: EndUserAnswer;
     try {
       first = await inquire(before, 'single-node-1');
       expect(first.status).toBe(200);

@@ -8,35 +8,30 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { SignJWT, exportSPKI, generateKeyPair, type CryptoKey } from 'jose';
 import { sha256 } from '../src/crypto/sha256.js';
-import { SHAHKAR } from './support/fixtures.js';
+import { EndUser } from './support/end-user.js';
 import { startGateway, type RunningGateway } from './support/gateway.js';
 import { RedisServer } from './support/redis-server.js';
 import { UpstreamSimulator } from './upstream-simulator/upstream-simulator.js';
 
-const ISSUER = 'https://id.example.test';
-const AUDIENCE = 'verification-gateway';
 const [OLD, NEW] = [randomBytes(32).toString('base64'), randomBytes(32).toString('base64')];
 const SUBJECT = 'user-0499370899';
 
 let redis: RedisServer;
 let client: Redis;
 let sim: UpstreamSimulator;
-let keys: { privateKey: CryptoKey; publicKey: CryptoKey };
+let user: EndUser;
 let common: Record<string, string>;
 
 beforeAll(async () => {
-  [redis, keys] = await Promise.all([RedisServer.start(), generateKeyPair('RS256', { extractable: true })]);
+  [redis, user] = await Promise.all([RedisServer.start(), EndUser.create(SUBJECT)]);
   client = new Redis(redis.url);
   sim = new UpstreamSimulator();
   await sim.start();
   common = {
     UPSTREAM_BASE_URL: sim.baseUrl,
     REDIS_URL: redis.url,
-    JWT_ISSUER: ISSUER,
-    JWT_AUDIENCE: AUDIENCE,
-    JWT_PUBLIC_KEY: await exportSPKI(keys.publicKey),
+    ...(await user.gatewayEnv()),
   };
 });
 afterAll(async () => {
@@ -45,27 +40,7 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const token = () =>
-  new SignJWT({ azp: 'mobile-app', scope: 'kyc:shahkar' })
-    .setProtectedHeader({ alg: 'RS256' })
-    .setSubject(SUBJECT)
-    .setIssuer(ISSUER)
-    .setAudience(AUDIENCE)
-    .setExpirationTime('5m')
-    .sign(keys.privateKey);
-
-async function inquire(gateway: RunningGateway, key: string) {
-  const res = await fetch(`${gateway.url}/v1/kyc/shahkar`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${await token()}`, 'content-type': 'application/json', 'idempotency-key': key },
-    body: JSON.stringify(SHAHKAR),
-  });
-  return {
-    status: res.status,
-    replayed: res.headers.get('idempotent-replayed'),
-    body: (await res.json()) as { trackId: string },
-  };
-}
+const inquire = (gateway: RunningGateway, key: string) => user.inquire(gateway, key);
 
 /** One gateway at a time on the same Redis, as a rollout of the ring's rotation ends. */
 async function withGateway<T>(env: Record<string, string>, work: (gateway: RunningGateway) => Promise<T>): Promise<T> {
