@@ -12,7 +12,7 @@ import { protocol, types } from '@electric-sql/pglite';
 import type { messages, PGlite } from '@electric-sql/pglite';
 import type { Replies, Wire } from './pglite-wire.js';
 
-/** Prepared statements kept (the least recently used closed beyond): SQL built with values inlined must not grow them for ever. */
+/** Prepared statements kept (the least recently used closed beyond): SQL texts made at run time must not grow them for ever. */
 export const PREPARED_KEPT = 200;
 
 /** A query as the worker is asked it. */
