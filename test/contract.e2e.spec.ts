@@ -59,6 +59,7 @@ const ADDED = {
   fields: { cardNumber: { type: 'cardNumber' }, nationalCode: { type: 'nationalCode' } },
 };
 const ADDED_TEMPLATE = `/v1/kyc/${ADDED.name}`;
+const SHAHKAR_UPSTREAM = '/api/v5/KYC/CheckShahkar';
 const ADDED_KEY = 'key-contract-added-0123456789';
 
 // ajv-formats is CommonJS with a default export, which ESM sees as `default` of the module.
@@ -213,10 +214,21 @@ describe('the live gateway against docs/openapi.json', () => {
 
   const inquiry = (operation: string) =>
     ({
-      shahkar: { template: '/v1/kyc/shahkar', json: SHAHKAR, key: TEST_CLIENTS.full.key },
-      iban: { template: '/v1/kyc/iban', json: { iban: IBAN }, key: TEST_CLIENTS.full.key },
+      shahkar: {
+        template: '/v1/kyc/shahkar',
+        upstreamPath: SHAHKAR_UPSTREAM,
+        json: SHAHKAR,
+        key: TEST_CLIENTS.full.key,
+      },
+      iban: {
+        template: '/v1/kyc/iban',
+        upstreamPath: '/api/v5/KYC/IbanInquiry',
+        json: { iban: IBAN },
+        key: TEST_CLIENTS.full.key,
+      },
       [ADDED.name]: {
         template: ADDED_TEMPLATE,
+        upstreamPath: ADDED.upstreamPath,
         json: { cardNumber: '6037990000000006', nationalCode: SHAHKAR.nationalCode },
         key: ADDED_KEY,
       },
@@ -285,7 +297,7 @@ describe('the live gateway against docs/openapi.json', () => {
   });
 
   it.each(['shahkar', 'iban', ADDED.name])('documents every answer of the %s inquiry', async (operation) => {
-    const { template, json, key } = inquiry(operation);
+    const { template, upstreamPath, json, key } = inquiry(operation);
     const ok = await call(gateway, 'POST', template, {
       apiKey: key,
       json,
@@ -343,11 +355,13 @@ describe('the live gateway against docs/openapi.json', () => {
     }
     expect((await call(storeless, 'POST', template, { apiKey: key, json })).status).toBe(503);
 
-    sim.injectFault({ kind: 'hang' });
+    // Each hang is tied to this operation's upstream path: untied, another upstream call (a token
+    // renewal, a question of the tracking service) could take it first.
+    sim.injectFault({ kind: 'hang', path: upstreamPath });
     expect((await call(gateway, 'POST', template, { apiKey: key, json })).status).toBe(504);
 
     // 202 with `Prefer: respond-async`; its record, long-polled until the hung call times out.
-    sim.injectFault({ kind: 'hang' });
+    sim.injectFault({ kind: 'hang', path: upstreamPath });
     const accepted = await call(gateway, 'POST', template, { apiKey: key, json, headers: { prefer: 'respond-async' } });
     expect(accepted.status).toBe(202);
     const trackId = (JSON.parse(accepted.text) as { trackId: string }).trackId;
@@ -380,7 +394,7 @@ describe('the live gateway against docs/openapi.json', () => {
     expect((await call(storeless, 'GET', template, { ...at(crypto.randomUUID()), apiKey: key })).status).toBe(503);
 
     // 429: a long-poll of a pending record on a replica that holds no more waits.
-    sim.injectFault({ kind: 'hang' });
+    sim.injectFault({ kind: 'hang', path: SHAHKAR_UPSTREAM });
     const pending = await callGateway(noWaits.url, 'POST', '/v1/kyc/shahkar', {
       apiKey: key,
       json: SHAHKAR,
