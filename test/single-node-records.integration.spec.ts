@@ -16,6 +16,7 @@ import { migrate } from '../src/ledger/ledger-schema.js';
 import { SqlAnswerStore } from '../src/reuse/sql-answer.store.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
 import { ExpiredRowSweeper, type RecordsDatabase } from '../src/store/sql-records.js';
+import { StoreUnavailableError } from '../src/store/store-unavailable.error.js';
 import { closeLedger, ledgerEngines } from './support/ledger-engines.js';
 import { PostgresServer } from './support/postgres-server.js';
 
@@ -222,6 +223,20 @@ describe.each(ledgerEngines(() => postgres.url, 'single-node-records'))('%s', (_
     expect(await inquiries.get(live.trackId)).toEqual(live);
     expect(await claims.peek('svc-a', `live-${tag}`)).toEqual(claimOf(live.trackId));
     expect(await sweeper.sweep()).toBe(0);
+  });
+
+  it('a value that does not open (its key left the ring) is StoreUnavailableError, as in Redis: 503, never a 500', async () => {
+    const retired = new StoreCipher([{ id: 'k2', key: new Secret(Buffer.alloc(32, 9).toString('base64')) }]);
+    const kept = record();
+    await new SqlInquiryStore(records, cipher, now).create(kept, 60);
+    const key = `ring-${randomUUID()}`;
+    await new SqlIdempotencyStore(records, cipher, now).claim('svc-a', key, claimOf(kept.trackId), 60);
+    const inquiries = new SqlInquiryStore(records, retired, now);
+    const claims = new SqlIdempotencyStore(records, retired, now);
+    await expect(inquiries.get(kept.trackId)).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(inquiries.concludeUnknown(kept.trackId, 'x')).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(claims.claim('svc-a', key, claimOf(randomUUID()), 60)).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(claims.peek('svc-a', key)).rejects.toBeInstanceOf(StoreUnavailableError);
   });
 
   it('keeps whatever the values hold, exactly (fuzzed)', async () => {
