@@ -240,6 +240,21 @@ describe.each(ledgerEngines(() => postgres.url, 'single-node-records'))('%s', (_
     await expect(claims.peek('svc-a', key)).rejects.toBeInstanceOf(StoreUnavailableError);
   });
 
+  it.each([
+    ['in clear', new StoreCipher([])],
+    ['sealed', cipher],
+  ])(
+    'the same claim made again (%s) is answered with itself, as SET NX GET: null only when it was not there',
+    async (_, sealing) => {
+      const store = new SqlIdempotencyStore(records, sealing, now);
+      const [key, made] = [`again-${randomUUID()}`, claimOf(randomUUID())];
+      expect(await store.claim('svc-a', key, made, 60)).toBeNull();
+      expect(await store.claim('svc-a', key, made, 60)).toEqual(made);
+      clock += 60_000;
+      expect(await store.claim('svc-a', key, made, 60)).toBeNull(); // expired: made afresh
+    },
+  );
+
   it('a claim taken over after its expiry is the new owner’s: the former one neither releases nor completes it', async () => {
     const store = new SqlIdempotencyStore(records, cipher, now);
     const key = `takeover-${randomUUID()}`;

@@ -114,15 +114,19 @@ const recordContext = (trackId: string) => `vgw:sql:inquiry:${trackId}`;
 
 /**
  * SET NX GET, in one statement: a row is written where none lives (or over an expired one);
- * where one lives it is left as it was (a no-op update, so that it is returned). `won`: ours.
+ * where one lives it is left as it was (a no-op update, so that it is returned). `won`: ours,
+ * unless this very claim was already there (`again`, read before the write: a value in clear is
+ * the same text each time it is made), which SET NX GET answers with itself.
  */
-const CLAIM = `INSERT INTO vgw_idempotency AS c (key_sha256, track_id, state, value, expires_at) VALUES ($1, $2, $3, $4, $5)
+const CLAIM = `WITH again AS (SELECT 1 FROM vgw_idempotency
+    WHERE key_sha256 = $1 AND track_id = $2 AND value = $4 AND expires_at > $6)
+  INSERT INTO vgw_idempotency AS c (key_sha256, track_id, state, value, expires_at) VALUES ($1, $2, $3, $4, $5)
   ON CONFLICT (key_sha256) DO UPDATE SET
     track_id = CASE WHEN c.expires_at <= $6 THEN EXCLUDED.track_id ELSE c.track_id END,
     state = CASE WHEN c.expires_at <= $6 THEN EXCLUDED.state ELSE c.state END,
     value = CASE WHEN c.expires_at <= $6 THEN EXCLUDED.value ELSE c.value END,
     expires_at = CASE WHEN c.expires_at <= $6 THEN EXCLUDED.expires_at ELSE c.expires_at END
-  RETURNING track_id = $2 AND value = $4 AS won, value`;
+  RETURNING track_id = $2 AND value = $4 AND NOT EXISTS (SELECT 1 FROM again) AS won, value`;
 
 /** The answer, only while the claim is still the in-flight one of this trackId (COMPLETE in Redis). */
 const COMPLETE = `UPDATE vgw_idempotency SET state = 'done', value = $3
