@@ -106,7 +106,10 @@ describe.each(ledgerEngines(() => postgres.url, 'single-node-records'))('%s', (_
     const store = new SqlInquiryStore(records, cipher, now);
     const pending = record();
     await store.create(pending, 5);
-    await expect(store.create(pending, 5)).rejects.toThrow('trackId collision');
+    // Refused as Redis refuses it (SET NX inside storeCall): StoreUnavailableError, the collision its cause.
+    const collision = await store.create(pending, 5).catch((error: unknown) => error);
+    expect(collision).toBeInstanceOf(StoreUnavailableError);
+    expect((collision as Error).cause).toEqual(new Error('trackId collision'));
     const settled: InquiryRecord = { ...pending, status: 'succeeded', completedAt: new Date().toISOString() };
     await store.settle(settled);
     expect(await store.concludeUnknown(pending.trackId, 'x')).toEqual(settled); // settled: kept

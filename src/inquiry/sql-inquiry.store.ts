@@ -1,7 +1,7 @@
 import { sha256 } from '../crypto/sha256.js';
 import type { StoreCipher } from '../store/store-cipher.js';
 import { recordsCall, type RecordsDatabase } from '../store/sql-records.js';
-import { storeCall } from '../store/store-unavailable.error.js';
+import { storeCall, StoreUnavailableError } from '../store/store-unavailable.error.js';
 import type { IdempotencyClaim, InquiryRecord } from './inquiry-record.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
 
@@ -48,7 +48,8 @@ export class SqlInquiryStore extends InquiryStore {
     const now = this.now();
     const row = [record.trackId, record.status, this.sealed(record), expiry(now, ttlSeconds), now];
     const created = await recordsCall(this.db, 'inquiry create', CREATE, row);
-    if (created.length === 0) throw new Error('trackId collision');
+    // As the Redis store's SET NX refused inside storeCall: 503, nothing sent (InquiryStore.create).
+    if (created.length === 0) throw new StoreUnavailableError('inquiry create', new Error('trackId collision'));
     return undefined;
   }
 
