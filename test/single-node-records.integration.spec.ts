@@ -13,9 +13,11 @@ import type { IdempotencyClaim, InquiryRecord } from '../src/inquiry/inquiry-rec
 import { SqlIdempotencyStore, SqlInquiryStore } from '../src/inquiry/sql-inquiry.store.js';
 import type { LedgerDatabase } from '../src/ledger/ledger-database.js';
 import { migrate } from '../src/ledger/ledger-schema.js';
+import type { ReuseLookup } from '../src/reuse/answer-store.js';
 import { SqlAnswerStore } from '../src/reuse/sql-answer.store.js';
 import { StoreCipher } from '../src/store/store-cipher.js';
-import { ExpiredRowSweeper, type RecordsDatabase } from '../src/store/sql-records.js';
+import { ExpiredRowSweeper, SWEEP_BATCH, type RecordsDatabase } from '../src/store/sql-records.js';
+import { StoreUnavailableError } from '../src/store/store-unavailable.error.js';
 import { closeLedger, ledgerEngines } from './support/ledger-engines.js';
 import { PostgresServer } from './support/postgres-server.js';
 
@@ -104,7 +106,10 @@ describe.each(ledgerEngines(() => postgres.url, 'single-node-records'))('%s', (_
     const store = new SqlInquiryStore(records, cipher, now);
     const pending = record();
     await store.create(pending, 5);
-    await expect(store.create(pending, 5)).rejects.toThrow('trackId collision');
+    // Refused as Redis refuses it (SET NX inside storeCall): StoreUnavailableError, the collision its cause.
+    const collision = await store.create(pending, 5).catch((error: unknown) => error);
+    expect(collision).toBeInstanceOf(StoreUnavailableError);
+    expect((collision as Error).cause).toEqual(new Error('trackId collision'));
     const settled: InquiryRecord = { ...pending, status: 'succeeded', completedAt: new Date().toISOString() };
     await store.settle(settled);
     expect(await store.concludeUnknown(pending.trackId, 'x')).toEqual(settled); // settled: kept
@@ -222,6 +227,165 @@ describe.each(ledgerEngines(() => postgres.url, 'single-node-records'))('%s', (_
     expect(await inquiries.get(live.trackId)).toEqual(live);
     expect(await claims.peek('svc-a', `live-${tag}`)).toEqual(claimOf(live.trackId));
     expect(await sweeper.sweep()).toBe(0);
+  });
+
+  it('a value that does not open (its key left the ring) is StoreUnavailableError, as in Redis: 503, never a 500', async () => {
+    const retired = new StoreCipher([{ id: 'k2', key: new Secret(Buffer.alloc(32, 9).toString('base64')) }]);
+    const kept = record();
+    await new SqlInquiryStore(records, cipher, now).create(kept, 60);
+    const key = `ring-${randomUUID()}`;
+    await new SqlIdempotencyStore(records, cipher, now).claim('svc-a', key, claimOf(kept.trackId), 60);
+    const inquiries = new SqlInquiryStore(records, retired, now);
+    const claims = new SqlIdempotencyStore(records, retired, now);
+    await expect(inquiries.get(kept.trackId)).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(inquiries.concludeUnknown(kept.trackId, 'x')).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(claims.claim('svc-a', key, claimOf(randomUUID()), 60)).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(claims.peek('svc-a', key)).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it.each([
+    ['in clear', new StoreCipher([])],
+    ['sealed', cipher],
+  ])(
+    'the same claim made again (%s) is answered with itself, as SET NX GET: null only when it was not there',
+    async (_, sealing) => {
+      const store = new SqlIdempotencyStore(records, sealing, now);
+      const [key, made] = [`again-${randomUUID()}`, claimOf(randomUUID())];
+      expect(await store.claim('svc-a', key, made, 60)).toBeNull();
+      expect(await store.claim('svc-a', key, made, 60)).toEqual(made);
+      clock += 60_000;
+      expect(await store.claim('svc-a', key, made, 60)).toBeNull(); // expired: made afresh
+    },
+  );
+
+  it('a claim taken over after its expiry is the new owner’s: the former one neither releases nor completes it', async () => {
+    const store = new SqlIdempotencyStore(records, cipher, now);
+    const key = `takeover-${randomUUID()}`;
+    const [former, owner] = [randomUUID(), randomUUID()];
+    expect(await store.claim('svc-a', key, claimOf(former), 2)).toBeNull();
+    clock += 2_000; // at expires_at itself: absent (a row lives while expires_at > now; Redis keeps a key 1 ms longer, now > when)
+    expect(await store.peek('svc-a', key)).toBeNull();
+    expect(await store.complete('svc-a', key, { ...claimOf(former), state: 'done' })).toBe(false);
+    expect(await store.claim('svc-a', key, claimOf(owner), 60)).toBeNull();
+    await store.release('svc-a', key, former);
+    expect(await store.complete('svc-a', key, { ...claimOf(former), state: 'done' })).toBe(false);
+    expect(await store.peek('svc-a', key)).toEqual(claimOf(owner));
+  });
+
+  it('a record at its expiry is absent to get, conclude and a settle without ttl; create writes over it', async () => {
+    const store = new SqlInquiryStore(records, cipher, now);
+    const pending = record();
+    await store.create(pending, 3);
+    clock += 3_000;
+    expect(await store.get(pending.trackId)).toBeNull();
+    expect(await store.concludeUnknown(pending.trackId, 'x')).toBeNull();
+    await store.settle({ ...pending, status: 'failed' });
+    expect(await store.get(pending.trackId)).toBeNull();
+    await store.create(pending, 3); // SET NX over an expired key
+    expect(await store.get(pending.trackId)).toEqual(pending);
+  });
+
+  it('a TTL below a second is clamped to one, a fraction rounded up; NaN and Infinity are refused and write nothing', async () => {
+    const claims = new SqlIdempotencyStore(records, cipher, now);
+    const inquiries = new SqlInquiryStore(records, cipher, now);
+    const expiresIn = async (table: string, column: string, id: string) => {
+      const [row] = await db.query<{ ms: string }>(
+        `SELECT (expires_at - $2)::text AS ms FROM ${table} WHERE ${column} = $1`,
+        [id, clock],
+      );
+      return row ? Number(row.ms) : null;
+    };
+    for (const [ttl, ms] of [
+      [0, 1_000],
+      [-5, 1_000],
+      [-Infinity, 1_000],
+      [0.4, 1_000],
+      [1.5, 2_000],
+    ]) {
+      const created = record();
+      await inquiries.create(created, ttl);
+      expect(await expiresIn('vgw_records', 'track_id', created.trackId)).toBe(ms);
+      const settled = record();
+      await inquiries.settle(settled, ttl); // a record gone, written again only for a TTL above 0
+      expect(await expiresIn('vgw_records', 'track_id', settled.trackId)).toBe(ttl > 0 ? ms : null);
+      const trackId = randomUUID();
+      await claims.claim('svc-a', trackId, claimOf(trackId), ttl);
+      const [row] = await db.query<{ ms: string }>(
+        'SELECT (expires_at - $2)::text AS ms FROM vgw_idempotency WHERE track_id = $1',
+        [trackId, clock],
+      );
+      expect(Number(row.ms)).toBe(ms);
+    }
+    for (const ttl of [NaN, Infinity]) {
+      const refused = record();
+      await expect(inquiries.create(refused, ttl)).rejects.toThrow();
+      // A settle's TTL is only for a record gone: NaN is not above 0, so nothing is written (as in Redis).
+      const settling = inquiries.settle(refused, ttl);
+      await (Number.isNaN(ttl) ? expect(settling).resolves.toBeUndefined() : expect(settling).rejects.toThrow());
+      await expect(claims.claim('svc-a', refused.trackId, claimOf(refused.trackId), ttl)).rejects.toThrow();
+      expect(await inquiries.get(refused.trackId)).toBeNull();
+      expect(await claims.peek('svc-a', refused.trackId)).toBeNull();
+    }
+  });
+
+  it('50 concurrent claims over an expired claim while sweeps run: exactly one wins, its claim stays', async () => {
+    const store = new SqlIdempotencyStore(records, cipher, now);
+    const sweeper = new ExpiredRowSweeper(records, now);
+    const key = `swept-${randomUUID()}`;
+    await store.claim('svc-a', key, claimOf(randomUUID()), 1);
+    clock += 1_000;
+    const ids = Array.from({ length: 50 }, () => randomUUID());
+    // Sweeps started before, amid and after the claims (PGlite runs their statements in between).
+    const sweeps = [new ExpiredRowSweeper(records, now).sweep()];
+    const claiming = ids.map((id, i) => {
+      if (i === 25) sweeps.push(new ExpiredRowSweeper(records, now).sweep());
+      return store.claim('svc-a', key, claimOf(id), 60);
+    });
+    const [answers] = await Promise.all([Promise.all(claiming), sweeper.sweep(), ...sweeps]);
+    const winners = ids.filter((_, i) => answers[i] === null);
+    expect(winners).toHaveLength(1);
+    expect(await sweeper.sweep()).toBe(0);
+    expect(await store.peek('svc-a', key)).toEqual(claimOf(winners[0]));
+  });
+
+  it('a sweep goes on past a full batch', async () => {
+    const sweeper = new ExpiredRowSweeper(records, now);
+    await sweeper.sweep();
+    await db.query(
+      `INSERT INTO vgw_idempotency (key_sha256, track_id, state, value, expires_at)
+       SELECT 'batch-' || n, 't', 'done', 'v', $1 FROM generate_series(1, $2::int) n`,
+      [clock, SWEEP_BATCH + 1],
+    );
+    expect(await sweeper.sweep()).toBe(SWEEP_BATCH + 1);
+  });
+
+  it('reuse: the newest answer replaces the kept one with its own expiry; a lookup racing a store is one or the other', async () => {
+    const store = new SqlAnswerStore(records, cipher, now);
+    const question = `q-${randomUUID()}`;
+    const lead = { trackId: randomUUID(), deadlineMs: clock + 30_000 };
+    await store.store(question, 'standard', { trackId: 'old', clientId: 'svc-a', data: 1 }, 60);
+    await store.store(question, 'standard', { trackId: 'new', clientId: 'svc-a', data: 2 }, 2);
+    clock += 1_000;
+    expect(await store.lookupOrJoin(question, 'standard', ALLOW, lead)).toMatchObject({
+      result: 'hit',
+      answer: { trackId: 'new', data: 2 },
+    });
+    clock += 1_000; // the newest answer's own expiry, not the first one's
+    expect(await store.lookupOrJoin(question, 'standard', { ...ALLOW, join: false }, lead)).toEqual({
+      result: 'miss',
+      leading: true,
+      storedTooOld: false,
+    });
+    const [waiter, , late] = await Promise.all([
+      store.lookupOrJoin(question, 'standard', ALLOW, { trackId: randomUUID(), deadlineMs: clock + 30_000 }),
+      store.store(question, 'standard', { trackId: lead.trackId, clientId: 'svc-a', data: 3 }, 60),
+      store.lookupOrJoin(question, 'standard', ALLOW, { trackId: randomUUID(), deadlineMs: clock + 30_000 }),
+    ]);
+    // Before the store, its leader joined; after it, its answer: never a second leader (a second call upstream).
+    const whose = (look: ReuseLookup) =>
+      look.result === 'join' ? look.leader.trackId : look.result === 'hit' ? look.answer.trackId : look.result;
+    expect([whose(waiter), whose(late)]).toEqual([lead.trackId, lead.trackId]);
+    expect(await store.leaseLeft(question, 'standard', lead.trackId)).toBe(0);
   });
 
   it('keeps whatever the values hold, exactly (fuzzed)', async () => {

@@ -196,6 +196,13 @@ describe.each(implementations)('%s stores', (_name, make) => {
       expect(new Set(results.filter(Boolean).map((r) => r!.trackId))).toEqual(new Set([`t${winner}`]));
     });
 
+    it('the same claim made again is answered with itself: null only when it was not there', async () => {
+      const { idempotency } = await make();
+      const made = { ...claim('t1'), claimedAt: 1 };
+      expect(await idempotency.claim('c1', 'again', made, 60)).toBeNull();
+      expect(await idempotency.claim('c1', 'again', made, 60)).toEqual(made);
+    });
+
     it('keys are per client', async () => {
       const { idempotency } = await make();
       expect(await idempotency.claim('c1', 'k', claim('t1'), 60)).toBeNull();

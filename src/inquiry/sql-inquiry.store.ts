@@ -1,6 +1,7 @@
 import { sha256 } from '../crypto/sha256.js';
 import type { StoreCipher } from '../store/store-cipher.js';
 import { recordsCall, type RecordsDatabase } from '../store/sql-records.js';
+import { storeCall, StoreUnavailableError } from '../store/store-unavailable.error.js';
 import type { IdempotencyClaim, InquiryRecord } from './inquiry-record.js';
 import { IdempotencyStore, InquiryStore } from './inquiry.store.js';
 
@@ -47,7 +48,8 @@ export class SqlInquiryStore extends InquiryStore {
     const now = this.now();
     const row = [record.trackId, record.status, this.sealed(record), expiry(now, ttlSeconds), now];
     const created = await recordsCall(this.db, 'inquiry create', CREATE, row);
-    if (created.length === 0) throw new Error('trackId collision');
+    // As the Redis store's SET NX refused inside storeCall: 503, nothing sent (InquiryStore.create).
+    if (created.length === 0) throw new StoreUnavailableError('inquiry create', new Error('trackId collision'));
     return undefined;
   }
 
@@ -62,25 +64,33 @@ export class SqlInquiryStore extends InquiryStore {
     await recordsCall(this.db, 'inquiry settle', SETTLE, params);
   }
 
-  async concludeUnknown(trackId: string, completedAt: string): Promise<InquiryRecord | null> {
-    const stored = await this.read(trackId);
-    if (!stored) return null;
-    const record = this.open(stored, trackId);
-    if (record.status !== 'pending') return record;
-    const concluded: InquiryRecord = { ...record, status: 'unknown', completedAt };
-    const params = [trackId, stored, this.sealed(concluded), this.now()];
-    const replaced = await recordsCall(this.db, 'inquiry conclude', CONCLUDE, params);
-    if (replaced.length === 1) return concluded;
-    return this.get(trackId);
+  concludeUnknown(trackId: string, completedAt: string): Promise<InquiryRecord | null> {
+    return storeCall('inquiry conclude', async () => {
+      const stored = await this.read(trackId);
+      if (!stored) return null;
+      const record = this.open(stored, trackId);
+      if (record.status !== 'pending') return record;
+      const concluded: InquiryRecord = { ...record, status: 'unknown', completedAt };
+      const params = [trackId, stored, this.sealed(concluded), this.now()];
+      const replaced = await recordsCall(this.db, 'inquiry conclude', CONCLUDE, params);
+      if (replaced.length === 1) return concluded;
+      return this.get(trackId);
+    });
   }
 
   async discard(trackId: string): Promise<void> {
     await recordsCall(this.db, 'inquiry discard', 'DELETE FROM vgw_records WHERE track_id = $1', [trackId]);
   }
 
-  async get(trackId: string): Promise<InquiryRecord | null> {
-    const stored = await this.read(trackId);
-    return stored ? this.open(stored, trackId) : null;
+  /**
+   * Opened inside storeCall, as the Redis store does: a value that does not open (its key left
+   * the ring, or it was altered) is 503 `store_unavailable`, never a 500 (StoreCipher.open).
+   */
+  get(trackId: string): Promise<InquiryRecord | null> {
+    return storeCall('inquiry read', async () => {
+      const stored = await this.read(trackId);
+      return stored ? this.open(stored, trackId) : null;
+    });
   }
 
   private async read(trackId: string): Promise<string | null> {
@@ -105,15 +115,19 @@ const recordContext = (trackId: string) => `vgw:sql:inquiry:${trackId}`;
 
 /**
  * SET NX GET, in one statement: a row is written where none lives (or over an expired one);
- * where one lives it is left as it was (a no-op update, so that it is returned). `won`: ours.
+ * where one lives it is left as it was (a no-op update, so that it is returned). `won`: ours,
+ * unless this very claim was already there (`again`, read before the write: a value in clear is
+ * the same text each time it is made), which SET NX GET answers with itself.
  */
-const CLAIM = `INSERT INTO vgw_idempotency AS c (key_sha256, track_id, state, value, expires_at) VALUES ($1, $2, $3, $4, $5)
+const CLAIM = `WITH again AS (SELECT 1 FROM vgw_idempotency
+    WHERE key_sha256 = $1 AND track_id = $2 AND value = $4 AND expires_at > $6)
+  INSERT INTO vgw_idempotency AS c (key_sha256, track_id, state, value, expires_at) VALUES ($1, $2, $3, $4, $5)
   ON CONFLICT (key_sha256) DO UPDATE SET
     track_id = CASE WHEN c.expires_at <= $6 THEN EXCLUDED.track_id ELSE c.track_id END,
     state = CASE WHEN c.expires_at <= $6 THEN EXCLUDED.state ELSE c.state END,
     value = CASE WHEN c.expires_at <= $6 THEN EXCLUDED.value ELSE c.value END,
     expires_at = CASE WHEN c.expires_at <= $6 THEN EXCLUDED.expires_at ELSE c.expires_at END
-  RETURNING track_id = $2 AND value = $4 AS won, value`;
+  RETURNING track_id = $2 AND value = $4 AND NOT EXISTS (SELECT 1 FROM again) AS won, value`;
 
 /** The answer, only while the claim is still the in-flight one of this trackId (COMPLETE in Redis). */
 const COMPLETE = `UPDATE vgw_idempotency SET state = 'done', value = $3
@@ -144,15 +158,19 @@ export class SqlIdempotencyStore extends IdempotencyStore {
     const now = this.now();
     const value = this.sealed(claim, key);
     const params = [key, claim.trackId, claim.state, value, expiry(now, ttlSeconds), now];
-    const [row] = await recordsCall<{ won: boolean; value: string }>(this.db, 'idempotency claim', CLAIM, params);
-    if (!row) throw new Error('idempotency claim: no row returned');
-    return row.won ? null : (JSON.parse(this.cipher.open(row.value, claimContext(key))) as IdempotencyClaim);
+    return storeCall('idempotency claim', async () => {
+      const [row] = await recordsCall<{ won: boolean; value: string }>(this.db, 'idempotency claim', CLAIM, params);
+      if (!row) throw new Error('idempotency claim: no row returned');
+      return row.won ? null : this.open(row.value, key);
+    });
   }
 
-  async peek(scope: string, keySha256: string): Promise<IdempotencyClaim | null> {
+  peek(scope: string, keySha256: string): Promise<IdempotencyClaim | null> {
     const key = claimKey(scope, keySha256);
-    const [row] = await recordsCall<{ value: string }>(this.db, 'idempotency claim', PEEK, [key, this.now()]);
-    return row ? (JSON.parse(this.cipher.open(row.value, claimContext(key))) as IdempotencyClaim) : null;
+    return storeCall('idempotency claim', async () => {
+      const [row] = await recordsCall<{ value: string }>(this.db, 'idempotency claim', PEEK, [key, this.now()]);
+      return row ? this.open(row.value, key) : null;
+    });
   }
 
   async complete(scope: string, keySha256: string, done: IdempotencyClaim): Promise<boolean> {
@@ -167,6 +185,11 @@ export class SqlIdempotencyStore extends IdempotencyStore {
 
   private sealed(claim: IdempotencyClaim, key: string): string {
     return this.cipher.seal(JSON.stringify(claim), claimContext(key));
+  }
+
+  /** Called inside storeCall: a claim that does not open is a store failure (503), as in Redis. */
+  private open(stored: string, key: string): IdempotencyClaim {
+    return JSON.parse(this.cipher.open(stored, claimContext(key))) as IdempotencyClaim;
   }
 }
 

@@ -5,7 +5,7 @@
  * REDIS_URL is unset (docs/decisions/0018-single-node-records-beside-the-ledger.md):
  * inquiry records, Idempotency-Key claims, answers kept for reuse and the registry of inquiries in
  * flight. Each row carries the epoch ms it expires at, as a Redis key its TTL: a row past it is
- * absent to every read and write, and swept (src/store/expired-rows.ts). No count cap: the disk
+ * absent to every read and write, and swept (ExpiredRowSweeper, src/store/sql-records.ts). No count cap: the disk
  * is the bound. Values are JSON, sealed when a key ring is set (StoreCipher); the columns in clear
  * are what the conditional writes compare: a uuid, a state, SHA-256 hex, and times.
  */

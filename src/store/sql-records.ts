@@ -53,7 +53,9 @@ export class ExpiredRowSweeper {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /** Starts sweeping every `everyMs`; a second start replaces the first timer (stop() clears the one there is). */
   start(everyMs = SWEEP_EVERY_MS): void {
+    clearInterval(this.timer);
     this.timer = setInterval(() => void this.sweep().catch(() => undefined), everyMs);
     this.timer.unref();
   }
