@@ -12,7 +12,7 @@
  *    statements count; on Linux also split by thread: the event loop, the PGlite worker, V8's
  *    helpers), p50/p99, the event loop's p99 and max delay (its /metrics).
  * 2. This tree alone for BENCH_LONG_SECONDS (default 120; 0: not run) at BENCH_LONG_RATE (default 500/s): RSS
- *    every 10 s (after a collection), the event loop's max delay per window, the data dir's size.
+ *    every 10 s (after a collection), CPU per inquiry and the event loop's max delay per window, the data dir's size.
  */
 import { resolve } from 'node:path';
 import { existsSync } from 'node:fs';
@@ -178,7 +178,11 @@ async function longRun(simUrl: string): Promise<void> {
     await loopDelay(gateway.url);
     let total = 0;
     for (let t = 0; t < LONG_SECONDS; t += 10) {
+      const cpuBefore = cpuUs(await gateway.stats());
       const load = await measure(target, { connections: 64, durationSeconds: 10, warmupSeconds: 0, rate: LONG_RATE });
+      // Read before the collection statsAfterGc forces: the window's own CPU per inquiry, which
+      // tells a cost growing with the data from a machine loaded by something else.
+      const cpuPerInquiry = (cpuUs(await gateway.stats()) - cpuBefore) / Math.max(1, load.totalRequests);
       total += load.totalRequests;
       const [stats, loop, bytes] = await Promise.all([
         gateway.statsAfterGc(),
@@ -187,7 +191,8 @@ async function longRun(simUrl: string): Promise<void> {
       ]);
       console.log(
         `  ${total} inquiries: RSS ${(stats.rssBytes / MiB).toFixed(0)} MiB, heap ${(stats.heapUsedBytes / MiB).toFixed(0)} MiB, ` +
-          `loop max ${loop.max.toFixed(1)} ms, p99 ${load.latencyMs.p99} ms, non-2xx ${load.non2xx + load.errors}, ` +
+          `CPU ${cpuPerInquiry.toFixed(0)} us/inquiry, loop max ${loop.max.toFixed(1)} ms, p99 ${load.latencyMs.p99.toFixed(0)} ms, ` +
+          `non-2xx ${load.non2xx + load.errors}, ` +
           `data dir ${(bytes / MiB).toFixed(0)} MiB`,
       );
     }
