@@ -340,27 +340,34 @@ describe('the PGlite worker on disk', () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('keeps every write it answered when its thread is ended without closing PGlite', async () => {
-    const first = await PgliteLedgerDatabase.open(dir);
-    await first.query('CREATE TABLE kept (k int PRIMARY KEY)');
-    // Grouped (one turn) and alone, one failing in the group: the others answered, so kept.
-    const sent = Array.from({ length: 50 }, (_, i) =>
-      outcome(first.query('INSERT INTO kept VALUES ($1)', [i === 7 ? 6 : i])),
-    );
-    const answered = await Promise.all(sent);
-    await first.query('INSERT INTO kept VALUES (1000)');
-    await first.transaction(async (tx) => tx.query('INSERT INTO kept VALUES (1001)'));
-    expect(answered.filter((a) => 'error' in a)).toEqual([{ error: '23505' }]);
-    // A crash: the thread ended at once, PGlite never told to close.
-    await (first as unknown as { connection: PgliteConnection }).connection.terminate(new Error('crashed'));
-    await first.close();
-    const second = await PgliteLedgerDatabase.open(dir);
+  it('keeps every write it answered when its thread ends without closing PGlite, and fails the transaction it ended in', async () => {
+    const db = await PgliteLedgerDatabase.open(dir);
     try {
-      expect(await second.query('SELECT count(*)::int AS n, sum(k)::int AS s FROM kept')).toEqual([
+      await db.query('CREATE TABLE kept (k int PRIMARY KEY)');
+      // Grouped (one turn) and alone, one failing in the group: the others answered, so kept.
+      const sent = Array.from({ length: 50 }, (_, i) =>
+        outcome(db.query('INSERT INTO kept VALUES ($1)', [i === 7 ? 6 : i])),
+      );
+      const answered = await Promise.all(sent);
+      await db.query('INSERT INTO kept VALUES (1000)');
+      await db.transaction(async (tx) => tx.query('INSERT INTO kept VALUES (1001)'));
+      expect(answered.filter((a) => 'error' in a)).toEqual([{ error: '23505' }]);
+      // A crash inside a transaction: the thread ended at once, PGlite never told to close, and a
+      // new worker open on the directory before the transaction's next statement, which must not
+      // run there outside any transaction (nor its COMMIT answer for the write the crash undid).
+      const ended = db.transaction(async (tx) => {
+        await tx.query('INSERT INTO kept VALUES (2000)');
+        await (db as unknown as { connection: PgliteConnection }).connection.terminate(new Error('crashed'));
+        db.recoverNow();
+        await db.serving();
+        await tx.query('INSERT INTO kept VALUES (2001)');
+      });
+      expect(await outcome(ended)).toEqual({ error: 'crashed' });
+      expect(await db.query('SELECT count(*)::int AS n, sum(k)::int AS s FROM kept')).toEqual([
         { n: 51, s: 1225 - 7 + 1000 + 1001 },
       ]);
     } finally {
-      await second.close();
+      await db.close();
     }
   }, 60_000);
 });
