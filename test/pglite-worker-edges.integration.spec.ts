@@ -325,6 +325,18 @@ describe('the PGlite worker at its edges', () => {
     expect(await db.query(readBack)).toEqual((await reference.query(readBack)).rows);
   }, 60_000);
 
+  it('fails a call whose value cannot be copied to the worker (a Promise), not the calls sent beside it', async () => {
+    await db.query('CREATE TABLE uncopied (k text)');
+    const sent = [
+      db.query("INSERT INTO uncopied VALUES ('before')"),
+      db.query('INSERT INTO uncopied VALUES ($1)', [Promise.resolve('never')]),
+      db.query("INSERT INTO uncopied VALUES ('after') RETURNING k"),
+    ];
+    await expect(sent[1]).rejects.toThrow('could not be cloned');
+    expect(await sent[2]).toEqual([{ k: 'after' }]);
+    expect(await db.query('SELECT k FROM uncopied ORDER BY k')).toEqual([{ k: 'after' }, { k: 'before' }]);
+  });
+
   it('binds 65 535 values, the most a Bind carries, and refuses one more with PostgreSQL’s error', async () => {
     const sql = (n: number) =>
       `SELECT cardinality(ARRAY[${Array.from({ length: n }, (_, i) => `$${i + 1}::int`).join(',')}]) AS n`;
