@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { PGlite } from '@electric-sql/pglite';
-import { PgliteLedgerDatabase } from '../src/ledger/ledger-database.js';
+import { PgliteLedgerDatabase, type SqlQueries } from '../src/ledger/ledger-database.js';
 import type { PgliteConnection } from '../src/ledger/pglite-connection.js';
 
 let db: PgliteLedgerDatabase;
@@ -198,6 +198,56 @@ describe('the PGlite worker at its edges', () => {
     }
   });
 
+  it('fails a transaction whose statement meets its stale plan (0A000) whole, nothing kept, and answers it run again', async () => {
+    await db.query('CREATE SCHEMA shadow');
+    await db.query('CREATE TABLE shadowed (v int)');
+    await db.query('CREATE TABLE shadow.shadowed (v text, w text)');
+    await db.query("INSERT INTO shadow.shadowed VALUES ('s', 'w')");
+    await db.query('CREATE TABLE paid (k text PRIMARY KEY, n int NOT NULL)');
+    const read = 'SELECT * FROM shadowed';
+    expect(await db.query(read)).toEqual([]);
+    const work = async (tx: SqlQueries) => {
+      await tx.query('INSERT INTO paid VALUES ($1, 1) ON CONFLICT (k) DO UPDATE SET n = paid.n + 1', ['k']);
+      await tx.query('SET LOCAL search_path TO shadow, public');
+      return tx.query(read);
+    };
+    // PostgreSQL aborted the transaction at the refused Bind: run again in it, the statement would
+    // meet 25P02; the caller hears PostgreSQL's reason and its transaction rolls back whole.
+    const beside = db.query("INSERT INTO paid VALUES ('beside', 1)");
+    expect(await outcome(db.transaction(work))).toEqual({ error: '0A000' });
+    await beside;
+    expect(await db.query('SELECT k, n FROM paid ORDER BY k')).toEqual([{ k: 'beside', n: 1 }]);
+    // Prepared anew meanwhile: the same transaction again is answered, its write applied once.
+    expect(await db.transaction(work)).toEqual([{ v: 's', w: 'w' }]);
+    expect(await db.query('SELECT k, n FROM paid ORDER BY k')).toEqual([
+      { k: 'beside', n: 1 },
+      { k: 'k', n: 1 },
+    ]);
+    expect(await db.query(read)).toEqual([]);
+  });
+
+  it('reruns alone, once each, a group whose write meets its stale plan after a function reshaped its table', async () => {
+    await db.query('CREATE TABLE stale_group (k int PRIMARY KEY)');
+    await db.query('CREATE TABLE stale_count (n int NOT NULL)');
+    await db.query('INSERT INTO stale_count VALUES (0)');
+    await db.query(`CREATE FUNCTION widen_stale_group() RETURNS int LANGUAGE plpgsql AS $$
+      BEGIN ALTER TABLE stale_group ADD COLUMN w int NOT NULL DEFAULT 5; RETURN 1; END $$`);
+    const insert = 'INSERT INTO stale_group VALUES ($1) RETURNING *';
+    expect(await db.query(insert, [1])).toEqual([{ k: 1 }]);
+    // One turn, one group: the second write's Bind is refused after the first reshaped the table.
+    const sent = [
+      db.query('UPDATE stale_count SET n = n + widen_stale_group() RETURNING n'),
+      db.query(insert, [2]),
+      db.query('UPDATE stale_count SET n = n + 1 RETURNING n'),
+    ];
+    expect(await Promise.all(sent.map(outcome))).toEqual([
+      { rows: [{ n: 1 }] },
+      { rows: [{ k: 2, w: 5 }] },
+      { rows: [{ n: 2 }] },
+    ]);
+    expect(await db.query('SELECT n FROM stale_count')).toEqual([{ n: 2 }]);
+  });
+
   it('sends and reads every kind of value as PGlite’s query does, alone and stored by grouped writes', async () => {
     const values: Array<[string, unknown]> = [
       ['text', null],
@@ -211,6 +261,11 @@ describe('the PGlite worker at its edges', () => {
       ['text', 'x'.repeat(1024 * 1024)],
       ['text', 'ی😀'.repeat(350_000)],
       ['text', '\ud83d'.repeat(300_000)],
+      // NUL: refused in text (22021) and jsonb (22P05), kept escaped in json; never cut at it.
+      ['text', 'a\u0000b'],
+      ['text[]', ['a\u0000b']],
+      ['json', { s: 'a\u0000b' }],
+      ['jsonb', { s: 'a\u0000b' }],
       ['int', 0],
       ['int', -0],
       ['int', -2147483648],
@@ -269,6 +324,25 @@ describe('the PGlite worker at its edges', () => {
     const readBack = 'SELECT * FROM kinds ORDER BY i';
     expect(await db.query(readBack)).toEqual((await reference.query(readBack)).rows);
   }, 60_000);
+
+  it('fails a call whose value cannot be copied to the worker (a Promise), not the calls sent beside it', async () => {
+    await db.query('CREATE TABLE uncopied (k text)');
+    const sent = [
+      db.query("INSERT INTO uncopied VALUES ('before')"),
+      db.query('INSERT INTO uncopied VALUES ($1)', [Promise.resolve('never')]),
+      db.query("INSERT INTO uncopied VALUES ('after') RETURNING k"),
+    ];
+    await expect(sent[1]).rejects.toThrow('could not be cloned');
+    expect(await sent[2]).toEqual([{ k: 'after' }]);
+    expect(await db.query('SELECT k FROM uncopied ORDER BY k')).toEqual([{ k: 'after' }, { k: 'before' }]);
+  });
+
+  it('binds 65 535 values, the most a Bind carries, and refuses one more with PostgreSQL’s error', async () => {
+    const sql = (n: number) =>
+      `SELECT cardinality(ARRAY[${Array.from({ length: n }, (_, i) => `$${i + 1}::int`).join(',')}]) AS n`;
+    expect(await db.query(sql(65_535), new Array(65_535).fill(1))).toEqual([{ n: 65_535 }]);
+    expect(await outcome(db.query(sql(65_536), new Array(65_536).fill(1)))).toEqual({ error: '08P01' });
+  });
 });
 
 describe('the PGlite worker on disk', () => {
@@ -278,27 +352,34 @@ describe('the PGlite worker on disk', () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('keeps every write it answered when its thread is ended without closing PGlite', async () => {
-    const first = await PgliteLedgerDatabase.open(dir);
-    await first.query('CREATE TABLE kept (k int PRIMARY KEY)');
-    // Grouped (one turn) and alone, one failing in the group: the others answered, so kept.
-    const sent = Array.from({ length: 50 }, (_, i) =>
-      outcome(first.query('INSERT INTO kept VALUES ($1)', [i === 7 ? 6 : i])),
-    );
-    const answered = await Promise.all(sent);
-    await first.query('INSERT INTO kept VALUES (1000)');
-    await first.transaction(async (tx) => tx.query('INSERT INTO kept VALUES (1001)'));
-    expect(answered.filter((a) => 'error' in a)).toEqual([{ error: '23505' }]);
-    // A crash: the thread ended at once, PGlite never told to close.
-    await (first as unknown as { connection: PgliteConnection }).connection.terminate(new Error('crashed'));
-    await first.close();
-    const second = await PgliteLedgerDatabase.open(dir);
+  it('keeps every write it answered when its thread ends without closing PGlite, and fails the transaction it ended in', async () => {
+    const db = await PgliteLedgerDatabase.open(dir);
     try {
-      expect(await second.query('SELECT count(*)::int AS n, sum(k)::int AS s FROM kept')).toEqual([
+      await db.query('CREATE TABLE kept (k int PRIMARY KEY)');
+      // Grouped (one turn) and alone, one failing in the group: the others answered, so kept.
+      const sent = Array.from({ length: 50 }, (_, i) =>
+        outcome(db.query('INSERT INTO kept VALUES ($1)', [i === 7 ? 6 : i])),
+      );
+      const answered = await Promise.all(sent);
+      await db.query('INSERT INTO kept VALUES (1000)');
+      await db.transaction(async (tx) => tx.query('INSERT INTO kept VALUES (1001)'));
+      expect(answered.filter((a) => 'error' in a)).toEqual([{ error: '23505' }]);
+      // A crash inside a transaction: the thread ended at once, PGlite never told to close, and a
+      // new worker open on the directory before the transaction's next statement, which must not
+      // run there outside any transaction (nor its COMMIT answer for the write the crash undid).
+      const ended = db.transaction(async (tx) => {
+        await tx.query('INSERT INTO kept VALUES (2000)');
+        await (db as unknown as { connection: PgliteConnection }).connection.terminate(new Error('crashed'));
+        db.recoverNow();
+        await db.serving();
+        await tx.query('INSERT INTO kept VALUES (2001)');
+      });
+      expect(await outcome(ended)).toEqual({ error: 'crashed' });
+      expect(await db.query('SELECT count(*)::int AS n, sum(k)::int AS s FROM kept')).toEqual([
         { n: 51, s: 1225 - 7 + 1000 + 1001 },
       ]);
     } finally {
-      await second.close();
+      await db.close();
     }
   }, 60_000);
 });

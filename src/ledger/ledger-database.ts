@@ -158,12 +158,10 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
   /** start(), then waits until PGlite is open (tests, benches). */
   static async open(dataDir: string = IN_MEMORY): Promise<PgliteLedgerDatabase> {
     const db = await PgliteLedgerDatabase.start(dataDir);
-    try {
-      await db.opened;
-    } catch (error) {
+    await db.opened.catch(async (error: unknown) => {
       await db.close();
       throw error;
-    }
+    });
     return db;
   }
 
@@ -242,9 +240,9 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
     );
   }
 
-  private send<R>(request: ConnectionRequest): Promise<R[]> {
+  private send<R>(request: ConnectionRequest, connection = this.connection): Promise<R[]> {
     if (this.lost) return Promise.reject(this.lost);
-    return this.connection.send<R>(request);
+    return connection.send<R>(request);
   }
 
   query<R>(sql: string, params?: unknown[]): Promise<R[]> {
@@ -262,9 +260,10 @@ export class PgliteLedgerDatabase extends LedgerDatabase {
   async transaction<T>(work: (tx: SqlQueries) => Promise<T>): Promise<T> {
     await this.turns.take();
     let open = true;
+    const worker = this.connection; // once it has ended, the statements fail: never run on the next, outside a transaction
     const tx: SqlQueries = {
       query: <R>(sql: string, params?: unknown[]) =>
-        open ? this.send<R>({ op: 'query', sql, params }) : Promise.reject(new Error('the transaction has ended')),
+        open ? this.send<R>({ op: 'query', sql, params }, worker) : Promise.reject(new Error('the transaction ended')),
     };
     try {
       await tx.query('BEGIN');

@@ -126,7 +126,21 @@ export class PgliteConnection {
     const requests = this.outbox;
     this.outbox = [];
     // Ended meanwhile: its calls were rejected (gone) and nothing reads the port any more.
-    if (!this.failure) this.worker.postMessage(requests);
+    if (this.failure) return;
+    try {
+      this.worker.postMessage(requests);
+    } catch {
+      // A value no structured clone takes (a Promise, a function): its own call fails, in order,
+      // not the turn's others (nor the process, as an exception thrown in setImmediate would).
+      for (const request of requests) {
+        try {
+          this.worker.postMessage([request]);
+        } catch (error) {
+          this.pending.get(request.id)?.reject(error as Error);
+          this.pending.delete(request.id);
+        }
+      }
+    }
   };
 
   /** Ends the thread now (PGlite not closed: a close request first keeps its files consistent). */
