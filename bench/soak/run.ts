@@ -4,10 +4,15 @@
  * books checked (bench/soak/books.ts). Run by `npm run soak` (bench/soak/soak.ts, its variables)
  * and, for 60 s, by test/soak.e2e.spec.ts. Loopback only; every loop is bounded by the run's end.
  * docs/soak.md says what it does and why.
+ *
+ * runSoak reads as the run's steps: start the world (SoakWorld), play the faults (FaultSchedule)
+ * while the client sends the day's traffic (SoakClient), settle and check the books, then print
+ * the report and write run.json. What the steps share is the run (SoakRun).
  */
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { SignJWT } from 'jose';
 import { startGatewayProcess, type GatewayProcess } from '../../test/support/gateway-process.js';
 import { apiKeysWith, TEST_CLIENTS } from '../../test/support/gateway.js';
@@ -16,17 +21,10 @@ import { RedisCluster } from '../../test/support/redis-cluster.js';
 import { RedisServer } from '../../test/support/redis-server.js';
 import { TRACKING_SHAPES } from '../../test/upstream-simulator/tracking-service.js';
 import { UpstreamSimulator } from '../../test/upstream-simulator/upstream-simulator.js';
-import { checkBooks, type BookBudget, type BookEntry } from './books.js';
+import { checkBooks, type BookBudget, type BookEntry, type BooksReport } from './books.js';
 import { describe, explain, type ClientAttempt, type FaultWindow } from './explain.js';
 import { buildReport, countedFaultEnd, formatReport, rssOf, type ReplicaRss, type UnitPrice } from './report.js';
 import { ratePerSecond, TrafficModel, type PlannedRequest } from './traffic.js';
-
-const REQUEST_TIMEOUT_MS = 5_000;
-
-const BUDGETED = { clientId: 'svc-budgeted', key: 'key-budgeted-0123456789', scopes: ['kyc:iban', 'inquiries:read'] };
-const ADDED = { clientId: 'app-added', key: 'key-added-0123456789', scopes: ['kyc:card-to-iban', 'inquiries:read'] };
-const OPERATOR = { clientId: 'ops-soak', key: 'key-ops-soak-0123456789', scopes: ['ledger:read', 'ledger:reconcile'] };
-const ACCOUNTING_KEY = '{vgw:acct}:soak'; // the hash tag of every ledger-queue and budget key
 
 export interface SoakOptions {
   /** How long the traffic runs, clamped to 30 s – 120 min. */
@@ -61,7 +59,7 @@ export interface SoakOutcome {
 }
 
 /** What a run started and must stop, also when it fails midway (stopEverything). */
-const running = new Set<() => unknown>();
+const running: Running = new Set();
 
 /** Ends whatever a run started: nothing is left running on the machine (the CLI's last resort). */
 export async function stopEverything(): Promise<void> {
@@ -70,49 +68,248 @@ export async function stopEverything(): Promise<void> {
 }
 
 export async function runSoak(options: SoakOptions): Promise<SoakOutcome> {
+  const plan = planOf(options);
+  const world = await SoakWorld.start(plan, running);
+  const rss: ReplicaRss[] = await Promise.all(
+    world.replicas.map(async (replica, index) => ({ replica: index, startBytes: await world.residentBytes(replica) })),
+  );
+  const run = new SoakRun(plan, options.print);
+  run.log(
+    `3 replicas, Redis, PostgreSQL and the simulator up; ${plan.minutes} min, seed ${plan.seed}, peak ${plan.peakRps}/s`,
+  );
+
+  world.sim.on('token', ({ ok, status }) => run.tokenCalls.push({ at: Date.now(), ok, status }));
+  const schedule = new FaultSchedule(faultsOf(world, run), world, run);
+  const client = new SoakClient(world, run);
+  const faultsPlayed = schedule.play();
+  await client.sendTheDay();
+  await faultsPlayed;
+  world.sim.clearFaults();
+  run.log(`traffic over: ${client.sent} requests`);
+  schedule.closeCountedWindows();
+
+  const settled = await settleAndCheckBooks(world, run);
+  printBooks(run, world, settled);
+  // RSS at the end, before stopping: the process then in each slot (the faults restarted them).
+  for (const [index, replica] of world.replicas.entries()) rss[index].endBytes = await world.residentBytes(replica);
+  const { imbalances, runFile } = reportAndWriteRun(run, world, settled, rss, options.reportDir);
+
+  await world.stop();
+  running.clear();
+  return { imbalances, runFile };
+}
+
+/** The options clamped, and the budget that follows from the day's length. */
+function planOf(options: SoakOptions): SoakPlan {
   const minutes = Math.min(Math.max(options.minutes, 0.5), 120);
-  const peakRps = Math.min(Math.max(options.peakRps, 1), 200);
-  const durationMs = minutes * 60_000;
-  const { seed, unitPrice, build, print } = options;
-  const redisEmpty = options.redisEmpty === true;
-  // Small enough that svc-budgeted runs out during the day (~8 % of requests ask on its account).
-  const budgetDailyUnits = Math.max(5, Math.round(minutes * 10));
-  const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  return {
+    minutes,
+    durationMs: minutes * 60_000,
+    seed: options.seed,
+    peakRps: Math.min(Math.max(options.peakRps, 1), 200),
+    build: options.build,
+    unitPrice: options.unitPrice,
+    redisEmpty: options.redisEmpty === true,
+    cluster: options.cluster === true,
+    // Small enough that svc-budgeted runs out during the day (~8 % of requests ask on its account).
+    budgetDailyUnits: Math.max(5, Math.round(minutes * 10)),
+  };
+}
 
-  /** The start of the day: reset once everything is up, so that setup time is not traffic time. */
-  let started = Date.now();
-  const at = () => `${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s`;
-  const log = (line: string) => print(`[${at()}] ${line}`);
+/**
+ * What the parts of one soak run share (bench/soak/run.ts): the plan drawn from its options, the
+ * day's clock, and what the run saw: each client attempt, each fault's window, each fault and token
+ * call the simulator answered. The parts write here; the report and run.json are read from here.
+ */
 
-  const [redis, cluster, postgres] = await Promise.all([
-    options.cluster
-      ? undefined
-      : RedisServer.start({ args: redisEmpty ? [] : ['--appendonly', 'yes', '--appendfsync', 'always'] }),
-    options.cluster ? RedisCluster.start(3, undefined, 1) : undefined,
-    PostgresServer.start(),
-  ]);
-  running.add(() => Promise.all([redis?.kill(), cluster?.stop(), postgres.kill()]));
-  const sim = new UpstreamSimulator();
-  await sim.start(0);
-  running.add(() => sim.stop());
-  const replicas: GatewayProcess[] = [];
+/** The run's options, clamped, with what follows from them. */
+interface SoakPlan {
+  /** How long the traffic runs: 0.5 – 120. */
+  minutes: number;
+  durationMs: number;
+  seed: number;
+  /** Requests per second at the morning peak: 1 – 200. */
+  peakRps: number;
+  build: string;
+  unitPrice: UnitPrice;
+  redisEmpty: boolean;
+  cluster: boolean;
+  /** svc-budgeted's daily budget, in units. */
+  budgetDailyUnits: number;
+}
+
+class SoakRun {
+  /** The start of the day: the run is made once everything is up, so that setup time is not traffic time. */
+  readonly started = Date.now();
+  /** Every request the client sent, each of its attempts (a retried request has two). */
+  readonly attempts: ClientAttempt[] = [];
+  /** How many attempts of each `<kind> <outcome>`, e.g. `login 200`. */
+  readonly statuses = new Map<string, number>();
+  /** Each fault that ran, from its start to its end (an upstream state: until the next fault). */
+  readonly faultWindows: FaultWindow[] = [];
+  /** Every fault the simulator took and every token call it answered, kept in run.json to explain a 5xx. */
+  readonly faultsTaken: { at: number; path: string; kind: string }[] = [];
+  readonly tokenCalls: { at: number; ok: boolean; status: number }[] = [];
+  /** Budgets count from here: the last time Redis restarted empty, when it forgot what was spent. */
+  budgetCountsFrom = new Date(0).toISOString();
+
+  constructor(
+    readonly plan: SoakPlan,
+    /** Where the run's lines go (the CLI: stdout). */
+    readonly print: (line: string) => void,
+  ) {}
+
+  /** A line stamped with the seconds since the start of the day. */
+  log(line: string): void {
+    this.print(`[${((Date.now() - this.started) / 1000).toFixed(1).padStart(6)} s] ${line}`);
+  }
+
+  /** Whether the day still runs: the traffic stops at its end. */
+  dayRunning(): boolean {
+    return Date.now() - this.started < this.plan.durationMs;
+  }
+
+  /** The share of the day gone: 0 at its start, 1 at its end. */
+  phase(): number {
+    return (Date.now() - this.started) / this.plan.durationMs;
+  }
+
+  /** When the day is `fraction` through (ms since the epoch). */
+  timeAt(fraction: number): number {
+    return this.started + fraction * this.plan.durationMs;
+  }
+
+  recordAttempt(attempt: ClientAttempt): void {
+    this.attempts.push(attempt);
+    const key = `${attempt.kind} ${attempt.outcome}`;
+    this.statuses.set(key, (this.statuses.get(key) ?? 0) + 1);
+  }
+}
+
+/**
+ * The soak's world (bench/soak/run.ts): Redis (or a Redis Cluster), PostgreSQL, the upstream
+ * simulator and 3 gateway replicas in processes of their own, configured for the day. Loopback
+ * only. Each thing is handed to `running` as it starts, so that stopEverything ends it when the run
+ * fails midway.
+ */
+
+/** The soak's own API clients, beside the test ones (TEST_CLIENTS). */
+const BUDGETED = {
+  clientId: 'svc-budgeted',
+  key: 'key-budgeted-0123456789',
+  scopes: ['kyc:iban', 'inquiries:read'],
+};
+const ADDED = {
+  clientId: 'app-added',
+  key: 'key-added-0123456789',
+  scopes: ['kyc:card-to-iban', 'inquiries:read'],
+};
+const OPERATOR = {
+  clientId: 'ops-soak',
+  key: 'key-ops-soak-0123456789',
+  scopes: ['ledger:read', 'ledger:reconcile'],
+};
+
+const REPLICAS = 3;
+
+/** What a run started and must stop, also when it fails midway (stopEverything). */
+type Running = Set<() => unknown>;
+
+class SoakWorld {
+  /** The replica now in each slot: a restart puts a new process in its slot. */
+  readonly replicas: GatewayProcess[] = [];
   /** Every replica process the run started, killed ones too: their logs explain an imbalance. */
-  const everyReplica: { index: number; process: GatewayProcess }[] = [];
-  const attempts: ClientAttempt[] = [];
-  const faultWindows: FaultWindow[] = [];
-  running.add(() => {
-    for (const replica of replicas) replica.process.kill('SIGKILL');
-  });
-  const env: Record<string, string> = {
-    UPSTREAM_BASE_URL: sim.baseUrl,
-    ...(cluster ? { REDIS_CLUSTER_NODES: cluster.nodes } : { REDIS_URL: redis!.url }),
-    LEDGER_DATABASE_URL: postgres.url,
+  readonly everyReplica: { index: number; process: GatewayProcess }[] = [];
+
+  private constructor(
+    readonly redis: RedisServer | undefined,
+    readonly cluster: RedisCluster | undefined,
+    readonly postgres: PostgresServer,
+    readonly sim: UpstreamSimulator,
+    /** Signs the end users' JWTs; the replicas hold its public half. */
+    readonly jwtSigningKey: KeyObject,
+    private readonly build: string,
+    /** The replicas' environment, a restarted one's too. */
+    private readonly env: Record<string, string>,
+  ) {}
+
+  static async start(plan: SoakPlan, running: Running): Promise<SoakWorld> {
+    const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const [redis, cluster, postgres] = await Promise.all([
+      plan.cluster
+        ? undefined
+        : RedisServer.start({ args: plan.redisEmpty ? [] : ['--appendonly', 'yes', '--appendfsync', 'always'] }),
+      plan.cluster ? RedisCluster.start(3, undefined, 1) : undefined,
+      PostgresServer.start(),
+    ]);
+    running.add(() => Promise.all([redis?.kill(), cluster?.stop(), postgres.kill()]));
+    const sim = new UpstreamSimulator();
+    await sim.start(0);
+    running.add(() => sim.stop());
+    const env = gatewayEnv(plan, {
+      upstream: sim.baseUrl,
+      redis: cluster ? { REDIS_CLUSTER_NODES: cluster.nodes } : { REDIS_URL: redis!.url },
+      ledger: postgres.url,
+      jwtPublicKey: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+    });
+    const world = new SoakWorld(redis, cluster, postgres, sim, privateKey, plan.build, env);
+    running.add(() => {
+      for (const replica of world.replicas) replica.process.kill('SIGKILL');
+    });
+    await world.startReplicas();
+    return world;
+  }
+
+  private async startReplicas(): Promise<void> {
+    const started = await Promise.all(
+      Array.from({ length: REPLICAS }, () => startGatewayProcess(this.build, this.env)),
+    );
+    this.replicas.push(...started);
+    started.forEach((process, index) => this.everyReplica.push({ index, process }));
+  }
+
+  /** Stops the replica in slot `index` with `signal`, waits for it to exit, and starts a new one there. */
+  async restartReplica(index: number, signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
+    const old = this.replicas[index];
+    old.process.kill(signal);
+    await old.exited;
+    this.replicas[index] = await startGatewayProcess(this.build, this.env);
+    this.everyReplica.push({ index, process: this.replicas[index] });
+  }
+
+  /** A replica's resident memory from its /metrics; undefined when it cannot be read. */
+  async residentBytes(replica: GatewayProcess): Promise<number | undefined> {
+    try {
+      return rssOf(await (await fetch(`${replica.url}/metrics`, { signal: AbortSignal.timeout(5_000) })).text());
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The end of a run that got there: the replicas drain (SIGTERM), then the simulator and the stores stop. */
+  async stop(): Promise<void> {
+    for (const replica of this.replicas) replica.process.kill('SIGTERM');
+    await Promise.all(this.replicas.map((r) => r.exited));
+    await this.sim.stop();
+    await Promise.all([this.redis?.stop(), this.cluster?.stop(), this.postgres.stop()]);
+  }
+}
+
+/** The replicas' configuration: the soak's clients, a budget, an added operation, prices, reuse, end users' JWTs. */
+function gatewayEnv(
+  plan: SoakPlan,
+  to: { upstream: string; redis: Record<string, string>; ledger: string; jwtPublicKey: string },
+): Record<string, string> {
+  return {
+    UPSTREAM_BASE_URL: to.upstream,
+    ...to.redis,
+    LEDGER_DATABASE_URL: to.ledger,
     LOG_LEVEL: 'info', // startGatewayProcess waits for the 'listening on port' line
     UPSTREAM_TIMEOUT_MS: '1500',
     UPSTREAM_ADVANCED_TIMEOUT_MS: '1500',
     API_KEYS: apiKeysWith(BUDGETED, ADDED, OPERATOR),
-    COST_UNIT_PRICE: JSON.stringify(unitPrice),
-    BUDGETS: JSON.stringify([{ clientId: BUDGETED.clientId, daily: budgetDailyUnits }]),
+    COST_UNIT_PRICE: JSON.stringify(plan.unitPrice),
+    BUDGETS: JSON.stringify([{ clientId: BUDGETED.clientId, daily: plan.budgetDailyUnits }]),
     INQUIRY_OPERATIONS: JSON.stringify([
       {
         name: 'card-to-iban',
@@ -132,54 +329,173 @@ export async function runSoak(options: SoakOptions): Promise<SoakOutcome> {
     }),
     REUSE_HMAC_KEY: 'soak-reuse-hmac-key-0123456789abcdef0123',
     UPSTREAM_TRACKING: JSON.stringify({ ...TRACKING_SHAPES.statusInBody, afterSeconds: 1, perMinute: 60 }),
-    JWT_PUBLIC_KEY: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+    JWT_PUBLIC_KEY: to.jwtPublicKey,
     JWT_ISSUER: 'soak',
     JWT_AUDIENCE: 'verification-gateway',
   };
-  replicas.push(...(await Promise.all([0, 1, 2].map(() => startGatewayProcess(build, env)))));
-  replicas.forEach((process, index) => everyReplica.push({ index, process }));
-  /** A replica's resident memory from its /metrics; undefined when it cannot be read. */
-  async function rss(replica: GatewayProcess): Promise<number | undefined> {
-    try {
-      return rssOf(await (await fetch(`${replica.url}/metrics`, { signal: AbortSignal.timeout(5_000) })).text());
-    } catch {
-      return undefined;
+}
+
+/**
+ * The soak's faults (docs/soak.md, "Faults"): what breaks at which fraction of the day, run on that
+ * schedule beside the traffic, each logged and kept as a window of time that explains the failures
+ * in it (bench/soak/report.ts).
+ */
+
+const ACCOUNTING_KEY = '{vgw:acct}:soak'; // the hash tag of every ledger-queue and budget key
+
+/** A fault of the upstream's next calls, counted by the simulator as it takes them. */
+type CountedKind = 'http500' | 'hang-after-processing';
+
+interface Fault {
+  /** The fraction of the day at which it starts. */
+  at: number;
+  name: string;
+  run: () => Promise<void> | void;
+  /** It leaves the upstream in a state (slow, failing) that lasts until the next fault starts. */
+  untilNext?: true;
+  /** A fault of the upstream's next calls: its window lasts until they are taken (countedFaultEnd). */
+  takes?: { kind: CountedKind; times: number };
+}
+
+/** The faults of a day, at fractions of it. */
+function faultsOf(world: SoakWorld, run: SoakRun): Fault[] {
+  const { redis, cluster, postgres, sim } = world;
+  const { redisEmpty } = run.plan;
+  return [
+    { at: 0.1, name: 'replica 0 SIGKILLed and restarted', run: () => world.restartReplica(0, 'SIGKILL') },
+    cluster
+      ? {
+          at: 0.2,
+          name: "Redis Cluster: the accounting slot's master SIGKILLed, its replica promoted",
+          run: async () => void (await cluster.failOver(ACCOUNTING_KEY)),
+        }
+      : {
+          at: 0.2,
+          name: redisEmpty ? 'Redis SIGKILLed and restarted (empty)' : 'Redis SIGKILLed and restarted (AOF)',
+          run: async () => {
+            await redis!.restart();
+            // What the budgets spent before is gone with it: the books count them from here.
+            if (redisEmpty) run.budgetCountsFrom = new Date().toISOString();
+          },
+        },
+    { at: 0.3, name: 'PostgreSQL restarted', run: () => postgres.restart() },
+    { at: 0.4, name: 'upstream slow (800 ms)', run: () => sim.setLatency(800), untilNext: true },
+    {
+      at: 0.45,
+      name: 'upstream failing with 5xx (20 calls)',
+      run: () => {
+        sim.setLatency(0);
+        sim.injectFault({ kind: 'http500', times: 20 });
+      },
+      untilNext: true,
+      takes: { kind: 'http500', times: 20 },
+    },
+    {
+      at: 0.5,
+      name: 'upstream timing out after it charged (10 calls)',
+      run: () => sim.injectFault({ kind: 'hang-after-processing', times: 10 }),
+      untilNext: true,
+      takes: { kind: 'hang-after-processing', times: 10 },
+    },
+    { at: 0.6, name: 'access token revoked upstream', run: () => sim.expireAllAccessTokens(), untilNext: true },
+    {
+      at: 0.75,
+      name: 'rolling restart (SIGTERM) of every replica',
+      run: async () => {
+        for (const index of world.replicas.keys()) await world.restartReplica(index, 'SIGTERM');
+      },
+    },
+  ];
+}
+
+/** Runs the faults on their schedule and keeps each one's window in the run. */
+class FaultSchedule {
+  /** How many of each counted kind the simulator took, and when it took the last of its injection. */
+  private readonly taken = new Map<string, number>();
+  private readonly lastTakenAt = new Map<string, number>();
+  /** The windows of the counted faults, closed only once the traffic is over (closeCountedWindows). */
+  private readonly counted: { window: FaultWindow; kind: string }[] = [];
+
+  constructor(
+    private readonly faults: readonly Fault[],
+    private readonly world: SoakWorld,
+    private readonly run: SoakRun,
+  ) {
+    world.sim.on('fault', ({ kind, path }) => {
+      run.faultsTaken.push({ at: Date.now(), path, kind });
+      this.taken.set(kind, (this.taken.get(kind) ?? 0) + 1);
+      if (faults.some((f) => f.takes?.kind === kind && f.takes.times === this.taken.get(kind)))
+        this.lastTakenAt.set(kind, Date.now());
+    });
+  }
+
+  /** Each fault at its time of the day; one that fails is logged and has no window. */
+  async play(): Promise<void> {
+    const { run } = this;
+    for (const [i, fault] of this.faults.entries()) {
+      await sleep(Math.max(0, run.timeAt(fault.at) - Date.now()));
+      run.log(`fault: ${fault.name}`);
+      const from = Date.now();
+      try {
+        await fault.run();
+        // A state the upstream is left in (slow, failing the next calls) lasts until the next fault.
+        const next = this.faults[i + 1];
+        const to = fault.untilNext && next ? run.timeAt(next.at) : Date.now();
+        run.faultWindows.push({ name: fault.name, from, to });
+        if (fault.takes) this.counted.push({ window: run.faultWindows.at(-1)!, kind: fault.takes.kind });
+        run.log(`fault over: ${fault.name}`);
+      } catch (error) {
+        run.log(`fault FAILED: ${fault.name}: ${(error as Error).message}`);
+      }
     }
   }
-  const rssPerReplica: ReplicaRss[] = await Promise.all(
-    replicas.map(async (replica, index) => ({ replica: index, startBytes: await rss(replica) })),
-  );
-  started = Date.now();
-  log(`3 replicas, Redis, PostgreSQL and the simulator up; ${minutes} min, seed ${seed}, peak ${peakRps}/s`);
 
-  const statuses = new Map<string, number>();
-  let budgetCountsFrom = new Date(0).toISOString();
-  let sent = 0;
+  /** Once the traffic is over: a counted fault's window lasts until the simulator took its last call. */
+  closeCountedWindows(): void {
+    const { sim } = this.world;
+    for (const { window, kind } of this.counted) {
+      window.to = countedFaultEnd(window.to, this.lastTakenAt.get(kind), sim.requests, Date.now());
+      this.run.log(`fault lasted until ${((window.to - this.run.started) / 1000).toFixed(1)} s: ${window.name}`);
+    }
+  }
+}
 
-  async function jwt(subject: string): Promise<string> {
-    return new SignJWT({ scope: 'kyc:shahkar inquiries:read', azp: 'mobile-app' })
-      .setProtectedHeader({ alg: 'ES256' })
-      .setIssuer('soak')
-      .setAudience('verification-gateway')
-      .setSubject(subject)
-      .setIssuedAt()
-      .setExpirationTime('10m')
-      .sign(privateKey);
+/**
+ * The soak's client: sends the traffic model's requests (bench/soak/traffic.ts) to the replicas in
+ * turn, at the day's rate, as the caller each kind stands for, and records every attempt in the run.
+ */
+
+const REQUEST_TIMEOUT_MS = 5_000;
+
+class SoakClient {
+  /** Requests sent so far: numbers the next one and picks its replica. */
+  sent = 0;
+
+  constructor(
+    private readonly world: SoakWorld,
+    private readonly run: SoakRun,
+  ) {}
+
+  /** The day's traffic at the model's rate until the day ends; resolves once every request is answered. */
+  async sendTheDay(): Promise<void> {
+    const { run } = this;
+    const traffic = new TrafficModel(run.plan.seed);
+    const inFlight = new Set<Promise<void>>();
+    while (run.dayRunning()) {
+      const phase = run.phase();
+      const request = this.send(traffic.nextRequest()).finally(() => inFlight.delete(request));
+      inFlight.add(request);
+      await sleep(1000 / ratePerSecond(phase, run.plan.peakRps));
+    }
+    await Promise.all(inFlight);
   }
 
-  async function authFor(request: PlannedRequest): Promise<Record<string, string>> {
-    if (request.kind === 'jwtUser') return { authorization: `Bearer ${await jwt(`user-${sent % 50}`)}` };
-    if (request.kind === 'budgeted') return { 'x-api-key': BUDGETED.key };
-    if (request.kind === 'added') return { 'x-api-key': ADDED.key };
-    if (request.kind === 'bad' && request.body.includes('advanced')) return { 'x-api-key': TEST_CLIENTS.basic.key };
-    return { 'x-api-key': TEST_CLIENTS.full.key };
-  }
-
-  async function send(request: PlannedRequest): Promise<void> {
-    const number = sent;
-    const index = sent++ % replicas.length;
-    const replica = replicas[index];
-    const headers = { ...request.headers, ...(await authFor(request)) };
+  /** One request to the next replica: once, or twice under one Idempotency-Key (a retry after a timeout). */
+  private async send(request: PlannedRequest): Promise<void> {
+    const number = this.sent++;
+    const index = number % this.world.replicas.length;
+    const replica = this.world.replicas[index];
+    const headers = { ...request.headers, ...(await this.authFor(request)) };
     for (let attempt = 0; attempt < (request.twice ? 2 : 1); attempt++) {
       let outcome: string;
       let trackId: string | undefined;
@@ -208,7 +524,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakOutcome> {
       } catch (error) {
         outcome = (error as Error).name === 'TimeoutError' ? 'timeout' : 'connection';
       }
-      attempts.push({
+      this.run.recordAttempt({
         kind: request.kind,
         replica: index,
         requestId,
@@ -219,134 +535,61 @@ export async function runSoak(options: SoakOptions): Promise<SoakOutcome> {
         ...(cacheStatus ? { cacheStatus } : {}),
         ...(problem ? { problem } : {}),
       });
-      const key = `${request.kind} ${outcome}`;
-      statuses.set(key, (statuses.get(key) ?? 0) + 1);
     }
   }
 
-  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-  async function restartReplica(index: number, signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
-    const old = replicas[index];
-    old.process.kill(signal);
-    await old.exited;
-    replicas[index] = await startGatewayProcess(build, env);
-    everyReplica.push({ index, process: replicas[index] });
+  /** The credentials of the caller a kind of request stands for. */
+  private async authFor(request: PlannedRequest): Promise<Record<string, string>> {
+    // One of 50 end users, by the count of requests sent (already past this one's number).
+    if (request.kind === 'jwtUser') return { authorization: `Bearer ${await this.jwt(`user-${this.sent % 50}`)}` };
+    if (request.kind === 'budgeted') return { 'x-api-key': BUDGETED.key };
+    if (request.kind === 'added') return { 'x-api-key': ADDED.key };
+    if (request.kind === 'bad' && request.body.includes('advanced')) return { 'x-api-key': TEST_CLIENTS.basic.key };
+    return { 'x-api-key': TEST_CLIENTS.full.key };
   }
 
-  /** The faults, at fractions of the run (docs/soak.md, "Faults"). */
-  const FAULTS: {
-    at: number;
-    name: string;
-    run: () => Promise<void> | void;
-    untilNext?: true;
-    /** A fault of the upstream's next calls: its window lasts until they are taken (countedFaultEnd). */
-    takes?: { kind: 'http500' | 'hang-after-processing'; times: number };
-  }[] = [
-    { at: 0.1, name: 'replica 0 SIGKILLed and restarted', run: () => restartReplica(0, 'SIGKILL') },
-    cluster
-      ? {
-          at: 0.2,
-          name: "Redis Cluster: the accounting slot's master SIGKILLed, its replica promoted",
-          run: async () => void (await cluster.failOver(ACCOUNTING_KEY)),
-        }
-      : {
-          at: 0.2,
-          name: redisEmpty ? 'Redis SIGKILLed and restarted (empty)' : 'Redis SIGKILLed and restarted (AOF)',
-          run: async () => {
-            await redis!.restart();
-            if (redisEmpty) budgetCountsFrom = new Date().toISOString();
-          },
-        },
-    { at: 0.3, name: 'PostgreSQL restarted', run: () => postgres.restart() },
-    { at: 0.4, name: 'upstream slow (800 ms)', run: () => sim.setLatency(800), untilNext: true },
-    {
-      at: 0.45,
-      name: 'upstream failing with 5xx (20 calls)',
-      run: () => {
-        sim.setLatency(0);
-        sim.injectFault({ kind: 'http500', times: 20 });
-      },
-      untilNext: true,
-      takes: { kind: 'http500', times: 20 },
-    },
-    {
-      at: 0.5,
-      name: 'upstream timing out after it charged (10 calls)',
-      run: () => sim.injectFault({ kind: 'hang-after-processing', times: 10 }),
-      untilNext: true,
-      takes: { kind: 'hang-after-processing', times: 10 },
-    },
-    { at: 0.6, name: 'access token revoked upstream', run: () => sim.expireAllAccessTokens(), untilNext: true },
-    {
-      at: 0.75,
-      name: 'rolling restart (SIGTERM) of every replica',
-      run: async () => {
-        for (const index of [0, 1, 2]) await restartReplica(index, 'SIGTERM');
-      },
-    },
-  ];
-
-  // When the simulator took the last call of each counted fault (one injection of each kind).
-  const taken = new Map<string, number>();
-  const lastTakenAt = new Map<string, number>();
-  /** Every fault the simulator took and every token call it answered, kept in run.json to explain a 5xx. */
-  const faultsTaken: { at: number; path: string; kind: string }[] = [];
-  const tokenCalls: { at: number; ok: boolean; status: number }[] = [];
-  sim.on('token', ({ ok, status }) => tokenCalls.push({ at: Date.now(), ok, status }));
-  sim.on('fault', ({ kind, path }) => {
-    faultsTaken.push({ at: Date.now(), path, kind });
-    taken.set(kind, (taken.get(kind) ?? 0) + 1);
-    if (FAULTS.some((f) => f.takes?.kind === kind && f.takes.times === taken.get(kind)))
-      lastTakenAt.set(kind, Date.now());
-  });
-  const counted: { window: FaultWindow; kind: string }[] = [];
-
-  const traffic = new TrafficModel(seed);
-  const inFlight = new Set<Promise<void>>();
-  const faultsDone = (async () => {
-    for (const [i, fault] of FAULTS.entries()) {
-      await sleep(Math.max(0, started + fault.at * durationMs - Date.now()));
-      log(`fault: ${fault.name}`);
-      const from = Date.now();
-      try {
-        await fault.run();
-        // A state the upstream is left in (slow, failing the next calls) lasts until the next fault.
-        const next = FAULTS[i + 1];
-        const to = fault.untilNext && next ? started + next.at * durationMs : Date.now();
-        faultWindows.push({ name: fault.name, from, to });
-        if (fault.takes) counted.push({ window: faultWindows.at(-1)!, kind: fault.takes.kind });
-        log(`fault over: ${fault.name}`);
-      } catch (error) {
-        log(`fault FAILED: ${fault.name}: ${(error as Error).message}`);
-      }
-    }
-  })();
-  while (Date.now() - started < durationMs) {
-    const phase = (Date.now() - started) / durationMs;
-    const request = send(traffic.nextRequest()).finally(() => inFlight.delete(request));
-    inFlight.add(request);
-    await sleep(1000 / ratePerSecond(phase, peakRps));
+  /** An end user's token, as the mobile app would hold it (issuer and audience as the replicas expect). */
+  private async jwt(subject: string): Promise<string> {
+    return new SignJWT({ scope: 'kyc:shahkar inquiries:read', azp: 'mobile-app' })
+      .setProtectedHeader({ alg: 'ES256' })
+      .setIssuer('soak')
+      .setAudience('verification-gateway')
+      .setSubject(subject)
+      .setIssuedAt()
+      .setExpirationTime('10m')
+      .sign(this.world.jwtSigningKey);
   }
-  await Promise.all(inFlight);
-  await faultsDone;
-  sim.clearFaults();
-  log(`traffic over: ${sent} requests`);
-  for (const { window, kind } of counted) {
-    window.to = countedFaultEnd(window.to, lastTakenAt.get(kind), sim.requests, Date.now());
-    log(`fault lasted until ${((window.to - started) / 1000).toFixed(1)} s: ${window.name}`);
-  }
+}
 
+/**
+ * The end of the soak's day (docs/soak.md, "The check"): once the ledger's queue has drained, the
+ * gateway reconciles against the simulator's list of charges, and the books (bench/soak/books.ts)
+ * are checked: the simulator's charges against the ledger and the budgets, as an operator reads them.
+ */
+
+interface SettledBooks {
+  /** The ledger after the reconciliation. */
+  entries: BookEntry[];
+  /** The reconciliation's answer (POST /admin/reconciliations). */
+  reconciled: Record<string, unknown>;
+  books: BooksReport;
+}
+
+async function settleAndCheckBooks(world: SoakWorld, run: SoakRun): Promise<SettledBooks> {
+  const { sim } = world;
+  const replica = world.replicas[0];
   const admin = { 'x-api-key': OPERATOR.key };
-  const window = `from=${new Date(started - 3_600_000).toISOString()}&to=${new Date(Date.now() + 3_600_000).toISOString()}`;
+  // An hour either side of the day, so that the window holds every entry of the run.
+  const window = `from=${new Date(run.started - 3_600_000).toISOString()}&to=${new Date(Date.now() + 3_600_000).toISOString()}`;
   async function readLedger(): Promise<BookEntry[]> {
-    const response = await fetch(`${replicas[0].url}/admin/ledger?${window}`, { headers: admin });
+    const response = await fetch(`${replica.url}/admin/ledger?${window}`, { headers: admin });
     if (!response.ok) throw new Error(`GET /admin/ledger: ${response.status} ${await response.text()}`);
     return (await response.text())
       .split('\n')
       .filter(Boolean)
       .map((line) => JSON.parse(line) as BookEntry);
   }
+
   // The queue drained: the ledger stops growing (two reads 2 s apart agree), within 60 s.
   let entries = await readLedger();
   for (let i = 0; i < 30; i++) {
@@ -356,27 +599,33 @@ export async function runSoak(options: SoakOptions): Promise<SoakOutcome> {
     entries = again;
   }
   const csv = ['trackId', ...sim.chargesByTrackId.keys()].join('\n');
-  const reconciliation = await fetch(`${replicas[0].url}/admin/reconciliations?${window}`, {
+  const reconciliation = await fetch(`${replica.url}/admin/reconciliations?${window}`, {
     method: 'POST',
     headers: { ...admin, 'content-type': 'text/csv' },
     body: csv,
   });
   const reconciled = (await reconciliation.json()) as Record<string, unknown>;
-  log(`reconciliation: ${reconciliation.status}`);
+  run.log(`reconciliation: ${reconciliation.status}`);
   entries = await readLedger();
-  const budgets = (await (await fetch(`${replicas[0].url}/admin/budgets`, { headers: admin })).json()) as {
+  const budgets = (await (await fetch(`${replica.url}/admin/budgets`, { headers: admin })).json()) as {
     budgets: (BookBudget & { window?: string })[];
   };
-  const report = checkBooks({
+  const books = checkBooks({
     charges: sim.chargesByTrackId,
     chargedAt: sim.chargedAt,
     entries,
     budgets: budgets.budgets,
-    budgetsCountFrom: budgetCountsFrom,
+    budgetsCountFrom: run.budgetCountsFrom,
   });
+  return { entries, reconciled, books };
+}
 
+/** The requests, the reconciliation and the books, then what the run knows about each imbalanced trackId. */
+function printBooks(run: SoakRun, world: SoakWorld, { reconciled, books }: SettledBooks): void {
+  const { print } = run;
+  const { sim } = world;
   print('\n== Requests (kind status: count)');
-  for (const [key, count] of [...statuses].sort()) print(`  ${key}: ${count}`);
+  for (const [key, count] of [...run.statuses].sort()) print(`  ${key}: ${count}`);
   print("\n== Reconciliation with the simulator's list");
   for (const [key, value] of Object.entries(reconciled))
     if (value && typeof value === 'object' && 'count' in value)
@@ -384,22 +633,23 @@ export async function runSoak(options: SoakOptions): Promise<SoakOutcome> {
   print('\n== Books');
   print(`  simulator charges (trackIds): ${sim.chargesByTrackId.size}`);
   print(
-    `  inquiries in the ledger: ${report.inquiries} (charged ${report.charged}, possibly ${report.unknown}, not charged ${report.notCharged})`,
+    `  inquiries in the ledger: ${books.inquiries} (charged ${books.charged}, possibly ${books.unknown}, not charged ${books.notCharged})`,
   );
-  print(`  reuse: ${report.reused} inquiries answered without buying, ${report.unitsSaved} units saved`);
-  for (const imbalance of report.imbalances)
+  print(`  reuse: ${books.reused} inquiries answered without buying, ${books.unitsSaved} units saved`);
+  for (const imbalance of books.imbalances)
     print(
       `  IMBALANCE: ${imbalance.rule}${imbalance.detail ? `: ${imbalance.detail}` : ''} ${imbalance.trackIds.slice(0, 20).join(' ')}`,
     );
-  const explained = new Set(report.imbalances.flatMap((imbalance) => imbalance.trackIds).slice(0, 20));
+  const explained = new Set(books.imbalances.flatMap((imbalance) => imbalance.trackIds).slice(0, 20));
   if (explained.size > 0) {
     print('\n== What the run knows about each imbalanced trackId');
-    const logs = everyReplica.flatMap(({ index, process }) =>
+    const logs = world.everyReplica.flatMap(({ index, process }) =>
       process
         .output()
         .split('\n')
         .map((line) => `replica ${index}: ${line}`),
     );
+    const { started, attempts, faultWindows } = run;
     for (const trackId of explained)
       for (const line of describe(
         explain(trackId, { started, upstreamCalls: sim.requests, attempts, faults: faultWindows, logs }),
@@ -407,52 +657,63 @@ export async function runSoak(options: SoakOptions): Promise<SoakOutcome> {
       ))
         print(line);
   }
+}
 
-  // RSS at the end, before stopping: the process then in each slot (the faults restarted them).
-  for (const [index, replica] of replicas.entries()) rssPerReplica[index].endBytes = await rss(replica);
-  const run = {
-    minutes,
-    seed,
-    peakRps,
+/**
+ * The report of the run (bench/soak/report.ts: faults, their failures and healing, latency per
+ * phase, the saving, RSS) with its imbalances, and the run as data in run.json.
+ */
+function reportAndWriteRun(
+  run: SoakRun,
+  world: SoakWorld,
+  settled: SettledBooks,
+  rss: ReplicaRss[],
+  reportDir: string,
+): SoakOutcome {
+  const { print } = run;
+  const data = runData(run, world, settled, rss);
+  const soakReport = buildReport(data);
+  for (const line of formatReport(soakReport)) print(line);
+  for (const imbalance of soakReport.imbalances)
+    print(`  IMBALANCE: ${imbalance.rule}${imbalance.detail ? `: ${imbalance.detail}` : ''}`);
+  const imbalances = settled.books.imbalances.length + soakReport.imbalances.length;
+  print(imbalances === 0 ? '\nThe books balance.' : `\n${imbalances} imbalance(s).`);
+
+  // The run as data (the chart, bench/soak/chart.ts, is drawn from it): outside src/ and docs/.
+  mkdirSync(reportDir, { recursive: true });
+  const runFile = join(reportDir, 'run.json');
+  writeFileSync(runFile, JSON.stringify({ ...data, report: soakReport }));
+  print(`run written to ${runFile}`);
+  return { imbalances, runFile };
+}
+
+/** run.json but its report: what the run saw, the simulator's calls and charges, the ledger and the books. */
+function runData(run: SoakRun, world: SoakWorld, { entries, reconciled, books }: SettledBooks, rss: ReplicaRss[]) {
+  const { plan, started } = run;
+  const { sim } = world;
+  return {
+    minutes: plan.minutes,
+    seed: plan.seed,
+    peakRps: plan.peakRps,
     started,
     ended: Date.now(),
-    faults: faultWindows,
-    attempts,
+    faults: run.faultWindows,
+    attempts: run.attempts,
     upstreamCalls: sim.requests.map((r) => ({ at: r.at, trackId: r.trackId, path: r.path })),
     charges: Object.fromEntries(sim.chargesByTrackId),
     chargedAt: Object.fromEntries(sim.chargedAt),
-    faultsTaken,
-    tokenCalls,
+    faultsTaken: run.faultsTaken,
+    tokenCalls: run.tokenCalls,
     entries,
-    statuses: Object.fromEntries(statuses),
+    statuses: Object.fromEntries(run.statuses),
     reconciliation: Object.fromEntries(
       Object.entries(reconciled).map(([key, value]) => [
         key,
         value && typeof value === 'object' && 'count' in value ? (value as { count: number }).count : value,
       ]),
     ),
-    books: report,
-    unitPrice,
-    rss: rssPerReplica,
+    books,
+    unitPrice: plan.unitPrice,
+    rss,
   };
-  // Faults, their failures and healing, latency per phase, the saving, RSS (bench/soak/report.ts).
-  const soakReport = buildReport(run);
-  for (const line of formatReport(soakReport)) print(line);
-  for (const imbalance of soakReport.imbalances)
-    print(`  IMBALANCE: ${imbalance.rule}${imbalance.detail ? `: ${imbalance.detail}` : ''}`);
-  const imbalances = report.imbalances.length + soakReport.imbalances.length;
-  print(imbalances === 0 ? '\nThe books balance.' : `\n${imbalances} imbalance(s).`);
-
-  // The run as data (the chart, bench/soak/chart.ts, is drawn from it): outside src/ and docs/.
-  mkdirSync(options.reportDir, { recursive: true });
-  const runFile = join(options.reportDir, 'run.json');
-  writeFileSync(runFile, JSON.stringify({ ...run, report: soakReport }));
-  print(`run written to ${runFile}`);
-
-  for (const replica of replicas) replica.process.kill('SIGTERM');
-  await Promise.all(replicas.map((r) => r.exited));
-  await sim.stop();
-  await Promise.all([redis?.stop(), cluster?.stop(), postgres.stop()]);
-  running.clear();
-  return { imbalances, runFile };
 }
