@@ -57,14 +57,19 @@ export class SoakWorld {
 
   static async start(plan: SoakPlan, running: Running): Promise<SoakWorld> {
     const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    const [redis, cluster, postgres] = await Promise.all([
-      plan.cluster
-        ? undefined
-        : RedisServer.start({ args: plan.redisEmpty ? [] : ['--appendonly', 'yes', '--appendfsync', 'always'] }),
-      plan.cluster ? RedisCluster.start(3, undefined, 1) : undefined,
-      PostgresServer.start(),
-    ]);
-    running.add(() => Promise.all([redis?.kill(), cluster?.stop(), postgres.kill()]));
+    // Each store is handed to `running` once it is up, and a failure waits for the others to settle:
+    // a store that fails to start leaves none of the others running past stopEverything.
+    const redisUp = plan.cluster
+      ? undefined
+      : RedisServer.start({ args: plan.redisEmpty ? [] : ['--appendonly', 'yes', '--appendfsync', 'always'] }).then(
+          handedTo(running, (redis) => redis.kill()),
+        );
+    const clusterUp = plan.cluster
+      ? RedisCluster.start(3, undefined, 1).then(handedTo(running, (cluster) => cluster.stop()))
+      : undefined;
+    const postgresUp = PostgresServer.start().then(handedTo(running, (postgres) => postgres.kill()));
+    await Promise.allSettled([redisUp, clusterUp, postgresUp]);
+    const [redis, cluster, postgres] = await Promise.all([redisUp, clusterUp, postgresUp]);
     const sim = new UpstreamSimulator();
     await sim.start(0);
     running.add(() => sim.stop());
@@ -83,11 +88,14 @@ export class SoakWorld {
   }
 
   private async startReplicas(): Promise<void> {
-    const started = await Promise.all(
+    const starts = await Promise.allSettled(
       Array.from({ length: REPLICAS }, () => startGatewayProcess(this.build, this.env)),
     );
-    this.replicas.push(...started);
-    started.forEach((process, index) => this.everyReplica.push({ index, process }));
+    // Those that started are in `replicas`, stopEverything's list, also when another one failed.
+    for (const start of starts) if (start.status === 'fulfilled') this.replicas.push(start.value);
+    const failed = starts.find((start) => start.status === 'rejected');
+    if (failed) throw failed.reason;
+    this.replicas.forEach((process, index) => this.everyReplica.push({ index, process }));
   }
 
   /** Stops the replica in slot `index` with `signal`, waits for it to exit, and starts a new one there. */
@@ -154,5 +162,13 @@ function gatewayEnv(
     JWT_PUBLIC_KEY: to.jwtPublicKey,
     JWT_ISSUER: 'soak',
     JWT_AUDIENCE: 'verification-gateway',
+  };
+}
+
+/** Passes a thing that started through, handing `running` the way to stop it. */
+function handedTo<T>(running: Running, stop: (thing: T) => unknown): (thing: T) => T {
+  return (thing) => {
+    running.add(() => stop(thing));
+    return thing;
   };
 }
