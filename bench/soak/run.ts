@@ -66,6 +66,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakOutcome> {
   const rss: ReplicaRss[] = await Promise.all(
     world.replicas.map(async (replica, index) => ({ replica: index, startBytes: await world.residentBytes(replica) })),
   );
+  // The day starts now that everything is up, so that setup time is not traffic time.
   const run = new SoakRun(plan, options.print);
   run.log(
     `3 replicas, Redis, PostgreSQL and the simulator up; ${plan.minutes} min, seed ${plan.seed}, peak ${plan.peakRps}/s`,
