@@ -95,6 +95,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakOutcome> {
 
 /** The options clamped, and the budget that follows from the day's length. */
 function planOf(options: SoakOptions): SoakPlan {
+  // NaN passes Math.min/max untouched (a day of no traffic with every fault at once): refused.
+  for (const [name, value] of [
+    ['minutes', options.minutes],
+    ['peakRps', options.peakRps],
+    ['seed', options.seed],
+  ] as const) {
+    if (!Number.isFinite(value)) throw new RangeError(`soak: ${name} must be a number, got ${String(value)}`);
+  }
   const minutes = Math.min(Math.max(options.minutes, 0.5), 120);
   return {
     minutes,
