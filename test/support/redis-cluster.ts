@@ -36,23 +36,29 @@ export class RedisCluster {
       RedisCluster.startNodes(size * (1 + replicas), dir, secure, replicas > 0),
     );
     const cluster = new RedisCluster(ports, processes, dir);
-    await run('redis-cli', [
-      ...cli,
-      '--cluster',
-      'create',
-      ...ports.map((p) => `127.0.0.1:${p}`),
-      '--cluster-replicas',
-      String(replicas),
-      '--cluster-yes',
-    ]);
-    // Slots are assigned; wait until every node agrees the cluster is up.
-    for (const port of ports) {
-      for (let attempt = 0; ; attempt++) {
-        const { stdout } = await run('redis-cli', [...cli, '-p', String(port), 'cluster', 'info']);
-        if (stdout.includes('cluster_state:ok')) break;
-        if (attempt > 200) throw new Error('cluster did not become ready');
-        await new Promise((resolve) => setTimeout(resolve, 25));
+    // A cluster that does not form stops its nodes: the caller gets the error, not running servers.
+    try {
+      await run('redis-cli', [
+        ...cli,
+        '--cluster',
+        'create',
+        ...ports.map((p) => `127.0.0.1:${p}`),
+        '--cluster-replicas',
+        String(replicas),
+        '--cluster-yes',
+      ]);
+      // Slots are assigned; wait until every node agrees the cluster is up.
+      for (const port of ports) {
+        for (let attempt = 0; ; attempt++) {
+          const { stdout } = await run('redis-cli', [...cli, '-p', String(port), 'cluster', 'info']);
+          if (stdout.includes('cluster_state:ok')) break;
+          if (attempt > 200) throw new Error('cluster did not become ready');
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
       }
+    } catch (error) {
+      await cluster.stop();
+      throw error;
     }
     return cluster;
   }
