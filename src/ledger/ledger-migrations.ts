@@ -1,5 +1,5 @@
 import { RECORDS_SQL } from '../store/records.migration.js';
-import { ROLLUPS_SQL } from './ledger-rollups.migration.js';
+import { ROLLUPS_REPLANNED_SQL, ROLLUPS_SQL } from './ledger-rollups.migration.js';
 import { PARKED_ACTIONS_SQL } from './parked-actions.migration.js';
 import { WEBHOOK_OUTBOX_SQL } from './webhook-outbox.migration.js';
 
@@ -254,5 +254,10 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
     version: 15,
     name: 'daily roll-ups per client, operation and outcome, kept by the statement that writes entries',
     sql: ROLLUPS_SQL,
+  },
+  {
+    version: 16,
+    name: "the roll-ups' trigger planned at each call (a plan made on an empty ledger scanned every entry)",
+    sql: ROLLUPS_REPLANNED_SQL,
   },
 ];

@@ -47,6 +47,32 @@ export function latestFactsSql(range: string, sign: number): string {
     UNION ALL ${of('reconciled', `l.kind = 'reconciled' AND l.revision > e.revision`)}) c`;
 }
 
+/**
+ * What the trigger runs after each statement that writes entries (below): each touched
+ * inquiry's latest fact now, and if it is one of the statement's, the previous latest taken
+ * back and the new one added. Migration 15 runs it as static SQL, migration 16 by EXECUTE.
+ */
+const ROLLUP_STATEMENT = `WITH touched AS (SELECT DISTINCT track_id, created_at FROM new_entries),
+        facts AS (
+          SELECT e.track_id, e.created_at, e.kind, e.revision, e.client_id, e.operation, e.status, e.charged,
+            e.cost_units, e.upstream_code, j->>'upstream_message' AS upstream_message, j->>'reused_from' AS reused_from,
+            (j->>'units_saved')::int AS units_saved, j->>'unit_price' AS unit_price, j->>'currency' AS currency,
+            ${RANK('e')} AS rank,
+            EXISTS (SELECT 1 FROM new_entries f WHERE f.track_id = e.track_id AND f.created_at = e.created_at
+              AND f.kind = e.kind AND f.revision = e.revision) AS fresh
+          FROM touched t JOIN ledger_entries e ON e.track_id = t.track_id AND e.created_at = t.created_at,
+            LATERAL to_jsonb(e) j),
+        now_top AS (SELECT DISTINCT ON (track_id, created_at) * FROM facts
+          ORDER BY track_id, created_at, rank DESC, revision DESC),
+        was_top AS (SELECT DISTINCT ON (track_id, created_at) * FROM facts WHERE NOT fresh
+          ORDER BY track_id, created_at, rank DESC, revision DESC),
+        moved AS (
+          SELECT now_top.*, 1 AS sign FROM now_top WHERE fresh
+          UNION ALL
+          SELECT w.*, -1 AS sign FROM was_top w
+            JOIN now_top n ON n.track_id = w.track_id AND n.created_at = w.created_at AND n.fresh)
+        ${addFactsSql('moved c', 'ledger_rollup_zones')}`;
+
 export const ROLLUPS_SQL = `
       -- The zones whose local days the roll-ups are kept in: UTC (usage, the forecast) and each
       -- replica's BUDGET_TIMEZONE (trends), added with a back-fill at start (ledger-rollups.ts).
@@ -86,30 +112,33 @@ export const ROLLUPS_SQL = `
       BEGIN
         IF NOT EXISTS (SELECT 1 FROM new_entries) THEN RETURN NULL; END IF;
         PERFORM pg_advisory_xact_lock(${ROLLUP_LOCK});
-        WITH touched AS (SELECT DISTINCT track_id, created_at FROM new_entries),
-        facts AS (
-          SELECT e.track_id, e.created_at, e.kind, e.revision, e.client_id, e.operation, e.status, e.charged,
-            e.cost_units, e.upstream_code, j->>'upstream_message' AS upstream_message, j->>'reused_from' AS reused_from,
-            (j->>'units_saved')::int AS units_saved, j->>'unit_price' AS unit_price, j->>'currency' AS currency,
-            ${RANK('e')} AS rank,
-            EXISTS (SELECT 1 FROM new_entries f WHERE f.track_id = e.track_id AND f.created_at = e.created_at
-              AND f.kind = e.kind AND f.revision = e.revision) AS fresh
-          FROM touched t JOIN ledger_entries e ON e.track_id = t.track_id AND e.created_at = t.created_at,
-            LATERAL to_jsonb(e) j),
-        now_top AS (SELECT DISTINCT ON (track_id, created_at) * FROM facts
-          ORDER BY track_id, created_at, rank DESC, revision DESC),
-        was_top AS (SELECT DISTINCT ON (track_id, created_at) * FROM facts WHERE NOT fresh
-          ORDER BY track_id, created_at, rank DESC, revision DESC),
-        moved AS (
-          SELECT now_top.*, 1 AS sign FROM now_top WHERE fresh
-          UNION ALL
-          SELECT w.*, -1 AS sign FROM was_top w
-            JOIN now_top n ON n.track_id = w.track_id AND n.created_at = w.created_at AND n.fresh)
-        ${addFactsSql('moved c', 'ledger_rollup_zones')};
+        ${ROLLUP_STATEMENT};
         RETURN NULL;
       END $fn$;
       CREATE TRIGGER ledger_rollups_insert AFTER INSERT ON ledger_entries REFERENCING NEW TABLE AS new_entries
         FOR EACH STATEMENT EXECUTE FUNCTION ledger_rollups_after_insert();
       -- The entries written before, once (the trigger's lock on the table holds writers meanwhile).
       ${addFactsSql(latestFactsSql('true', 1), 'ledger_rollup_zones')};
+`;
+
+/**
+ * Migration 16: the trigger's statement run by EXECUTE, planned at each call with the entries'
+ * and the statement's row counts of the moment. As static SQL, PL/pgSQL kept the plan made at
+ * its first call for the session's life: on the embedded ledger (one session, no autovacuum,
+ * no ANALYZE to invalidate it) a hash join over a scan of every entry, planned when there were
+ * none, so each batch of the drainer cost more as the entries grew (docs/performance.md,
+ * "Single-node records": 500 entries took 138 ms of CPU at 200 000 entries, 18 ms re-planned).
+ * Its pages read at random costed as in memory (1.1, the default 4 a disk's): the statement's
+ * rows are a batch, the entries the whole ledger, and with the default a batch of 500 still
+ * scanned every entry up to ~150 000 of them (50 ms at 50 000; 20–35 ms with 1.1 at any size).
+ */
+export const ROLLUPS_REPLANNED_SQL = `
+      CREATE OR REPLACE FUNCTION ledger_rollups_after_insert() RETURNS trigger LANGUAGE plpgsql
+        SET random_page_cost = 1.1 AS $fn$
+      BEGIN
+        IF NOT EXISTS (SELECT 1 FROM new_entries) THEN RETURN NULL; END IF;
+        PERFORM pg_advisory_xact_lock(${ROLLUP_LOCK});
+        EXECUTE $sql$${ROLLUP_STATEMENT}$sql$;
+        RETURN NULL;
+      END $fn$;
 `;
