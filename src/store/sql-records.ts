@@ -90,6 +90,13 @@ export class ExpiredRowSweeper {
           if (n < SWEEP_BATCH) break;
         }
       }
+      // The embedded PostgreSQL runs single-user, without autovacuum: without this, the space of
+      // deleted and updated rows is never reused and the tables grow with every inquiry ever made,
+      // expired or not (test/single-node-records.integration.spec.ts, "reuses the space"). Plain
+      // VACUUM takes no lock that holds a reader or writer, reads only the pages changed since the
+      // last one (the visibility map) and an index only when enough of it is dead. Each sweep:
+      // rows are updated (settled, completed) between sweeps that delete none.
+      await this.records.db.query(`VACUUM ${EXPIRING.map(([table]) => table).join(', ')}`);
     } catch (error) {
       // The next sweep tries again; reads ignore expired rows meanwhile.
       this.logger.warn(`expired records not swept: ${error instanceof Error ? error.message : String(error)}`);
