@@ -95,7 +95,8 @@ export class ExpiredRowSweeper {
       // expired or not (test/single-node-records.integration.spec.ts, "reuses the space"). Plain
       // VACUUM takes no lock that holds a reader or writer, reads only the pages changed since the
       // last one (the visibility map) and an index only when enough of it is dead. Each sweep:
-      // rows are updated (settled, completed) between sweeps that delete none.
+      // rows are updated (settled, completed) between sweeps that delete none. After it the
+      // worker prepares every statement anew, plans fitted to the tables now (pglite-statements.ts).
       await this.records.db.query(`VACUUM ${EXPIRING.map(([table]) => table).join(', ')}`);
     } catch (error) {
       // The next sweep tries again; reads ignore expired rows meanwhile.
