@@ -6,6 +6,7 @@
  * 200 on both. A ledger that cannot answer is 503 with a detail of its own, logged with its code.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { EmbeddedLedgerFreezer } from '../src/ledger/embedded-freeze.js';
 import { CapturedLog } from './support/captured-log.js';
 import { apiKeysWith, startGateway, type RunningGateway } from './support/gateway.js';
 import { freePort } from './support/redis-server.js';
@@ -30,6 +31,16 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(engines.map(([, g]) => g.close()));
   await sim?.stop();
+});
+
+// PGlite has no autovacuum: the embedded ledger alone is frozen by the gateway (embedded-freeze.ts).
+it('runs the freezer of the embedded ledger, and none beside a PostgreSQL server', () => {
+  expect(engines.map(([name, g]) => [name, g.app.get(EmbeddedLedgerFreezer) instanceof EmbeddedLedgerFreezer])).toEqual(
+    [
+      ['PostgreSQL server', false],
+      ['PGlite', true],
+    ],
+  );
 });
 
 async function admin(g: RunningGateway, path: string): Promise<{ status: number; body: Record<string, unknown> }> {

@@ -1,4 +1,5 @@
 import { Logger, Module } from '@nestjs/common';
+import { EmbeddedLedgerFreezer } from './embedded-freeze.js';
 import { ConfigService } from '@nestjs/config';
 import { InquiryPrices } from '../accounting/inquiry-prices.js';
 import type { AppConfig } from '../config/app-config.js';
@@ -91,6 +92,12 @@ import { RefusalFlusher } from './refusal-flusher.js';
           },
           config.get('ledger', { infer: true }).refusalFlushSeconds * 1000,
         ),
+    },
+    // The embedded ledger frozen before the transaction-id horizon (PGlite has no autovacuum).
+    {
+      provide: EmbeddedLedgerFreezer,
+      inject: [LedgerStore],
+      useFactory: (store: LedgerStore) => (store.db.embedded ? new EmbeddedLedgerFreezer(store) : null),
     },
     LedgerMetrics,
     LedgerStartup,
