@@ -30,16 +30,22 @@ export class EmbeddedLedgerFreezer {
     private readonly afterXids = FREEZE_AFTER_XIDS,
   ) {}
 
+  /** A check at once (a replica restarted more often than hourly would otherwise never check), then hourly. */
   onModuleInit(): void {
     clearInterval(this.timer);
+    void this.check();
     this.timer = setInterval(() => void this.check(), FREEZE_CHECK_EVERY_MS);
     this.timer.unref();
   }
 
-  /** Stops the checks; a freeze in progress is awaited (the ledger closes after, at shutdown). */
-  onModuleDestroy(): Promise<unknown> {
+  /**
+   * Stops the checks, without waiting for a freeze in progress: Nest runs this before the shutdown
+   * sequence (src/http/shutdown-sequence.ts), so waiting here would keep the replica ready and
+   * taking inquiries for as long as the VACUUM lasts. The ledger's close needs no wait either: the
+   * worker runs its requests in arrival order, so the close runs after the VACUUM.
+   */
+  onModuleDestroy(): void {
     clearInterval(this.timer);
-    return this.running ?? Promise.resolve();
   }
 
   /** One check (one at a time): resolves true when it froze; a failure is logged, the next hour tries again. */
