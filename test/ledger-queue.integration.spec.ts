@@ -6,6 +6,7 @@
  * its append-only file is SIGKILLed, is lost.
  */
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { InquiryPrices } from '../src/accounting/inquiry-prices.js';
@@ -134,6 +135,35 @@ describe('the ledger queue in Redis', () => {
     const found = await rows(survivor.db, settled);
     expect(found.size).toBe(50);
     expect(await survivor.queue.backlog(Date.now())).toMatchObject({ depth: 0 });
+  });
+
+  it('reads again, long before a claim period, an entry Redis delivered to it whose reply was lost (a read resent)', async () => {
+    const prefix = `q${prefixes++}`;
+    const drainer = replica(prefix); // claim period 60 s: the autoclaim cannot be what finds it
+    const [lost, next] = [record(), record()];
+    await drainer.queue.settled(lost);
+    expect(await drainer.queue.read(10)).toHaveLength(1); // the group made; acknowledged below
+    await drainer.queue.ack((await drainer.queue.read(10)).map((m) => m.id));
+    await drainer.queue.settled(lost);
+    // What ioredis does after a dropped connection: the read Redis answered is sent again, so
+    // Redis has delivered `lost` to this consumer and the resent read gets the entries after it.
+    const stream = new RedisKeys(prefix).ledger('entries');
+    await drainer.client.xreadgroup(
+      'GROUP',
+      'ledger-drainers',
+      drainer.queue.consumer,
+      'COUNT',
+      1,
+      'STREAMS',
+      stream,
+      '>',
+    );
+    const ready = once(drainer.client, 'ready');
+    drainer.client.disconnect(true); // the dropped connection, reconnected
+    await ready;
+    await drainer.queue.settled(next);
+    const trackIds = (await drainer.queue.read(10)).map((m) => m.entry.trackId);
+    expect(trackIds).toContain(lost.trackId);
   });
 
   it('forgets consumers of dead processes with nothing pending, never one holding entries', async () => {
